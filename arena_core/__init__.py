@@ -1,0 +1,1 @@
+"""Pure logic of the open model arena: registry, vote log, ratings, leaderboards."""

@@ -1,0 +1,162 @@
+"""A bounded on-disk cache of generated outputs, so replayed prompt-set battles are instant.
+
+Entries are keyed by (model id, prompt text, prompt language, backend version):
+a new engine or voice version, or changed options, produce a new key, so stale
+audio is never served. Each entry is one file holding the output losslessly
+(``.wav`` 16-bit PCM, ``.txt`` UTF-8, or the image as received).
+
+File names are an HMAC of the key under a random secret kept in the cache
+directory (``.secret``), so a name reveals nothing: not the model, and not even
+which model made it for someone who knows the model ids and the prompt (a plain
+hash could be recomputed). Cache paths are still server-side only; give the
+browser :meth:`Output.save` copies.
+
+Concurrency: writes go to a temporary file then :func:`os.replace`, so readers
+(threads or other processes) see a whole file or none. A read refreshes the
+file's modification time, which serves as its last-access time; when the total
+size exceeds ``max_bytes``, the least recently used files are deleted down to
+:data:`LOW_WATER` of the budget. A file evicted or corrupted under a reader is
+a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+
+from arena_core.backends.output import IMAGE_SUFFIXES, Output, OutputError
+
+logger = logging.getLogger(__name__)
+
+#: Default size budget of the cache directory (bytes): ~2,000 ten-second clips at 22 kHz.
+DEFAULT_MAX_BYTES = 1024**3
+#: After an eviction the cache is brought down to this fraction of its budget, so evictions are rare.
+LOW_WATER = 0.9
+#: Name of the file holding the secret that keys file names.
+SECRET_FILE = ".secret"  # noqa: S105 - a file name, not a password
+#: Bytes of that secret.
+_SECRET_BYTES = 32
+#: Temporary files older than this (seconds) are debris of a crashed writer and are removed.
+_STALE_TEMP_SECONDS = 3600.0
+#: Suffix of files being written.
+_TEMP_SUFFIX = ".tmp"
+#: File suffixes an entry of each modality may have.
+_SUFFIXES = {"audio": (".wav",), "text": (".txt",), "image": tuple(IMAGE_SUFFIXES.values())}
+_ENTRY_SUFFIXES = frozenset(s for suffixes in _SUFFIXES.values() for s in suffixes)
+
+
+class OutputCache:
+    """Outputs on disk under ``directory``, at most ``max_bytes`` in total (see the module docstring)."""
+
+    def __init__(self, directory: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES):
+        if max_bytes <= 0:
+            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = int(max_bytes)
+        self._secret = _load_or_create_secret(self.directory / SECRET_FILE)
+        self._lock = threading.Lock()
+        self._size = sum(size for _, _, size in self._entries())
+
+    def key(self, model_id: str, text: str, version: str, language: str | None = None) -> str:
+        """The entry name for one generation: an HMAC, hex-encoded."""
+        message = json.dumps([model_id, text, language, version], ensure_ascii=False).encode(
+            "utf-8"
+        )
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    def get(self, key: str, modality: str) -> Output | None:
+        """The cached output for ``key``, or None; a hit counts as an access for eviction."""
+        for suffix in _SUFFIXES[modality]:
+            path = self.directory / f"{key}{suffix}"
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            with contextlib.suppress(OSError):
+                os.utime(path)
+            try:
+                return Output.from_bytes(modality, data)
+            except (OutputError, UnicodeDecodeError) as exc:
+                logger.warning("dropping unreadable cache entry %s: %s", path.name, exc)
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        return None
+
+    def put(self, key: str, output: Output) -> Path | None:
+        """Store ``output`` under ``key`` (atomically); returns its path, or None if it exceeds the budget."""
+        data = output.to_bytes()
+        if len(data) > self.max_bytes * LOW_WATER:
+            logger.info("not caching a %d-byte output (budget %d)", len(data), self.max_bytes)
+            return None
+        path = self.directory / f"{key}{output.suffix}"
+        temp = self.directory / f".{key}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+        temp.write_bytes(data)
+        os.replace(temp, path)
+        with self._lock:
+            self._size += len(data)
+            if self._size > self.max_bytes:
+                self._evict()
+        return path
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of all entries as last counted (exact after each eviction)."""
+        with self._lock:
+            return self._size
+
+    def _entries(self) -> list[tuple[float, Path, int]]:
+        """(last access, path, size) of every entry; removes stale temporary files on the way."""
+        entries, now = [], time.time()
+        for path in self.directory.iterdir():
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue  # evicted or renamed by another writer meanwhile
+            if path.suffix == _TEMP_SUFFIX and now - stat.st_mtime > _STALE_TEMP_SECONDS:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            elif path.suffix in _ENTRY_SUFFIXES and not path.name.startswith("."):
+                entries.append((stat.st_mtime, path, stat.st_size))
+        return entries
+
+    def _evict(self) -> None:
+        """Delete least recently used entries down to the low-water mark; the caller holds the lock."""
+        entries = sorted(self._entries(), key=lambda entry: entry[0])
+        total = sum(size for _, _, size in entries)
+        target = self.max_bytes * LOW_WATER
+        for _, path, size in entries:
+            if total <= target:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            total -= size
+        self._size = total
+
+
+def _load_or_create_secret(path: Path) -> bytes:
+    """Read the cache's secret, creating it atomically (first writer wins) if absent."""
+    with contextlib.suppress(FileNotFoundError):
+        secret = path.read_bytes()
+        if len(secret) == _SECRET_BYTES:
+            return secret
+    temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
+    temp.write_bytes(secrets.token_bytes(_SECRET_BYTES))
+    try:
+        os.link(temp, path)  # fails if another process created it first
+    except FileExistsError:
+        pass
+    finally:
+        temp.unlink()
+    secret = path.read_bytes()
+    if len(secret) != _SECRET_BYTES:
+        raise OSError(f"cache secret {path} is damaged; delete it to start a fresh cache")
+    return secret

@@ -1,0 +1,83 @@
+"""SVOX Pico through ``py-nanotts`` (the wheel bundles the language files).
+
+Registry block::
+
+    backend: {type: pico, voice: en-GB}
+    backend: {type: pico, voices: {en: en-US, de: de-DE, es: es-ES, fr: fr-FR, it: it-IT}}
+
+Pico returns raw 16 kHz mono 16-bit little-endian PCM. Each ``speak`` call
+builds and tears down its own Pico system and holds the GIL throughout, so
+calls need no lock of ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from arena_core.backends import audio
+from arena_core.backends.base import (
+    NUMBER,
+    VOICE_OPTIONS,
+    Availability,
+    Backend,
+    BackendError,
+    OptionSpec,
+    package_version,
+)
+from arena_core.backends.output import Output
+
+#: Pico's fixed output rate (Hz), as documented by py-nanotts.
+PICO_SAMPLE_RATE = 16_000
+#: The voices the py-nanotts wheel ships language files for.
+PICO_VOICES = frozenset({"en-US", "en-GB", "de-DE", "es-ES", "fr-FR", "it-IT"})
+
+
+class PicoBackend(Backend):
+    """SVOX Pico (``type: pico``); options ``voice``/``voices``, ``speed``, ``pitch``, ``volume``."""
+
+    type_name = "pico"
+    modalities = frozenset({"audio"})
+    options_spec: Mapping[str, OptionSpec] = MappingProxyType(
+        {
+            **VOICE_OPTIONS,
+            "speed": OptionSpec(NUMBER, help="speed multiplier 0.2-5.0"),
+            "pitch": OptionSpec(NUMBER, help="pitch multiplier 0.5-2.0"),
+            "volume": OptionSpec(NUMBER, help="volume multiplier 0-5.0"),
+        }
+    )
+
+    @classmethod
+    def _extra_problems(cls, options):
+        voices = [options.get("voice"), *(options.get("voices") or {}).values()]
+        named = [v for v in voices if v]
+        if not named:
+            return ["needs backend.voice or backend.voices"]
+        unknown = sorted({v for v in named if v not in PICO_VOICES})
+        if unknown:
+            return [
+                f"Pico has no voice {', '.join(unknown)} (has {', '.join(sorted(PICO_VOICES))})"
+            ]
+        return []
+
+    def _check_availability(self) -> Availability:
+        return Availability.of_package("py_nanotts", "py-nanotts")
+
+    def _engine_version(self) -> str:
+        return package_version("py-nanotts")
+
+    def _generate(self, text: str, timeout: float, language: str | None) -> Output:
+        from py_nanotts import NanoTTS
+
+        voice = self.voice_for(language)
+        pcm = NanoTTS().speak(
+            text,
+            voice=voice,
+            speed=self.options.get("speed"),
+            pitch=self.options.get("pitch"),
+            volume=self.options.get("volume"),
+        )
+        samples = audio.pcm16_to_array(pcm)
+        if len(samples) == 0:
+            raise BackendError(self.model_id, "Pico produced no audio")
+        return Output.from_audio(PICO_SAMPLE_RATE, samples)

@@ -1,0 +1,341 @@
+"""The models of one arena at run time: who can be paired, generation with cache and timeout, outages.
+
+:class:`ModelPool` wraps the arena's backends (injected, so tests pass fakes)
+with what the app needs around each generation:
+
+* **Cache first.** :meth:`ModelPool.generate` refuses a model that cannot run
+  here (:meth:`Backend.availability`), then looks the output up in the
+  :class:`~arena_core.backends.cache.OutputCache`; a hit returns at once (even
+  for a paused model) and neither counts as a success nor records a latency.
+* **Timeout.** A miss runs the backend in the pool's thread pool and waits at
+  most ``settings.timeout`` (plus a short grace for the backend's own timeout to
+  fire first). A thread cannot be killed: an in-process engine that overruns
+  is reported as :class:`BackendTimeout` and finishes in the background, its
+  result discarded. Subprocess and HTTP backends stop themselves at the timeout.
+* **Outages.** ``settings.failures_before_pause`` consecutive failures pause a
+  model for ``settings.pause_seconds``: it is left out of :meth:`pairable` and
+  refused by :meth:`generate`. When the pause ends it is retried; one more
+  failure pauses it again at once (the failure count is only reset by a
+  success), a success returns it to normal.
+* **Languages.** ``language`` arguments take the prompt's category. A
+  category counts as a language only if some model of the arena declares it
+  (``voices:`` keys or ``language:``); then only models that speak it are
+  paired on it and generate with its voice. Other categories (the English
+  arena's topics) restrict nothing.
+* **Latency.** Wall time of each successful uncached generation, measured with
+  the injected clock; :meth:`median_latency` is the median of the most recent
+  ``settings.latency_window``.
+
+All methods are thread-safe: one lock guards the health and latency records
+and is never held while generating.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from arena_core.backends.base import (
+    Backend,
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    describe_exception,
+    normalize_language,
+)
+from arena_core.backends.cache import OutputCache
+from arena_core.backends.factory import make_backend
+from arena_core.backends.output import Output
+from arena_core.registry import Arena
+
+logger = logging.getLogger(__name__)
+
+#: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
+TIMEOUT_GRACE = 0.5
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """How patient the pool is with models."""
+
+    #: Seconds one generation may take.
+    timeout: float = 30.0
+    #: Consecutive failures that pause a model.
+    failures_before_pause: int = 3
+    #: Seconds a paused model stays out of pairing before it is retried.
+    pause_seconds: float = 300.0
+    #: Recent successful generations the median latency is taken over.
+    latency_window: int = 100
+    #: Generations running at once (each battle uses two).
+    max_workers: int = 8
+
+    def __post_init__(self):
+        if self.timeout <= 0 or self.pause_seconds < 0 or self.failures_before_pause < 1:
+            raise ValueError(f"invalid pool settings: {self}")
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """One model's state as the app shows it at start-up and on the status page."""
+
+    model_id: str
+    available: bool
+    reason: str
+    #: When the pause ends, on the pool's clock (monotonic by default: not a wall-clock time).
+    paused_until: float | None
+    #: Seconds until the pause ends, for display ("retried in 4 min").
+    retry_in: float | None
+    consecutive_failures: int
+    languages: frozenset[str] | None
+
+    @property
+    def state(self) -> str:
+        """``available``, ``unavailable`` or ``paused``."""
+        if not self.available:
+            return "unavailable"
+        return "paused" if self.paused_until is not None else "available"
+
+    @property
+    def pairable(self) -> bool:
+        return self.state == "available"
+
+
+@dataclass
+class _Health:
+    """Mutable per-model record; only touched under the pool's lock."""
+
+    failures: int = 0
+    paused_until: float | None = None
+    latencies: deque = field(default_factory=deque)
+
+
+class ModelPool:
+    """The backends of one arena with cache, timeouts, outage pausing and latency records.
+
+    Example::
+
+        pool = ModelPool.from_arena(registry.arena("tts-en"), cache=OutputCache("cache/"))
+        a, b = pool.generate_pair("espeak-ng/en-us", "piper/joe", "Hello there.")
+    """
+
+    def __init__(
+        self,
+        arena: Arena,
+        backends: Mapping[str, Backend],
+        *,
+        cache: OutputCache | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        settings: PoolSettings | None = None,
+    ):
+        missing = [m.id for m in arena.models if m.id not in backends]
+        extra = sorted(set(backends) - {m.id for m in arena.models})
+        if missing or extra:
+            raise ValueError(
+                f"arena {arena.id!r}: no backend for {missing}, backends for unknown models {extra}"
+            )
+        self.arena = arena
+        self.settings = settings or PoolSettings()
+        self._backends = dict(backends)
+        self._languages = frozenset().union(*(b.languages or () for b in self._backends.values()))
+        self._cache = cache
+        self._clock = clock
+        self._lock = threading.Lock()
+        window = self.settings.latency_window
+        self._health = {m: _Health(latencies=deque(maxlen=window)) for m in self._backends}
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.settings.max_workers, thread_name_prefix=f"arena-{arena.id}"
+        )
+
+    @classmethod
+    def from_arena(
+        cls, arena: Arena, *, env: Mapping[str, str] = os.environ, **kwargs
+    ) -> ModelPool:
+        """Build every model's backend with :func:`make_backend` (raises ``BackendConfigError``)."""
+        backends = {m.id: make_backend(m, arena.modality, env) for m in arena.models}
+        return cls(arena, backends, **kwargs)
+
+    # -- status --------------------------------------------------------------------------
+
+    def status(self) -> dict[str, ModelStatus]:
+        """Every model's availability, pause and language coverage, in registry order."""
+        now = self._clock()
+        with self._lock:
+            health = {m: (h.failures, h.paused_until) for m, h in self._health.items()}
+        statuses = {}
+        for model_id, backend in self._backends.items():
+            failures, until = health[model_id]
+            paused = until is not None and until > now
+            availability = backend.availability()
+            statuses[model_id] = ModelStatus(
+                model_id=model_id,
+                available=availability.ok,
+                reason=availability.reason,
+                paused_until=until if paused else None,
+                retry_in=until - now if paused else None,
+                consecutive_failures=failures,
+                languages=backend.languages,
+            )
+        return statuses
+
+    def pairable(self, language: str | None = None) -> list[str]:
+        """Models that may be drawn now: available, not paused, and able to speak the prompt's language."""
+        return [
+            model_id
+            for model_id, status in self.status().items()
+            if status.pairable and self.serves(model_id, language)
+        ]
+
+    def serves(self, model_id: str, language: str | None) -> bool:
+        """Whether a model can answer a prompt of this category (see "Languages" above)."""
+        return self._backends[model_id].serves(self.language_of(language))
+
+    def language_of(self, category: str | None) -> str | None:
+        """A prompt category as a language code if some model declares it, else None."""
+        if category is None or normalize_language(category) not in self._languages:
+            return None
+        return normalize_language(category)
+
+    def median_latency(self, model_id: str) -> float | None:
+        """Median seconds of recent successful uncached generations, or None before the first."""
+        with self._lock:
+            latencies = list(self._health[model_id].latencies)
+        return statistics.median(latencies) if latencies else None
+
+    # -- generation ----------------------------------------------------------------------
+
+    def generate(self, model_id: str, text: str, language: str | None = None) -> Output:
+        """One output for ``text`` (cache first); raises :class:`BackendError` on any failure."""
+        return self._finish(self._start(model_id, text, self.language_of(language)))
+
+    def generate_pair(
+        self, model_a: str, model_b: str, text: str, language: str | None = None
+    ) -> tuple[Output | BackendError, Output | BackendError]:
+        """Both sides of a battle, generated concurrently; each side is an Output or the error it raised.
+
+        Errors are returned, not raised, so the app can keep the good side and
+        redraw only the failed one.
+        """
+        if model_a == model_b:
+            raise ValueError(f"a battle needs two different models, got {model_a!r} twice")
+        language = self.language_of(language)
+        # Start both before waiting for either, so they run at the same time.
+        starts = [_error_or(self._start, m, text, language) for m in (model_a, model_b)]
+        first, second = (
+            s if isinstance(s, BackendError) else _error_or(self._finish, s) for s in starts
+        )
+        return first, second
+
+    def _start(self, model_id: str, text: str, language: str | None) -> _Started:
+        """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit."""
+        backend = self._backends[model_id]  # KeyError for a model not in this arena
+        availability = backend.availability()
+        if not availability.ok:
+            raise BackendUnavailable(model_id, availability.reason)
+        key = self._cache.key(model_id, text, backend.version, language) if self._cache else None
+        if key is not None:
+            cached = self._cache.get(key, self.arena.modality)
+            if cached is not None:
+                return _Started(model_id, key, output=cached)
+        self._refuse_if_paused(model_id)
+        if not backend.serves(language):
+            raise BackendUnavailable(model_id, f"does not speak {language!r}")
+        began = self._clock()
+        future = self._executor.submit(backend.generate, text, self.settings.timeout, language)
+        return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic())
+
+    def _refuse_if_paused(self, model_id: str) -> None:
+        now = self._clock()
+        with self._lock:
+            until = self._health[model_id].paused_until
+        if until is not None and until > now:
+            raise BackendUnavailable(
+                model_id, f"paused after repeated failures, retried in {until - now:.0f} s"
+            )
+
+    def _finish(self, started: _Started) -> Output:
+        """Wait for a submitted generation, then record its outcome and cache its output."""
+        if started.output is not None:
+            return started.output
+        model_id = started.model_id
+        # Real time (not the injected clock): the wait is real. In a pair, the second side
+        # has already had the time spent waiting for the first.
+        waited = time.monotonic() - started.submitted_at
+        remaining = max(self.settings.timeout + TIMEOUT_GRACE - waited, 0.0)
+        try:
+            output = started.future.result(timeout=remaining)
+        except concurrent.futures.TimeoutError:
+            error = BackendTimeout(model_id, f"no output within {self.settings.timeout:g} s")
+            self._record_failure(model_id, error)
+            raise error from None
+        except BackendError as exc:
+            self._record_failure(model_id, exc)
+            raise
+        except Exception as exc:  # a backend that broke its contract still must not crash a battle
+            error = BackendError(model_id, describe_exception(exc))
+            self._record_failure(model_id, error)
+            raise error from exc
+        self._record_success(model_id, self._clock() - started.began)
+        if started.key is not None:
+            try:
+                self._cache.put(started.key, output)
+            except OSError:
+                logger.warning("could not cache an output of %s", model_id, exc_info=True)
+        return output
+
+    def _record_success(self, model_id: str, seconds: float) -> None:
+        with self._lock:
+            health = self._health[model_id]
+            health.failures = 0
+            health.paused_until = None
+            health.latencies.append(max(seconds, 0.0))
+
+    def _record_failure(self, model_id: str, error: BackendError) -> None:
+        now = self._clock()
+        with self._lock:
+            health = self._health[model_id]
+            health.failures += 1
+            failures = health.failures
+            if failures >= self.settings.failures_before_pause:
+                health.paused_until = now + self.settings.pause_seconds
+        logger.warning("generation failed (%d in a row): %s", failures, error)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop accepting work; running generations finish in the background."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> ModelPool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _error_or(function, *args):
+    """``function(*args)``, or the :class:`BackendError` it raised (a battle side's result)."""
+    try:
+        return function(*args)
+    except BackendError as exc:
+        return exc
+
+
+@dataclass(frozen=True)
+class _Started:
+    """A generation under way (``future``) or already served from the cache (``output``)."""
+
+    model_id: str
+    key: str | None
+    output: Output | None = None
+    future: concurrent.futures.Future | None = None
+    #: Injected-clock time of submission, for the latency record.
+    began: float = 0.0
+    #: Real monotonic time of submission, for the timeout.
+    submitted_at: float = 0.0

@@ -1,0 +1,167 @@
+"""Command line for researchers and maintainers: ``python -m arena_core ...``.
+
+``leaderboard`` replays a vote log (the downloaded dataset, a local folder, or
+a FastChat export) into the same board the Space shows. Results go to stdout,
+logs to stderr, so ``--format json`` output can be piped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from arena_core.leaderboard import (
+    BOARD_COLUMNS,
+    COLUMNS,
+    METHODS,
+    Board,
+    BoardParams,
+    Entrant,
+    board_from_votes,
+    rounded,
+)
+from arena_core.ratings.bt import NotIdentifiableError
+from arena_core.registry import RegistryError, load_registry
+from arena_core.votes.read import read_votes
+
+log = logging.getLogger("arena_core")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.run(args)
+    except (RegistryError, FileNotFoundError, NotIdentifiableError, KeyError, ValueError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m arena_core", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    board = sub.add_parser("leaderboard", help="replay votes into a leaderboard")
+    board.add_argument(
+        "--votes",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="JSONL files, folders of shards/Parquet, or FastChat clean_battle exports",
+    )
+    board.add_argument("--registry", help="registry.yaml: priors, names, and which models count")
+    board.add_argument("--arena", help="arena id (needed when the log holds several)")
+    board.add_argument("--category", help="only votes of this prompt category (e.g. a language)")
+    board.add_argument(
+        "--method",
+        choices=METHODS,
+        default=BoardParams.method,
+        help="rating column: Bradley-Terry (default) or sequential Elo",
+    )
+    board.add_argument(
+        "--prior-weight",
+        type=float,
+        default=BoardParams.prior_weight,
+        help="virtual draws against each model's prior (0: plain MLE)",
+    )
+    board.add_argument(
+        "--bootstrap",
+        type=int,
+        default=BoardParams.bootstrap_rounds,
+        help="bootstrap rounds for the 95%% intervals (0: none)",
+    )
+    board.add_argument("--seed", type=int, default=BoardParams.seed, help="bootstrap seed")
+    board.add_argument("--voter-kind", choices=("human", "judge"), help="only these voters' votes")
+    board.add_argument("--include-flagged", action="store_true", help="count flagged votes too")
+    board.add_argument(
+        "--fastchat-all",
+        action="store_true",
+        help="FastChat exports: keep non-anonymous battles too",
+    )
+    board.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    board.set_defaults(run=_leaderboard)
+    return parser  # fmt: skip
+
+
+def _leaderboard(args) -> int:
+    params = BoardParams(
+        method=args.method,
+        prior_weight=args.prior_weight,
+        bootstrap_rounds=args.bootstrap,
+        seed=args.seed,
+        include_flagged=args.include_flagged,
+        voter_kind=args.voter_kind,
+    )
+    registry = load_registry(args.registry) if args.registry else None
+    votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
+                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+    arena_id = args.arena or _only_arena(votes, registry)
+    entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
+    board = board_from_votes(
+        votes, arena_id, category=args.category, entrants=entrants, params=params
+    )
+    _write(board, args.format, sys.stdout)
+    return 0
+
+
+def _only_arena(votes, registry) -> str:
+    arenas = sorted(set(votes.column("arena").unique().to_pylist()))
+    if len(arenas) == 1:
+        return arenas[0]
+    if not arenas and registry is not None:
+        return registry.arenas[0].id
+    raise ValueError(f"the votes hold arenas {arenas or 'none'}; choose one with --arena")
+
+
+def _write(board: Board, fmt: str, out) -> None:
+    if fmt == "json":
+        json.dump(board.to_json(), out, indent=1, allow_nan=False)
+        out.write("\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rounded(r) for r in board.rows)
+    else:
+        out.write(format_table(board) + "\n")
+
+
+#: Columns of the text table (the full set is in JSON and CSV).
+_TABLE_COLUMNS = ("rank", "rank_ub", "model_id", "rating", "ci_low", "ci_high", "elo",
+                  "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
+
+
+def format_table(board: Board) -> str:
+    """A plain-text table for terminals, with a one-line summary."""
+    cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
+    head = [c.metadata["label"] for c in cols]
+    body = [[_cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]
+    widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) if i != 2 else v.ljust(w) for i, (v, w) in
+                        enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
+    where = board.arena + (f" / {board.category}" if board.category else "")
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(board.skipped.items())) or "none"
+    lines.append(
+        f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
+    )
+    return "\n".join(lines)
+
+
+def _cell(value, digits) -> str:
+    if value is None:
+        return "-"
+    if digits is not None:
+        return f"{value:.{digits}f}"
+    return str(value)

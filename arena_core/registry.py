@@ -1,0 +1,419 @@
+"""The registry: which arenas exist, which models fight in them, on which prompts.
+
+``registry.yaml`` is the one place a model author edits to enter a model, so the
+loader is strict: every key is checked, unknown keys are refused (a typo such as
+``param_m`` would otherwise silently drop a field), and the first problem is
+reported as one :class:`RegistryError` naming the file, arena, model and field.
+Everything loads into frozen dataclasses so no part of the app can change the
+registry behind another's back.
+
+Example::
+
+    arenas:
+      - id: tts-en
+        title: English text-to-speech
+        modality: audio
+        prior_mapping: {benchmark: "TTS quality index", center: 82, points_per_unit: 8}
+        prompts: prompts/tts_en.yaml        # or an inline list of {id, text, category}
+        models:
+          - id: espeak-ng/en-us
+            name: eSpeak NG (en-us)
+            backend: {type: espeak, voice: en-us}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from arena_core.ratings.scale import ANCHOR
+
+#: The kinds of output an arena compares.
+MODALITIES = ("audio", "text", "image")
+
+#: Ids of arenas, models and prompts: stable, URL- and file-name-friendly.
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}$")
+
+_ARENA_KEYS = {"id", "title", "modality", "description", "prompts", "models", "prior_mapping"}
+_MODEL_KEYS = {
+    "id", "name", "params", "params_m", "prior", "backend",
+    "license", "url", "description",
+}  # fmt: skip
+_PROMPT_KEYS = {"id", "text", "category"}
+_PRIOR_KEYS = {"value", "source"}
+_MAPPING_KEYS = {"benchmark", "center", "points_per_unit", "source"}
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be loaded, located as precisely as possible."""
+
+    def __init__(self, message: str, *, file=None, arena=None, model=None, field=None):
+        self.file, self.arena, self.model, self.field = file, arena, model, field
+        where = [str(file) if file else "registry"]
+        if arena is not None:
+            where.append(f"arena {arena!r}")
+        if model is not None:
+            where.append(f"model {model!r}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {message}")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt of an arena's prompt set; ``category`` is e.g. a language code."""
+
+    id: str
+    text: str
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class PriorMapping:
+    """How an arena turns a published benchmark figure into a starting rating.
+
+    ``rating = ANCHOR + points_per_unit * (value - center)``; for a TTS quality
+    index, ``center=82, points_per_unit=8`` gives the rule 1000 + 8 x (index - 82).
+    """
+
+    benchmark: str
+    center: float
+    points_per_unit: float
+    source: str | None = None
+
+    def rating(self, value: float) -> float:
+        return ANCHOR + self.points_per_unit * (value - self.center)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A published benchmark figure for a model, with where it was published."""
+
+    value: float
+    source: str
+    rating: float
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """How to reach a model: ``type`` picks the backend, ``options`` are its settings."""
+
+    type: str
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model entered in one arena."""
+
+    id: str
+    name: str
+    backend: BackendSpec
+    params: str | None = None
+    params_m: float | None = None
+    prior: Prior | None = None
+    license: str | None = None
+    url: str | None = None
+    description: str | None = None
+
+    @property
+    def prior_rating(self) -> float:
+        """Where ratings start: the mapped benchmark figure, else the anchor."""
+        return self.prior.rating if self.prior else ANCHOR
+
+
+@dataclass(frozen=True)
+class Arena:
+    """An arena: one modality, one prompt set, the models compared on it."""
+
+    id: str
+    title: str
+    modality: str
+    models: tuple[Model, ...]
+    prompts: tuple[Prompt, ...]
+    prior_mapping: PriorMapping | None = None
+    description: str | None = None
+
+    def model(self, model_id: str) -> Model:
+        for m in self.models:
+            if m.id == model_id:
+                return m
+        raise KeyError(f"arena {self.id!r} has no model {model_id!r}")
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        """The prompt categories in first-seen order (the per-category boards)."""
+        return tuple(dict.fromkeys(p.category for p in self.prompts if p.category))
+
+
+@dataclass(frozen=True)
+class Registry:
+    arenas: tuple[Arena, ...]
+    path: Path | None = None
+
+    def arena(self, arena_id: str) -> Arena:
+        for a in self.arenas:
+            if a.id == arena_id:
+                return a
+        known = ", ".join(a.id for a in self.arenas)
+        raise KeyError(f"no arena {arena_id!r} in the registry (known: {known})")
+
+
+def load_registry(path: str | Path) -> Registry:
+    """Read and validate a registry file; raises :class:`RegistryError`."""
+    path = Path(path)
+    data = _load_yaml(path, file=path)
+    return parse_registry(data, file=path, base_dir=path.parent)
+
+
+def parse_registry(
+    data: Any, *, file: Path | None = None, base_dir: Path | None = None
+) -> Registry:
+    """Validate an already-parsed registry document (see the module docstring)."""
+    ctx = _Ctx(file=file, base_dir=base_dir or Path("."))
+    if not isinstance(data, Mapping) or set(data) - {"arenas"}:
+        raise ctx.error("the document must be a mapping with one key, 'arenas'")
+    raw_arenas = data.get("arenas")
+    if not isinstance(raw_arenas, list) or not raw_arenas:
+        raise ctx.error("must be a non-empty list", field="arenas")
+    arenas = tuple(_parse_arena(ctx, raw) for raw in raw_arenas)
+    _check_unique(ctx, [a.id for a in arenas], "arena id")
+    return Registry(arenas=arenas, path=file)
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """Where we are in the file, so every error can say so."""
+
+    file: Path | None
+    base_dir: Path
+    arena: str | None = None
+    model: str | None = None
+
+    def at(self, **where) -> _Ctx:
+        return _Ctx(**{**self.__dict__, **where})
+
+    def error(self, message: str, field: str | None = None) -> RegistryError:
+        return RegistryError(
+            message, file=self.file, arena=self.arena, model=self.model, field=field
+        )
+
+
+def _parse_arena(ctx: _Ctx, raw: Any) -> Arena:
+    if not isinstance(raw, Mapping):
+        raise ctx.error("each arena must be a mapping")
+    ctx = ctx.at(arena=raw.get("id") if isinstance(raw.get("id"), str) else None)
+    _check_keys(ctx, raw, _ARENA_KEYS)
+    arena_id = _ident(ctx, raw, "id")
+    modality = _text(ctx, raw, "modality")
+    if modality not in MODALITIES:
+        raise ctx.error(
+            f"unknown modality {modality!r}; use one of {', '.join(MODALITIES)}", "modality"
+        )
+    mapping = _parse_mapping(ctx, raw.get("prior_mapping"))
+    raw_models = raw.get("models")
+    if not isinstance(raw_models, list) or not raw_models:
+        raise ctx.error("must be a non-empty list of models", "models")
+    models = tuple(_parse_model(ctx, m, mapping) for m in raw_models)
+    _check_unique(ctx, [m.id for m in models], "model id")
+    prompts = _parse_prompts(ctx, raw.get("prompts"))
+    return Arena(
+        id=arena_id,
+        title=_text(ctx, raw, "title"),
+        modality=modality,
+        models=models,
+        prompts=prompts,
+        prior_mapping=mapping,
+        description=_text(ctx, raw, "description", required=False),
+    )
+
+
+def _parse_mapping(ctx: _Ctx, raw: Any) -> PriorMapping | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ctx.error("must be a mapping {benchmark, center, points_per_unit}", "prior_mapping")
+    _check_keys(ctx, raw, _MAPPING_KEYS, prefix="prior_mapping.")
+    points = _number(ctx, raw, "points_per_unit", prefix="prior_mapping.")
+    if points <= 0:
+        raise ctx.error("must be positive", "prior_mapping.points_per_unit")
+    return PriorMapping(
+        benchmark=_text(ctx, raw, "benchmark", prefix="prior_mapping."),
+        center=_number(ctx, raw, "center", prefix="prior_mapping."),
+        points_per_unit=points,
+        source=_text(ctx, raw, "source", required=False, prefix="prior_mapping."),
+    )
+
+
+def _parse_model(ctx: _Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
+    if not isinstance(raw, Mapping):
+        raise ctx.error("each model must be a mapping", "models")
+    ctx = ctx.at(model=raw.get("id") if isinstance(raw.get("id"), str) else None)
+    _check_keys(ctx, raw, _MODEL_KEYS)
+    params_m = _number(ctx, raw, "params_m", required=False)
+    if params_m is not None and params_m <= 0:
+        raise ctx.error("must be a positive number of millions", "params_m")
+    return Model(
+        id=_ident(ctx, raw, "id"),
+        name=_text(ctx, raw, "name"),
+        backend=_parse_backend(ctx, raw.get("backend")),
+        params=_text(ctx, raw, "params", required=False),
+        params_m=params_m,
+        prior=_parse_prior(ctx, raw.get("prior"), mapping),
+        license=_text(ctx, raw, "license", required=False),
+        url=_text(ctx, raw, "url", required=False),
+        description=_text(ctx, raw, "description", required=False),
+    )
+
+
+def _parse_prior(ctx: _Ctx, raw: Any, mapping: PriorMapping | None) -> Prior | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ctx.error("must be a mapping {value, source}", "prior")
+    _check_keys(ctx, raw, _PRIOR_KEYS, prefix="prior.")
+    if mapping is None:
+        raise ctx.error(
+            "a prior needs the arena's prior_mapping to put it on the rating scale", "prior"
+        )
+    value = _number(ctx, raw, "value", prefix="prior.")
+    source = _text(ctx, raw, "source", prefix="prior.")
+    return Prior(value=value, source=source, rating=mapping.rating(value))
+
+
+def _parse_backend(ctx: _Ctx, raw: Any) -> BackendSpec:
+    if not isinstance(raw, Mapping):
+        raise ctx.error("is required: a mapping with at least 'type'", "backend")
+    backend_type = raw.get("type")
+    if not isinstance(backend_type, str) or not backend_type.strip():
+        raise ctx.error("is missing or empty", "backend.type")
+    options = {k: v for k, v in raw.items() if k != "type"}
+    return BackendSpec(type=backend_type, options=MappingProxyType(options))
+
+
+def _parse_prompts(ctx: _Ctx, raw: Any) -> tuple[Prompt, ...]:
+    if isinstance(raw, str):
+        path = ctx.base_dir / raw
+        raw = _load_prompt_file(ctx, path)
+        ctx = ctx.at(file=path)
+    if not isinstance(raw, list) or not raw:
+        raise ctx.error("must be a non-empty list of prompts or a file path", "prompts")
+    prompts = []
+    for item in raw:
+        if not isinstance(item, Mapping):
+            raise ctx.error("each prompt must be a mapping {id, text, category}", "prompts")
+        _check_keys(ctx, item, _PROMPT_KEYS, prefix="prompts.")
+        pid = _ident(ctx, item, "id", prefix="prompts.")
+        where = ctx.at(model=None)
+        prompts.append(
+            Prompt(
+                id=pid,
+                text=_text(where, item, "text", prefix=f"prompts[{pid}]."),
+                category=_text(where, item, "category", required=False, prefix=f"prompts[{pid}]."),
+            )
+        )
+    _check_unique(ctx, [p.id for p in prompts], "prompt id")
+    return tuple(prompts)
+
+
+def _load_prompt_file(ctx: _Ctx, path: Path) -> Any:
+    if not path.is_file():
+        raise ctx.error(f"prompt file {str(path)!r} does not exist", "prompts")
+    if path.suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ctx.at(file=path).error(
+                        f"line {n} is not JSON: {exc.msg}", "prompts"
+                    ) from None
+        return rows
+    data = _load_yaml(path, file=path)
+    return data.get("prompts") if isinstance(data, Mapping) else data
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses duplicate keys instead of keeping the last."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _load_yaml(path: Path, *, file: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RegistryError(f"cannot read: {exc.strerror}", file=file) from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"not valid YAML: {exc}", file=file) from None
+
+
+def _check_keys(ctx: _Ctx, raw: Mapping, allowed: set[str], prefix: str = "") -> None:
+    for key in raw:
+        if key not in allowed:
+            raise ctx.error(f"unknown key; allowed: {', '.join(sorted(allowed))}", f"{prefix}{key}")
+
+
+def _check_unique(ctx: _Ctx, ids: list[str], what: str) -> None:
+    seen = set()
+    for i in ids:
+        if i in seen:
+            raise ctx.error(f"duplicate {what} {i!r}")
+        seen.add(i)
+
+
+def _text(
+    ctx: _Ctx, raw: Mapping, key: str, *, required: bool = True, prefix: str = ""
+) -> str | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        got = "nothing" if value is None else repr(value)
+        raise ctx.error(f"must be a non-empty string, got {got}", prefix + key)
+    return value.strip()
+
+
+def _ident(ctx: _Ctx, raw: Mapping, key: str, prefix: str = "") -> str:
+    value = _text(ctx, raw, key, prefix=prefix)
+    if not _ID_PATTERN.match(value):
+        raise ctx.error(
+            f"{value!r} is not a valid id (letters, digits and . _ + / : @ -, up to 128)",
+            prefix + key,
+        )
+    return value
+
+
+def _number(
+    ctx: _Ctx, raw: Mapping, key: str, *, required: bool = True, prefix: str = ""
+) -> float | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        got = "nothing" if value is None else repr(value)
+        raise ctx.error(f"must be a number, got {got}", prefix + key)
+    return float(value)

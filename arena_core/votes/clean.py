@@ -1,0 +1,175 @@
+"""From raw rows to valid votes in replay order.
+
+Every file format is first read into contract columns; this module then drops
+invalid rows (counting the first rule each breaks), sorts by ``(ts, vote_id)``
+and keeps the first row of each ``vote_id``. Doing it once, on the combined
+table, is what makes the result independent of file order and format.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arena_core.votes.columns import Encoded, canonical_timestamps, encode, first_occurrences
+from arena_core.votes.reasons import (
+    BAD_TS,
+    BAD_VOTE,
+    BAD_VOTER_KIND,
+    DUPLICATE,
+    MISSING,
+    SAME_MODEL,
+    VERSION,
+)
+from arena_core.votes.schema import (
+    REQUIRED,
+    SUPPORTED_VERSIONS,
+    TS_PATTERN,
+    VOTER_KINDS,
+    VOTES,
+    parse_ts,
+)
+
+#: Columns with few distinct values: dictionary-encoded in tables, and kept as
+#: :class:`Encoded` codes in a :class:`VoteTable`.
+CATEGORICAL = frozenset({"arena", "model_a", "model_b", "vote", "category", "voter_kind", "judge"})
+
+
+@dataclass
+class VoteTable:
+    """Valid votes in replay order, and what was skipped on the way.
+
+    ``table`` has the contract columns asked for (those in :data:`CATEGORICAL`
+    dictionary-encoded); ``ts_us`` holds each row's timestamp in microseconds
+    since the epoch; ``encoded`` holds the categorical columns as codes, with
+    ``model_a`` and ``model_b`` sharing one list of values. All are aligned.
+    """
+
+    table: pa.Table
+    ts_us: np.ndarray
+    encoded: dict[str, Encoded]
+    skipped: Counter
+    files: int = 0
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.table.column(name)
+
+
+def clean(table: pa.Table, skipped: Counter) -> VoteTable:
+    """Validate, order and deduplicate ``table``; count what is dropped in ``skipped``."""
+    encoded = _encode(table)
+    ok, ts_us = _validate(table, encoded, skipped)
+    if not ok.all():
+        table, ts_us, encoded = _take(table, ts_us, encoded, ok)
+    order = _replay_order(ts_us, table.column("vote_id"))
+    if order is not None:
+        table, ts_us, encoded = _take(table, ts_us, encoded, order)
+    first = first_occurrences(table.column("vote_id"))
+    if not first.all():
+        skipped[DUPLICATE] += int((~first).sum())
+        table, ts_us, encoded = _take(table, ts_us, encoded, first)
+    return VoteTable(table=table, ts_us=ts_us, encoded=encoded, skipped=skipped)
+
+
+def _encode(table: pa.Table) -> dict[str, Encoded]:
+    names = [n for n in table.column_names if n in CATEGORICAL and n not in ("model_a", "model_b")]
+    out = dict(zip(names, encode(*(table.column(n) for n in names)), strict=True))
+    out["model_a"], out["model_b"] = encode(table.column("model_a"), table.column("model_b"))
+    return out
+
+
+def _take(table, ts_us, encoded, rows):
+    """Keep ``rows`` (a boolean mask or an index order) of every aligned structure."""
+    pick = pa.array(rows)
+    table = table.filter(pick) if rows.dtype == bool else table.take(pick)
+    return table, ts_us[rows], {k: e.select(rows) for k, e in encoded.items()}
+
+
+def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter):
+    """Mask of valid rows and their timestamps; the first rule each bad row breaks is counted."""
+    n = table.num_rows
+    reason = np.zeros(n, dtype=np.int8)
+    labels: list[str] = []
+
+    def mark(bad, label):
+        labels.append(label)
+        reason[(reason == 0) & bad] = len(labels)
+
+    missing = np.zeros(n, dtype=bool)
+    for name in REQUIRED:
+        if name in encoded:
+            e = encoded[name]
+            missing |= (e.codes < 0) | e.isin([""])
+        else:
+            col = table.column(name)
+            missing |= _mask(pc.is_null(col))
+            if pa.types.is_string(col.type):
+                missing |= _mask(pc.equal(col, ""))
+    mark(missing, MISSING)
+    versions = pc.is_in(table.column("schema_version"), pa.array(sorted(SUPPORTED_VERSIONS)))
+    mark(~_mask(versions), VERSION)
+    mark(~encoded["vote"].isin(VOTES), BAD_VOTE)
+    if "voter_kind" in encoded:
+        kind = encoded["voter_kind"]
+        mark((kind.codes >= 0) & ~kind.isin(VOTER_KINDS), BAD_VOTER_KIND)
+    mark(encoded["model_a"].codes == encoded["model_b"].codes, SAME_MODEL)
+    ts_us, good_ts = _parse_timestamps(table.column("ts"), reason == 0)
+    mark(~good_ts & (reason == 0), BAD_TS)
+    for code, count in zip(*np.unique(reason[reason > 0], return_counts=True), strict=True):
+        skipped[labels[code - 1]] += int(count)
+    return reason == 0, ts_us
+
+
+def _mask(values) -> np.ndarray:
+    """Boolean numpy mask from an Arrow boolean array, nulls as False."""
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _parse_timestamps(ts: pa.ChunkedArray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Microseconds since the epoch, and which rows' ``ts`` is accepted.
+
+    Only ``candidates`` (rows still valid) are parsed. Canonical values skip
+    the regular expression; a pattern-valid but impossible date (30 February)
+    sends the column through Python's parser one value at a time.
+    """
+    if canonical_timestamps(ts):
+        good = candidates.copy()
+    else:
+        good = _mask(pc.match_substring_regex(ts, TS_PATTERN)) & candidates
+    ts_us = np.zeros(len(ts), dtype=np.int64)
+    if not good.any():
+        return ts_us, good
+    chosen = ts.filter(pa.array(good)) if not good.all() else ts
+    try:
+        ts_us[good] = pc.cast(chosen, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+    except pa.ArrowInvalid:
+        values = [parse_ts(v) for v in chosen.to_pylist()]
+        idx = np.flatnonzero(good)
+        valid = np.array([v is not None for v in values], dtype=bool)
+        ts_us[idx[valid]] = [v for v in values if v is not None]
+        good[idx[~valid]] = False
+    return ts_us, good
+
+
+def _replay_order(ts_us: np.ndarray, ids: pa.ChunkedArray) -> np.ndarray | None:
+    """Row order by (ts, vote_id), or None when the rows are in that order already."""
+    steps = np.diff(ts_us)
+    tied = np.flatnonzero(steps == 0)
+    if not np.any(steps < 0):
+        if not len(tied):
+            return None
+        left, right = ids.take(pa.array(tied)), ids.take(pa.array(tied + 1))
+        if pc.all(pc.less_equal(left, right)).as_py():
+            return None
+    order = np.argsort(ts_us, kind="stable")  # merges the shards' sorted runs
+    if np.any(np.diff(ts_us[order]) == 0):  # equal timestamps: vote_id decides
+        keyed = pa.table({"ts": ts_us, "vote_id": ids})
+        order = pc.sort_indices(keyed, [("ts", "ascending"), ("vote_id", "ascending")]).to_numpy()
+    return order

@@ -1,0 +1,99 @@
+"""FastChat ``clean_battle`` exports, read into our vote records.
+
+FastChat's leaderboards publish battles as a JSON list of objects with
+``model_a``, ``model_b``, ``winner`` (``model_a``, ``model_b``, ``tie``,
+``tie (bothbad)``), ``tstamp`` (Unix seconds), ``anony`` and ``judge`` (the
+voter), sometimes with more keys (``language``, ``question_id``...). Like
+FastChat's own leaderboard, only anonymous battles count unless asked.
+
+Battles carry no id, so each gets a deterministic UUID-5 from its content and
+its occurrence number among identical rows: importing the same export twice
+deduplicates, and two genuinely identical battles both stay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from arena_core.votes.reasons import NOT_ANONY, NOT_OBJECT, WRONG_TYPE
+from arena_core.votes.schema import ARROW_SCHEMA, SCHEMA_VERSION
+
+#: Arena id given to imported battles, which carry none.
+DEFAULT_ARENA = "fastchat"
+#: FastChat ``winner`` values and our ``vote`` values.
+WINNER_TO_VOTE = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "both_bad"}
+#: Namespace of the derived vote ids (a fixed, arbitrary UUID).
+_NAMESPACE = uuid.UUID("6f1c3f5e-2b1a-4c55-9d0e-6a1e0c7b9a11")
+
+
+def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
+                arena: str = DEFAULT_ARENA) -> pa.Table:  # fmt: skip
+    """Read one export into contract rows; rows that cannot map are left for validation."""
+    battles = json.loads(Path(path).read_bytes())
+    if not isinstance(battles, list):
+        raise ValueError("a FastChat export is a JSON list of battles")
+    rows, seen = [], Counter()
+    for battle in battles:
+        if not isinstance(battle, dict):
+            skipped[NOT_OBJECT] += 1
+            continue
+        if battle.get("anony") is not True and not keep_all:
+            skipped[NOT_ANONY] += 1
+            continue
+        row = to_vote_row(battle, arena)
+        if row is None:
+            skipped[WRONG_TYPE] += 1
+            continue
+        key = row["vote_id"]
+        seen[key] += 1
+        row["vote_id"] = str(uuid.uuid5(_NAMESPACE, f"{key}#{seen[key]}"))
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def to_vote_row(battle: dict, arena: str) -> dict | None:
+    """One battle as a contract row (vote_id still the content key), or None if mistyped."""
+    tstamp = battle.get("tstamp")
+    strings = ("model_a", "model_b", "winner", "judge", "language")
+    if any(battle.get(k) is not None and not isinstance(battle.get(k), str) for k in strings):
+        return None
+    if tstamp is not None and (isinstance(tstamp, bool) or not isinstance(tstamp, int | float)):
+        return None
+    winner = battle.get("winner")
+    judge = battle.get("judge")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "vote_id": json.dumps(battle, sort_keys=True, default=str),
+        "battle_id": None,
+        "ts": _iso(tstamp) if tstamp is not None else None,
+        "arena": arena,
+        "model_a": battle.get("model_a"),
+        "model_b": battle.get("model_b"),
+        "vote": WINNER_TO_VOTE.get(winner, winner),
+        "prompt_id": _str_or_none(battle.get("question_id")),
+        "prompt": None,
+        "category": battle.get("language"),
+        "voter": "fastchat:" + hashlib.sha256(judge.encode()).hexdigest()[:16] if judge else None,
+        "voter_kind": "human",
+        "judge": None,
+        "flags": [],
+    }
+
+
+def _iso(tstamp: float) -> str | None:
+    try:
+        moment = datetime.fromtimestamp(tstamp, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _str_or_none(value) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,119 @@
+"""The embedded vote store: a folder of append-only JSONL shards.
+
+Each process writes its own shard, ``votes-<uuid>.jsonl``, so replicas sharing a
+folder (or a Hub dataset repo) never write the same file. A vote is one whole
+line written with a single ``write`` under a lock, then flushed and fsynced;
+only then does :meth:`VoteLog.append` return, which is when the server may tell
+the visitor the vote is saved.
+
+Timestamps are strictly increasing within a shard (a vote in the same
+millisecond as the previous one gets the next millisecond), so replaying the
+log by ``(ts, vote_id)`` applies this process's votes in exactly the order the
+live app applied them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+from arena_core.votes.schema import Vote, format_ts, new_vote_id
+
+log = logging.getLogger(__name__)
+
+#: Shard file name pattern; the uuid is per process (per VoteLog).
+SHARD_PATTERN = "votes-{}.jsonl"
+#: Resolution of the written timestamps; consecutive votes differ by at least this.
+_TICK = timedelta(milliseconds=1)
+
+T = TypeVar("T")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class VoteLog:
+    """Append votes to this process's shard in ``folder``.
+
+    Parameters
+    ----------
+    folder : path
+        Created if missing.
+    lock : lock, optional
+        Held while a line is written; pass the Hub uploader's lock so a push
+        never sees half a line.
+    clock : callable, optional
+        Returns the current UTC datetime (injected by tests).
+    shard_name : str, optional
+        File name of the shard (default ``votes-<uuid4>.jsonl``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = VoteLog(tempfile.mkdtemp())
+    >>> vote = store.append(arena="tts-en", model_a="x", model_b="y", vote="a")
+    >>> vote.vote, store.written
+    ('a', 1)
+    """
+
+    def __init__(self, folder, *, lock=None, clock: Callable[[], datetime] | None = None,
+                 shard_name: str | None = None):  # fmt: skip
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / (shard_name or SHARD_PATTERN.format(uuid.uuid4()))
+        self.lock = lock if lock is not None else threading.Lock()
+        self._clock = clock or _utc_now
+        self._last: datetime | None = None
+        self.written = 0
+
+    def append(self, *, then: Callable[[Vote], T] | None = None, **fields) -> Vote | T:
+        """Write one vote and return it (or what ``then(vote)`` returns).
+
+        ``fields`` are the :class:`~arena_core.votes.schema.Vote` fields except
+        ``vote_id``, ``ts`` and ``schema_version``, which the log assigns. The
+        record is validated before anything is written (:class:`VoteError`).
+        ``then`` runs under the same lock, after the fsync: the live app applies
+        the vote to its ratings there, so ratings follow the log's order.
+        """
+        for assigned in ("vote_id", "ts", "schema_version"):
+            if assigned in fields:
+                raise TypeError(f"{assigned} is assigned by the log")
+        if "flags" in fields:
+            fields["flags"] = tuple(fields["flags"])
+        with self.lock:
+            vote = Vote(vote_id=new_vote_id(), ts=format_ts(self._next_ts()), **fields)
+            self._write(vote.to_json_line())
+            self.written += 1
+            return then(vote) if then else vote
+
+    def _next_ts(self) -> datetime:
+        now = self._clock().astimezone(UTC)
+        now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+        if self._last is not None and now <= self._last:
+            now = self._last + _TICK
+        self._last = now
+        return now
+
+    def _write(self, line: bytes) -> None:
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:  # make the new directory entry durable too
+            dir_fd = os.open(self.folder, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)

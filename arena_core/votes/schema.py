@@ -1,0 +1,142 @@
+"""The vote record: the public contract of the vote dataset.
+
+One JSON object per line. The writer always writes every field; a reader needs
+only the required ones. The schema changes only with a new ``schema_version``
+and a reader that still reads the old one. :data:`FIELDS` is the single
+definition that the writer, the readers, the README table and the dataset card
+all derive from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from arena_core.ratings.counts import OUTCOME_NAMES
+
+#: Version written by this code.
+SCHEMA_VERSION = 1
+#: Versions this reader understands; rows of other versions are skipped and counted.
+SUPPORTED_VERSIONS = frozenset({1})
+#: Allowed values of ``vote``, in outcome-code order.
+VOTES = OUTCOME_NAMES
+#: Allowed values of ``voter_kind``.
+VOTER_KINDS = ("human", "judge")
+#: Accepted timestamps: ISO-8601 with an explicit zone, at most microseconds.
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+_TS_RE = re.compile(TS_PATTERN)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the vote record."""
+
+    name: str
+    type: pa.DataType
+    required: bool
+    doc: str
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("schema_version", pa.int64(), True, "Version of this record layout; 1."),
+    Field("vote_id", pa.string(), True, "Unique id of the vote (UUID); duplicates are dropped."),
+    Field("battle_id", pa.string(), False, "Id of the battle the vote closes (UUID)."),
+    Field("ts", pa.string(), True, "When the server recorded the vote, ISO-8601 UTC, e.g. 2026-11-29T17:34:36.123Z."),
+    Field("arena", pa.string(), True, "Arena id from the registry."),
+    Field("model_a", pa.string(), True, "Model id shown as 'Model A'."),
+    Field("model_b", pa.string(), True, "Model id shown as 'Model B'."),
+    Field("vote", pa.string(), True, "'a', 'b', 'tie' or 'both_bad'."),
+    Field("prompt_id", pa.string(), False, "Id of the prompt in the arena's prompt set; null for a typed prompt."),
+    Field("prompt", pa.string(), False, "The prompt text."),
+    Field("category", pa.string(), False, "Prompt category, e.g. a language code."),
+    Field("voter", pa.string(), False, "Salted hash of the voter; never a raw address or user name."),
+    Field("voter_kind", pa.string(), False, "'human' or 'judge'."),
+    Field("judge", pa.string(), False, "Id of the judge model when voter_kind is 'judge'; else null."),
+    Field("flags", pa.list_(pa.string()), False, "Reasons the vote is left out of ratings (e.g. 'rate_limited'); empty when counted."),
+)  # fmt: skip
+
+#: Arrow schema of a record, in field order.
+ARROW_SCHEMA = pa.schema([pa.field(f.name, f.type) for f in FIELDS])
+#: Names of the fields a reader requires.
+REQUIRED = tuple(f.name for f in FIELDS if f.required)
+
+
+class VoteError(ValueError):
+    """A vote that must not be written; the message is safe to show a visitor."""
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One vote, as written to the log."""
+
+    vote_id: str
+    ts: str
+    arena: str
+    model_a: str
+    model_b: str
+    vote: str
+    battle_id: str | None = None
+    prompt_id: str | None = None
+    prompt: str | None = None
+    category: str | None = None
+    voter: str | None = None
+    voter_kind: str = "human"
+    judge: str | None = None
+    flags: tuple[str, ...] = field(default=())
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self):
+        for name in ("vote_id", "arena", "model_a", "model_b"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise VoteError(f"{name} must be a non-empty string")
+        if self.vote not in VOTES:
+            raise VoteError(f"vote must be one of {', '.join(VOTES)}")
+        if self.model_a == self.model_b:
+            raise VoteError("model_a and model_b must differ")
+        if self.voter_kind not in VOTER_KINDS:
+            raise VoteError(f"voter_kind must be one of {', '.join(VOTER_KINDS)}")
+        if parse_ts(self.ts) is None:
+            raise VoteError(f"ts {self.ts!r} is not an ISO-8601 timestamp with a zone")
+        if not all(isinstance(f, str) and f for f in self.flags):
+            raise VoteError("flags must be non-empty strings")
+
+    def to_dict(self) -> dict:
+        """Every field, in contract order."""
+        data = asdict(self)
+        data["flags"] = list(self.flags)
+        return {f.name: data[f.name] for f in FIELDS}
+
+    def to_json_line(self) -> bytes:
+        """The record as one UTF-8 JSON line, newline included."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return (text + "\n").encode("utf-8")
+
+
+def new_vote_id() -> str:
+    return str(uuid.uuid4())
+
+
+def format_ts(moment: datetime) -> str:
+    """Canonical form: UTC, milliseconds, 'Z' (e.g. 2026-11-29T17:34:36.123Z)."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> int | None:
+    """Microseconds since the epoch for an accepted timestamp, else None."""
+    if not isinstance(text, str) or not _TS_RE.match(text):
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // _MICROSECOND
+
+
+_MICROSECOND = datetime(1970, 1, 1, 0, 0, 0, 1) - datetime(1970, 1, 1)

@@ -1,0 +1,128 @@
+"""Synthetic vote logs with known true ratings, for benchmarks.
+
+Outcomes follow the half-win Bradley-Terry model the estimators assume: for a
+pair with win probability ``p`` (from the true ratings), a draw happens with
+probability ``d = DRAW_SHARE * 2 * min(p, 1 - p)``, and a decisive win for a
+with ``p - d / 2``, so a's expected score is exactly ``p`` and the fit recovers
+the true ratings. Draws split into ties and both-bad.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arena_core.ratings.scale import ANCHOR, SCALE
+from arena_core.votes.schema import ARROW_SCHEMA
+
+#: Share of the largest possible draw probability that ends in a draw.
+DRAW_SHARE = 0.5
+#: Share of draws that are "both bad" rather than "tie".
+BOTH_BAD_SHARE = 0.3
+#: Spread (standard deviation, rating points) of the true ratings.
+TRUE_SPREAD = 120.0
+#: Start of the synthetic log, in microseconds since the epoch (2026-01-01).
+START_US = 1_767_225_600_000_000
+#: Prompts cycled through the log (texts of a realistic length).
+PROMPTS = [
+    f"Synthetic prompt {k}: the quick brown fox reads {k} numbers aloud." for k in range(200)
+]
+
+
+def true_ratings(n_models: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    r = rng.normal(0.0, TRUE_SPREAD, n_models)
+    return ANCHOR + r - r.mean()
+
+
+def simulate(n_votes: int, n_models: int = 20, seed: int = 0,
+             chunk: int = 1_000_000) -> tuple[list[pd.DataFrame], np.ndarray]:  # fmt: skip
+    """Contract-shaped vote tables (in ts order, ``chunk`` rows each) and the true ratings."""
+    truth = true_ratings(n_models, seed)
+    frames, start = [], START_US
+    for k, first in enumerate(range(0, n_votes, chunk)):
+        rng = np.random.default_rng([seed, k])
+        frame = _chunk(min(chunk, n_votes - first), truth, rng, start)
+        start = int(frame.attrs["last_ts_us"])
+        frames.append(frame)
+    return frames, truth
+
+
+def _chunk(
+    n_votes: int, truth: np.ndarray, rng: np.random.Generator, start_us: int
+) -> pd.DataFrame:
+    n_models = len(truth)
+    a = rng.integers(0, n_models, n_votes)
+    b = (a + rng.integers(1, n_models, n_votes)) % n_models
+    p = 1.0 / (1.0 + 10.0 ** ((truth[b] - truth[a]) / SCALE))
+    draw = DRAW_SHARE * 2.0 * np.minimum(p, 1.0 - p)
+    u = rng.random(n_votes)
+    vote = np.where(u < p - draw / 2, "a", np.where(u < 1.0 - draw, "b", "tie")).astype(object)
+    both_bad = (vote == "tie") & (rng.random(n_votes) < BOTH_BAD_SHARE)
+    vote[both_bad] = "both_bad"
+    ids = [f"model-{k:02d}" for k in range(n_models)]
+    ts_us = start_us + np.cumsum(rng.integers(1_000, 3_000_000, n_votes))
+    ts = np.char.add(np.datetime_as_string(ts_us.astype("datetime64[us]"), unit="ms"), "Z")
+    prompt_k = rng.integers(0, len(PROMPTS), n_votes)
+    frame = pd.DataFrame(
+        {
+            "schema_version": 1,
+            "vote_id": _uuids(rng, n_votes),
+            "battle_id": _uuids(rng, n_votes),
+            "ts": ts,
+            "arena": "synthetic",
+            "model_a": np.array(ids)[a],
+            "model_b": np.array(ids)[b],
+            "vote": vote,
+            "prompt_id": np.char.add("p", prompt_k.astype(str)),
+            "prompt": np.array(PROMPTS)[prompt_k],
+            "category": np.where(prompt_k % 2 == 0, "even", "odd"),
+            "voter": np.frombuffer(rng.bytes(8 * n_votes).hex().encode(), dtype="S16").astype(str),
+            "voter_kind": "human",
+            "judge": None,
+            "flags": [[] for _ in range(n_votes)],
+        }
+    )
+    frame.attrs["last_ts_us"] = int(ts_us[-1])
+    return frame
+
+
+def _uuids(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Random version-4 UUID strings, formatted without a Python loop per id."""
+    raw = rng.integers(0, 256, (n, 16), dtype=np.uint8)
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
+    hexed = np.frombuffer(raw.tobytes().hex().encode(), dtype="S32").astype(str)
+    h = hexed.astype("U32").view("U1").reshape(n, 32)
+    dashed = np.concatenate([h[:, :8], _dash(n), h[:, 8:12], _dash(n), h[:, 12:16], _dash(n),
+                             h[:, 16:20], _dash(n), h[:, 20:]], axis=1)  # fmt: skip
+    return dashed.view("U36").ravel()
+
+
+def _dash(n: int) -> np.ndarray:
+    return np.full((n, 1), "-", dtype="U1")
+
+
+def write_jsonl(frames: list[pd.DataFrame], folder: Path, shards: int = 4) -> None:
+    """Deal rows round-robin into ``shards`` files, as several processes would write."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for frame in frames:
+        for s in range(shards):
+            with (folder / f"votes-{s:04d}.jsonl").open("a", encoding="utf-8") as f:
+                frame.iloc[s::shards].to_json(f, orient="records", lines=True, force_ascii=False)
+
+
+def write_parquet(frames: list[pd.DataFrame], folder: Path) -> Path:
+    """One zstd Parquet file, a row group per frame."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "votes.parquet"
+    with pq.ParquetWriter(path, ARROW_SCHEMA, compression="zstd") as writer:
+        for frame in frames:
+            writer.write_table(
+                pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False)
+            )
+    return path

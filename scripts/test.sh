@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh Debian machine, then run them all.
+# Usage: bash scripts/test.sh [extra pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: Chromium for the browser tests, and the optional speech
+# engines the Space installs (packages.txt), so their code paths are tested too.
+debs=(chromium)
+if [ -f packages.txt ]; then
+  while read -r p; do [[ -z "$p" || "$p" == \#* ]] || debs+=("$p"); done < packages.txt
+fi
+missing=()
+for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python packages, in a virtual environment of the repository's own.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-test.txt
+
+export GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,159 @@
+"""The researchers' CLI, run as researchers run it: ``python -m arena_core leaderboard``."""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_core.leaderboard import COLUMNS, BoardParams, Entrant, board_from_votes
+from arena_core.registry import load_registry
+from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+REGISTRY = """
+arenas:
+  - id: ar
+    title: Test arena
+    modality: text
+    prior_mapping: {benchmark: index, center: 50, points_per_unit: 4}
+    prompts: [{id: p1, text: Hi}]
+    models:
+      - {id: x, name: Model X, params: 7B, params_m: 7000, backend: {type: fake}}
+      - {id: y, name: Model Y, prior: {value: 75, source: "https://example.org"}, backend: {type: fake}}
+      - {id: z, name: Model Z, backend: {type: fake}}
+"""
+
+
+def run(*args, check=True):
+    proc = subprocess.run(
+        [sys.executable, "-m", "arena_core", *map(str, args)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    store = VoteLog(tmp_path / "votes")
+    for a, b, vote in [("x", "y", "a"), ("y", "z", "tie"), ("x", "z", "a"), ("z", "x", "both_bad"),
+                       ("y", "x", "b"), ("x", "ghost", "a")]:  # fmt: skip
+        store.append(arena="ar", model_a=a, model_b=b, vote=vote)
+    with store.path.open("a") as f:
+        f.write('{"broken json\n')
+    return tmp_path / "votes"
+
+
+def test_json_output_is_one_object_with_rows_and_skips(log_dir):
+    proc = run("leaderboard", "--votes", log_dir, "--format", "json", "--bootstrap", "100")
+    data = json.loads(proc.stdout)
+    assert data["arena"] == "ar" and data["method"] == "bt"
+    assert data["votes_used"] == 6
+    assert data["skipped"] == {"invalid_json": 1}
+    assert [c.name for c in COLUMNS] == list(data["rows"][0])
+    assert "skipped" in proc.stderr  # the warning goes to stderr, not into the JSON
+
+
+def test_registry_changes_names_priors_and_skips_unknown_models(log_dir, tmp_path):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    proc = run(
+        "leaderboard",
+        "--votes",
+        log_dir,
+        "--registry",
+        tmp_path / "registry.yaml",
+        "--format",
+        "json",
+    )
+    data = json.loads(proc.stdout)
+    assert data["votes_used"] == 5
+    assert data["skipped"] == {"invalid_json": 1, "unknown_model": 1}
+    rows = {r["model_id"]: r for r in data["rows"]}
+    assert rows["x"]["model"] == "Model X" and rows["x"]["params_m"] == 7000
+    assert rows["x"]["elo_per_m_params"] == pytest.approx(rows["x"]["rating"] / 7000, abs=1e-4)
+
+
+def test_cli_reproduces_the_in_process_board_exactly(log_dir, tmp_path):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    proc = run(
+        "leaderboard",
+        "--votes",
+        log_dir,
+        "--registry",
+        tmp_path / "registry.yaml",
+        "--format",
+        "json",
+    )
+    arena = load_registry(tmp_path / "registry.yaml").arena("ar")
+    board = board_from_votes(
+        read_votes(log_dir), "ar", entrants=Entrant.from_arena(arena), params=BoardParams()
+    )
+    expected = json.loads(json.dumps(board.to_json()))
+    assert json.loads(proc.stdout) == expected
+
+
+def test_csv_and_table_formats(log_dir):
+    rows = list(
+        csv.DictReader(
+            io.StringIO(run("leaderboard", "--votes", log_dir, "--format", "csv").stdout)
+        )
+    )
+    assert len(rows) == 4 and set(rows[0]) == {c.name for c in COLUMNS}
+    table = run("leaderboard", "--votes", log_dir, "--method", "elo").stdout
+    assert "Seq. Elo" in table and "6 votes used, method elo" in table
+
+
+def test_fastchat_export_is_detected():
+    data = json.loads(run("leaderboard", "--votes", DATA / "fastchat_clean_battle_clustering.json",
+                          "--format", "json", "--bootstrap", "0").stdout)  # fmt: skip
+    assert data["votes_used"] == 123 and data["skipped"] == {"same_model": 1}
+    assert len(data["rows"]) == 14
+
+
+def test_category_filter(tmp_path):
+    store = VoteLog(tmp_path)
+    store.append(arena="ar", model_a="x", model_b="y", vote="a", category="de")
+    store.append(arena="ar", model_a="x", model_b="y", vote="b", category="fr")
+    data = json.loads(
+        run("leaderboard", "--votes", tmp_path, "--category", "fr", "--format", "json").stdout
+    )
+    assert data["votes_used"] == 1 and data["category"] == "fr"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--votes", "/no/such/place"], "no vote file"),
+        (["--votes", "{log}", "--registry", "/no/registry.yaml"], "cannot read"),
+        (["--votes", "{log}", "--prior-weight", "-1"], "prior_weight"),
+        (["--votes", "{oneway}", "--prior-weight", "0", "--bootstrap", "0"], "infinite"),
+    ],
+)
+def test_errors_are_one_clear_line_and_exit_code_2(log_dir, tmp_path, args, message):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    oneway = VoteLog(tmp_path / "oneway")
+    oneway.append(arena="ar", model_a="x", model_b="y", vote="a")
+    args = [
+        a.format(log=log_dir, registry=tmp_path / "registry.yaml", oneway=oneway.folder)
+        for a in args
+    ]
+    proc = run("leaderboard", *args, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_several_arenas_need_a_choice(tmp_path):
+    store = VoteLog(tmp_path)
+    store.append(arena="one", model_a="x", model_b="y", vote="a")
+    store.append(arena="two", model_a="x", model_b="y", vote="a")
+    proc = run("leaderboard", "--votes", tmp_path, check=False)
+    assert proc.returncode == 2 and "choose one with --arena" in proc.stderr
+    assert "1 votes used" in run("leaderboard", "--votes", tmp_path, "--arena", "two").stdout

@@ -1,0 +1,113 @@
+"""Sequential Elo: the K schedule, hand-computed steps, and replay/step identity."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, TIE
+from arena_core.ratings.elo import EloParams, EloState, sequential_elo
+
+#: Outcome seen from the other side: a win for a is a win for b once swapped.
+SWAPPED = {A_WINS: B_WINS, B_WINS: A_WINS, TIE: TIE, BOTH_BAD: BOTH_BAD}
+
+
+def votes_strategy(max_models=6, max_votes=60):
+    @st.composite
+    def build(draw):
+        n = draw(st.integers(2, max_models))
+        pairs = st.tuples(st.integers(0, n - 1), st.integers(1, n - 1), st.integers(0, 3))
+        rows = draw(st.lists(pairs, max_size=max_votes))
+        a = np.array([r[0] for r in rows], dtype=np.int64)
+        b = np.array([(r[0] + r[1]) % n for r in rows], dtype=np.int64)
+        outcome = np.array([r[2] for r in rows], dtype=np.int64)
+        return n, a, b, outcome
+
+    return build()
+
+
+def test_k_schedule_matches_the_issue():
+    p = EloParams()
+    assert p.k(0) == 48.0
+    assert p.k(15) == pytest.approx(30.0)  # halfway after K_HALF battles
+    assert p.k(10_000) == pytest.approx(12.0, abs=0.06)
+
+
+def test_first_vote_between_new_models_moves_each_by_k_over_two():
+    state = EloState.start(2)
+    step = state.step(0, 1, A_WINS)
+    assert (step.before_a, step.before_b) == (1000.0, 1000.0)
+    assert step.after_a == pytest.approx(1024.0)
+    assert step.after_b == pytest.approx(976.0)
+    assert state.battles == [1, 1]
+
+
+def test_hand_computed_second_vote_uses_battle_counts():
+    state = EloState(ratings=[1100.0, 1000.0, 1000.0], battles=[30, 0, 0])
+    state.step(0, 1, TIE)
+    expected = 1.0 / (1.0 + 10.0 ** ((1000.0 - 1100.0) / 400.0))
+    k0 = 12 + 36 * 15 / (15 + 30)
+    assert state.ratings[0] == pytest.approx(1100.0 + k0 * (0.5 - expected), abs=1e-9)
+    assert state.ratings[1] == pytest.approx(1000.0 - 48.0 * (0.5 - expected), abs=1e-9)
+
+
+def test_models_start_from_their_prior():
+    state = sequential_elo(
+        3, (np.array([0]), np.array([1]), np.array([A_WINS])), prior=[1200, 900, 1050]
+    )
+    assert state.ratings[2] == 1050.0
+    e = 1 / (1 + math.pow(10, (900 - 1200) / 400))
+    assert state.ratings[0] == pytest.approx(1200 + 48 * (1 - e))
+
+
+@settings(max_examples=60, deadline=None)
+@given(votes_strategy())
+def test_replay_equals_one_step_at_a_time_bit_for_bit(data):
+    n, a, b, outcome = data
+    replay = sequential_elo(n, (a, b, outcome))
+    live = EloState.start(n)
+    for i, j, o in zip(a, b, outcome, strict=True):
+        live.step(int(i), int(j), int(o))
+    assert replay.ratings == live.ratings  # exact: same arithmetic, same order
+    assert replay.battles == live.battles
+
+
+@settings(max_examples=60, deadline=None)
+@given(votes_strategy())
+def test_swapping_sides_with_the_outcome_changes_nothing(data):
+    n, a, b, outcome = data
+    swapped = np.array([SWAPPED[int(o)] for o in outcome], dtype=np.int64)
+    one = sequential_elo(n, (a, b, outcome)).as_array()
+    two = sequential_elo(n, (b, a, swapped)).as_array()
+    np.testing.assert_allclose(one, two, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(votes_strategy(), st.data())
+def test_an_extra_win_never_lowers_the_winner(data, extra):
+    n, a, b, outcome = data
+    winner = extra.draw(st.integers(0, n - 1))
+    loser = (winner + extra.draw(st.integers(1, n - 1))) % n
+    before = sequential_elo(n, (a, b, outcome)).as_array()
+    after = sequential_elo(
+        n, (np.append(a, winner), np.append(b, loser), np.append(outcome, A_WINS))
+    )
+    assert after.ratings[winner] > before[winner]
+    assert after.ratings[loser] < before[loser]
+
+
+def test_rating_points_are_conserved_when_k_is_equal():
+    # Two models with the same battle count exchange exactly what one gains.
+    state = sequential_elo(2, (np.array([0, 1, 0]), np.array([1, 0, 1]), np.array([0, 2, 1])))
+    assert sum(state.ratings) == pytest.approx(2000.0)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="itself"):
+        sequential_elo(2, (np.array([0]), np.array([0]), np.array([0])))
+    with pytest.raises(ValueError, match="out of range"):
+        sequential_elo(2, (np.array([0]), np.array([2]), np.array([0])))
+    with pytest.raises(ValueError, match="prior"):
+        EloState.start(3, prior=[1000, 1000])

@@ -1,0 +1,143 @@
+"""Registry loading: valid files load into frozen dataclasses; bad ones get one precise error."""
+
+import dataclasses
+import textwrap
+
+import pytest
+
+from arena_core.registry import RegistryError, load_registry
+
+VALID = """
+arenas:
+  - id: tts-en
+    title: English TTS
+    modality: audio
+    prior_mapping: {benchmark: TTS quality index, center: 82, points_per_unit: 8, source: https://example.org/method}
+    prompts:
+      - {id: p1, text: "Hello there.", category: en}
+      - {id: p2, text: "Good night.", category: en}
+    models:
+      - id: espeak-ng/en-us
+        name: eSpeak NG (en-us)
+        params: "n/a"
+        backend: {type: espeak, voice: en-us}
+      - id: piper/joe
+        name: Piper Joe
+        params: 63M
+        params_m: 63
+        prior: {value: 86.5, source: https://example.org/table}
+        license: CC0-1.0
+        backend: {type: piper, voice: en_US-joe-medium}
+  - id: chat
+    title: Chat
+    modality: text
+    prompts: prompts.yaml
+    models:
+      - {id: m1, name: M1, backend: {type: openai, base_url: "http://127.0.0.1:1"}}
+"""
+
+
+def write(tmp_path, text, prompts="- {id: c1, text: Hi}\n"):
+    (tmp_path / "prompts.yaml").write_text(prompts)
+    path = tmp_path / "registry.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_valid_registry_loads(tmp_path):
+    reg = load_registry(write(tmp_path, VALID))
+    tts = reg.arena("tts-en")
+    assert tts.modality == "audio" and tts.categories == ("en",)
+    piper = tts.model("piper/joe")
+    assert piper.params_m == 63.0
+    assert piper.prior.rating == pytest.approx(1000 + 8 * (86.5 - 82))  # the issue's rule
+    assert tts.model("espeak-ng/en-us").prior_rating == 1000.0
+    assert piper.backend.type == "piper" and piper.backend.options["voice"] == "en_US-joe-medium"
+    assert reg.arena("chat").prompts[0].text == "Hi"
+
+
+def test_loaded_registry_is_frozen(tmp_path):
+    reg = load_registry(write(tmp_path, VALID))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reg.arenas[0].title = "x"
+    with pytest.raises(TypeError):
+        reg.arenas[0].models[0].backend.options["voice"] = "x"
+
+
+BROKEN = [
+    # (edit to VALID, arena, model, field, words in the message)
+    (("params_m: 63", "params_m: sixty"), "tts-en", "piper/joe", "params_m", "must be a number"),
+    (("modality: audio", "modality: smell"), "tts-en", None, "modality", "unknown modality"),
+    (("{type: piper, voice: en_US-joe-medium}", "{voice: x}"), "tts-en", "piper/joe", "backend.type", "missing"),
+    (("id: piper/joe", "id: espeak-ng/en-us"), "tts-en", None, None, "duplicate model id"),
+    (("id: p2", "id: p1"), "tts-en", None, None, "duplicate prompt id"),
+    (("id: chat", "id: tts-en"), None, None, None, "duplicate arena id"),
+    (("params: 63M", "param_m: 63M"), "tts-en", "piper/joe", "param_m", "unknown key"),
+    (("source: https://example.org/table", "note: x"), "tts-en", "piper/joe", "prior.note", "unknown key"),
+    (("prior: {value: 86.5, source: https://example.org/table}", "prior: {value: 86.5}"),
+     "tts-en", "piper/joe", "prior.source", "non-empty string"),
+    (("name: Piper Joe", "name: ''"), "tts-en", "piper/joe", "name", "non-empty string"),
+    (("params_m: 63", "params_m: -1"), "tts-en", "piper/joe", "params_m", "positive"),
+    (("params_m: 63", "params_m: true"), "tts-en", "piper/joe", "params_m", "must be a number"),
+    (("id: m1", "id: 'has space'"), "chat", "has space", "id", "not a valid id"),
+    (("prompts: prompts.yaml", "prompts: missing.yaml"), "chat", None, "prompts", "does not exist"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edit", "arena", "model", "field", "words"), BROKEN)
+def test_bad_registry_names_file_arena_model_and_field(tmp_path, edit, arena, model, field, words):
+    old, new = edit
+    assert old in VALID
+    path = write(tmp_path, VALID.replace(old, new, 1))
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    e = err.value
+    assert (e.arena, e.model, e.field) == (arena, model, field)
+    assert str(path) in str(e) and words in str(e)
+
+
+def test_prior_needs_a_mapping(tmp_path):
+    mapping_line = next(line for line in VALID.splitlines() if "prior_mapping" in line)
+    path = write(tmp_path, VALID.replace(mapping_line + "\n", ""))
+    with pytest.raises(RegistryError, match="prior_mapping"):
+        load_registry(path)
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path):
+    path = write(tmp_path, VALID.replace("params_m: 63", "params_m: 63\n        params_m: 64"))
+    with pytest.raises(RegistryError, match="duplicate key 'params_m'"):
+        load_registry(path)
+
+
+def test_bad_prompt_file_names_that_file(tmp_path):
+    path = write(tmp_path, VALID, prompts="- {id: c1}\n")
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    assert "prompts.yaml" in str(err.value) and err.value.field == "prompts[c1].text"
+
+
+def test_jsonl_prompt_files_are_read(tmp_path):
+    (tmp_path / "p.jsonl").write_text(
+        '{"id": "j1", "text": "One."}\n\n{"id": "j2", "text": "Two."}\n'
+    )
+    path = write(tmp_path, VALID.replace("prompts: prompts.yaml", "prompts: p.jsonl"))
+    assert [p.id for p in load_registry(path).arena("chat").prompts] == ["j1", "j2"]
+
+
+def test_not_yaml_and_unreadable_files(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("arenas: [\n")
+    with pytest.raises(RegistryError, match="not valid YAML"):
+        load_registry(bad)
+    with pytest.raises(RegistryError, match="cannot read"):
+        load_registry(tmp_path / "absent.yaml")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("arenas: []\n")
+    with pytest.raises(RegistryError, match="non-empty list"):
+        load_registry(empty)
+
+
+def test_unknown_arena_lookup_lists_known_ones(tmp_path):
+    reg = load_registry(write(tmp_path, VALID))
+    with pytest.raises(KeyError, match="tts-en, chat"):
+        reg.arena("nope")

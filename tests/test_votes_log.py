@@ -1,0 +1,133 @@
+"""The vote log writer: whole lines, every key, fsynced before returning, nothing on bad input."""
+
+import json
+import os
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+from arena_core.votes import log as vote_log
+from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes
+from arena_core.votes.schema import FIELDS, VoteError, format_ts, parse_ts
+
+
+def fixed_clock(*moments):
+    it = iter(moments)
+    return lambda: next(it)
+
+
+def lines(store):
+    return store.path.read_text(encoding="utf-8").splitlines()
+
+
+def test_writes_every_contract_key_in_order(tmp_path):
+    store = VoteLog(tmp_path)
+    vote = store.append(arena="tts-en", model_a="a/1", model_b="b/2", vote="tie", prompt="Hé ✓")
+    (line,) = lines(store)
+    data = json.loads(line)
+    assert list(data) == [f.name for f in FIELDS]
+    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 1
+    assert data["flags"] == [] and data["judge"] is None and data["voter_kind"] == "human"
+    assert data["vote_id"] == vote.vote_id and data["ts"] == vote.ts
+    assert store.path.name.startswith("votes-") and store.path.suffix == ".jsonl"
+
+
+def test_each_process_log_gets_its_own_shard(tmp_path):
+    assert VoteLog(tmp_path).path != VoteLog(tmp_path).path
+
+
+def test_fsync_happens_before_append_returns(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(vote_log.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    store = VoteLog(tmp_path)
+    store.append(arena="x", model_a="a", model_b="b", vote="a")
+    assert len(synced) >= 1  # the file (and, on creation, the folder)
+    assert len(lines(store)) == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"vote": "A"}, "vote must be one of"),
+        ({"model_b": "a"}, "must differ"),
+        ({"arena": ""}, "arena must be"),
+        ({"voter_kind": "bot"}, "voter_kind"),
+        ({"flags": [""]}, "flags"),
+    ],
+)
+def test_bad_votes_write_nothing(tmp_path, fields, message):
+    store = VoteLog(tmp_path)
+    base = {"arena": "x", "model_a": "a", "model_b": "b", "vote": "a"}
+    with pytest.raises(VoteError, match=message):
+        store.append(**{**base, **fields})
+    assert not store.path.exists() and store.written == 0
+
+
+def test_assigned_fields_cannot_be_forced(tmp_path):
+    with pytest.raises(TypeError, match="assigned by the log"):
+        VoteLog(tmp_path).append(arena="x", model_a="a", model_b="b", vote="a", vote_id="mine")
+
+
+def test_timestamps_strictly_increase_even_when_the_clock_does_not(tmp_path):
+    t = datetime(2026, 11, 29, 17, 34, 36, 123456, tzinfo=UTC)
+    store = VoteLog(tmp_path, clock=fixed_clock(t, t, t.replace(second=35)))
+    stamps = [store.append(arena="x", model_a="a", model_b="b", vote="a").ts for _ in range(3)]
+    assert stamps == [
+        "2026-11-29T17:34:36.123Z",
+        "2026-11-29T17:34:36.124Z",
+        "2026-11-29T17:34:36.125Z",
+    ]
+
+
+def test_then_runs_under_the_lock_after_the_write(tmp_path):
+    store = VoteLog(tmp_path)
+    seen = []
+
+    def then(vote):
+        seen.append((vote.vote_id, store.lock.locked(), len(lines(store))))
+        return "applied"
+
+    assert store.append(arena="x", model_a="a", model_b="b", vote="a", then=then) == "applied"
+    assert seen[0][1:] == (True, 1)
+
+
+def test_concurrent_appends_never_interleave_or_lose_lines(tmp_path):
+    store = VoteLog(tmp_path)
+
+    def worker(k):
+        for i in range(50):
+            store.append(arena="x", model_a=f"m{k}", model_b="z", vote="b", prompt="p" * (i * 37))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    votes = read_votes(tmp_path)
+    assert len(votes) == 400 and not votes.skipped
+    assert all(json.loads(line) for line in lines(store))
+    ts = votes.column("ts").to_pylist()
+    assert len(set(ts)) == 400  # strictly increasing per shard
+
+
+def test_written_votes_read_back_identically(tmp_path):
+    store = VoteLog(tmp_path)
+    written = [
+        store.append(
+            arena="x", model_a="a", model_b="b", vote=v, category="de", flags=["rate_limited"]
+        )
+        for v in ("a", "b", "tie", "both_bad")
+    ]
+    votes = read_votes(tmp_path)
+    assert votes.table.to_pylist() == [w.to_dict() for w in written]
+
+
+def test_timestamp_format_round_trips():
+    moment = datetime(2026, 11, 29, 17, 34, 36, 123999, tzinfo=UTC)
+    text = format_ts(moment)
+    assert text == "2026-11-29T17:34:36.123Z"
+    assert parse_ts(text) == int(moment.replace(microsecond=123000).timestamp() * 1_000_000)
+    assert parse_ts("2026-11-29T17:34:36") is None

@@ -1,0 +1,241 @@
+"""Reading vote logs: damaged rows of every kind are skipped and counted, never fatal."""
+
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arena_core.votes import reasons
+from arena_core.votes.read import read_votes
+from arena_core.votes.schema import ARROW_SCHEMA, FIELDS
+
+
+def record(k: int, **over) -> dict:
+    """A valid vote with every field, the k-th of a log."""
+    row = {
+        "schema_version": 1,
+        "vote_id": f"00000000-0000-4000-8000-{k:012d}",
+        "battle_id": f"10000000-0000-4000-8000-{k:012d}",
+        "ts": f"2026-11-29T17:{k // 60 % 60:02d}:{k % 60:02d}.000Z",
+        "arena": "tts-en",
+        "model_a": "m1",
+        "model_b": "m2",
+        "vote": "a",
+        "prompt_id": "p1",
+        "prompt": "Hello there.",
+        "category": "en",
+        "voter": "abc",
+        "voter_kind": "human",
+        "judge": None,
+        "flags": [],
+    }
+    row.update(over)
+    return row
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def dumps(row):
+    return json.dumps(row, ensure_ascii=False)
+
+
+def ids(votes):
+    return votes.column("vote_id").to_pylist()
+
+
+def test_clean_log_reads_everything_in_order(tmp_path):
+    rows = [record(k) for k in range(5)]
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in reversed(rows)])
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [r["vote_id"] for r in rows]
+    assert not votes.skipped
+    assert votes.column("flags").to_pylist() == [[]] * 5
+
+
+# (damage as written in the file, reason it must be counted under)
+DAMAGE = [
+    ("{not json", reasons.INVALID_JSON),
+    ('{"vote_id": "dup key", "vote_id": "again"}', reasons.INVALID_JSON),
+    ("[1, 2, 3]", reasons.NOT_OBJECT),
+    ('"just a string"', reasons.NOT_OBJECT),
+    (dumps(record(90, schema_version="1")), reasons.WRONG_TYPE),
+    (dumps(record(91, model_a=7)), reasons.WRONG_TYPE),
+    (dumps(record(92, flags="rate_limited")), reasons.WRONG_TYPE),
+    (dumps(record(93, schema_version=True)), reasons.WRONG_TYPE),
+    (dumps(record(94, schema_version=1.0)), reasons.WRONG_TYPE),
+    (dumps({k: v for k, v in record(95).items() if k != "model_b"}), reasons.MISSING),
+    (dumps(record(96, arena="")), reasons.MISSING),
+    (dumps(record(97, vote_id=None)), reasons.MISSING),
+    (dumps(record(98, schema_version=2)), reasons.VERSION),
+    (dumps(record(99, vote="A")), reasons.BAD_VOTE),
+    (dumps(record(100, vote="model_a")), reasons.BAD_VOTE),
+    (dumps(record(101, voter_kind="robot")), reasons.BAD_VOTER_KIND),
+    (dumps(record(102, model_b="m1")), reasons.SAME_MODEL),
+    (dumps(record(103, ts="yesterday")), reasons.BAD_TS),
+    (dumps(record(104, ts="2026-11-29T17:34:36")), reasons.BAD_TS),  # no zone
+    (dumps(record(105, ts="2026-02-30T10:00:00Z")), reasons.BAD_TS),  # no such day
+    (dumps(record(106, ts="2026-11-29T17:34:36.123456789Z")), reasons.BAD_TS),  # nanoseconds
+]
+
+
+@pytest.mark.parametrize(("line", "reason"), DAMAGE)
+def test_each_kind_of_damage_is_skipped_and_counted(tmp_path, line, reason):
+    good = [dumps(record(k)) for k in range(3)]
+    write_lines(tmp_path / "votes-x.jsonl", [good[0], line, good[1], "", good[2]])
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [record(k)["vote_id"] for k in range(3)]
+    assert votes.skipped == {reason: 1}
+
+
+def test_all_damage_at_once_counts_each_reason(tmp_path):
+    good = [dumps(record(k)) for k in range(4)]
+    write_lines(tmp_path / "votes-x.jsonl", good + [line for line, _ in DAMAGE])
+    votes = read_votes(tmp_path)
+    assert len(votes) == 4
+    expected = {}
+    for _, reason in DAMAGE:
+        expected[reason] = expected.get(reason, 0) + 1
+    assert dict(votes.skipped) == expected
+
+
+def test_truncated_last_line_is_skipped(tmp_path):
+    path = tmp_path / "votes-x.jsonl"
+    full = dumps(record(1))
+    path.write_text(dumps(record(0)) + "\n" + full[: len(full) // 2], encoding="utf-8")
+    votes = read_votes(path)
+    assert ids(votes) == [record(0)["vote_id"]]
+    assert votes.skipped == {reasons.TRUNCATED: 1}
+
+
+def test_complete_last_line_without_newline_is_kept(tmp_path):
+    path = tmp_path / "votes-x.jsonl"
+    path.write_text(dumps(record(0)) + "\n" + dumps(record(1)), encoding="utf-8")
+    assert len(read_votes(path)) == 2
+
+
+def test_duplicate_vote_id_keeps_the_first(tmp_path):
+    first = record(5, ts="2026-11-29T10:00:00.000Z", vote="a")
+    later = record(5, ts="2026-11-29T11:00:00.000Z", vote="b")
+    write_lines(tmp_path / "votes-1.jsonl", [dumps(later)])
+    write_lines(tmp_path / "votes-2.jsonl", [dumps(first), dumps(first)])
+    votes = read_votes(tmp_path)
+    assert votes.column("vote").to_pylist() == ["a"]
+    assert votes.skipped == {reasons.DUPLICATE: 2}
+
+
+def test_equal_timestamps_are_ordered_by_vote_id(tmp_path):
+    rows = [record(k, ts="2026-11-29T10:00:00.000Z") for k in (3, 1, 2)]
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows])
+    assert ids(read_votes(tmp_path)) == sorted(r["vote_id"] for r in rows)
+
+
+def test_timestamps_with_offsets_are_converted_to_utc(tmp_path):
+    early = record(1, ts="2026-11-29T12:00:00+02:00")  # 10:00 UTC
+    late = record(0, ts="2026-11-29T11:00:00Z")
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(late), dumps(early)])
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [early["vote_id"], late["vote_id"]]
+
+
+def test_unknown_extra_fields_are_ignored(tmp_path):
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0, latency_ms=12, extra={"x": 1}))])
+    votes = read_votes(tmp_path)
+    assert len(votes) == 1 and not votes.skipped
+
+
+def test_only_required_fields_are_enough(tmp_path):
+    required = {f.name: record(0)[f.name] for f in FIELDS if f.required}
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(required)])
+    votes = read_votes(tmp_path)
+    assert len(votes) == 1
+    assert votes.column("prompt").to_pylist() == [None]
+
+
+def test_parquet_and_jsonl_in_one_folder_merge_and_deduplicate(tmp_path):
+    rows = [record(k) for k in range(6)]
+    pq.write_table(pa.Table.from_pylist(rows[:4], schema=ARROW_SCHEMA), tmp_path / "part-0.parquet")
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows[2:]])
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [r["vote_id"] for r in rows]
+    assert votes.skipped == {reasons.DUPLICATE: 2}
+
+
+def test_parquet_with_mistyped_column_is_counted_unreadable(tmp_path):
+    bad = pa.table({"vote_id": ["x"], "schema_version": ["one"]})
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
+    votes = read_votes(tmp_path)
+    assert len(votes) == 1
+    assert votes.skipped == {reasons.UNREADABLE: 1}
+
+
+def test_reading_fewer_columns_keeps_the_same_votes(tmp_path):
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0)), dumps(record(1, prompt=5))])
+    full = read_votes(tmp_path)
+    narrow = read_votes(tmp_path, columns=["model_a"])
+    assert ids(full) == ids(narrow) == [record(0)["vote_id"]]
+    assert narrow.skipped == full.skipped == {reasons.WRONG_TYPE: 1}
+
+
+def test_hidden_files_and_other_extensions_are_ignored(tmp_path):
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
+    hidden = tmp_path / ".cache"
+    hidden.mkdir()
+    write_lines(hidden / "votes-y.jsonl", [dumps(record(1))])
+    (tmp_path / "README.md").write_text("# card")
+    assert len(read_votes(tmp_path)) == 1
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no vote file"):
+        read_votes(tmp_path / "nope")
+
+
+def test_empty_folder_reads_nothing(tmp_path):
+    votes = read_votes(tmp_path)
+    assert len(votes) == 0 and not votes.skipped
+
+
+def test_result_does_not_depend_on_file_names(tmp_path):
+    rows = [dumps(record(k, vote="ab"[k % 2])) for k in range(10)]
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    write_lines(one / "votes-a.jsonl", rows[:5])
+    write_lines(one / "votes-b.jsonl", rows[5:])
+    write_lines(two / "votes-b.jsonl", rows[:5])
+    write_lines(two / "votes-a.jsonl", rows[5:])
+    assert read_votes(one).table.to_pylist() == read_votes(two).table.to_pylist()
+
+
+# Hypothesis: any mix of valid and mangled lines never crashes, and every line
+# ends up either read or counted.
+LINE = st.one_of(
+    st.integers(0, 50).map(lambda k: dumps(record(k))),
+    st.integers(0, 50).map(lambda k: dumps(record(k, vote="x"))),
+    st.text(max_size=30).filter(lambda t: "\n" not in t and "\r" not in t),
+    st.dictionaries(st.sampled_from([f.name for f in FIELDS]), st.one_of(
+        st.none(), st.integers(), st.text(max_size=5), st.lists(st.text(max_size=3), max_size=2),
+    )).map(dumps),
+)  # fmt: skip
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(LINE, max_size=25))
+def test_any_mangled_log_is_read_without_crashing(tmp_path, lines):
+    shutil.rmtree(tmp_path / "log", ignore_errors=True)
+    (tmp_path / "log").mkdir()
+    write_lines(tmp_path / "log" / "votes-x.jsonl", lines)
+    votes = read_votes(tmp_path / "log")
+    non_blank = sum(1 for line in lines if line.encode().strip())
+    assert len(votes) + sum(votes.skipped.values()) == non_blank
+    assert len(set(ids(votes))) == len(votes)
