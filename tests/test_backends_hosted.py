@@ -1,0 +1,418 @@
+"""Hosted backends against local stand-ins on 127.0.0.1.
+
+The real services (Hugging Face inference providers, Spaces, OpenAI-compatible
+APIs) cannot be reached from this machine, so each test points the backend at a
+server on the loopback interface that speaks the same protocol: a small HTTP
+server answering like the HF inference API and an OpenAI-compatible
+``/v1/chat/completions``, and a tiny Gradio app launched locally for the
+``gradio_client`` path. The clients are the real ones (``InferenceClient``,
+``gradio_client.Client``); only the address differs, through their own
+``base_url`` / URL-as-model / URL-as-Space injection points.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+
+from arena_core.backends import BackendError, BackendTimeout, BackendUnavailable, make_backend
+from arena_core.backends.audio import encode_wav
+from arena_core.backends.hosted import fill_arguments, translate_error
+from arena_core.registry import BackendSpec, Model
+
+TOKEN = "hf_test_token"
+#: Seconds the "slow" routes sleep; far above the timeouts the tests use.
+SLOW_SECONDS = 3.0
+#: A timeout short enough to keep tests fast and far below SLOW_SECONDS.
+SHORT_TIMEOUT = 0.5
+TIMEOUT = 20.0
+TONE_RATE = 16000
+#: How often the stand-in server checks for shutdown (keeps teardown quick).
+POLL_SECONDS = 0.02
+#: Gradio's own queue code trips pandas 3 deprecation warnings; not ours to fix.
+GRADIO_WARNINGS = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
+
+
+def model(backend_type: str, **options) -> Model:
+    return Model(
+        id="hosted/model",
+        name="hosted",
+        backend=BackendSpec(backend_type, MappingProxyType(options)),
+    )
+
+
+def tone(rate: int = TONE_RATE, seconds: float = 1.0) -> np.ndarray:
+    t = np.arange(int(rate * seconds)) / rate
+    return (np.sin(2 * np.pi * 220 * t) * 12000).astype(np.int16)
+
+
+def compressed_tone(container: str) -> bytes:
+    """The tone as FLAC or MP3 (needs soundfile; without it, just the FLAC magic and no audio)."""
+    try:
+        import soundfile
+    except ImportError:
+        return b"fLaC" + bytes(40)
+    buffer = io.BytesIO()
+    soundfile.write(buffer, tone(), TONE_RATE, format=container)
+    return buffer.getvalue()
+
+
+def png_bytes() -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 3), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+class FakeInferenceServer(ThreadingHTTPServer):
+    """Answers like the HF inference API / an OpenAI-compatible API; records every request."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict] = []
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.requests.append(
+            {
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "json": json.loads(body or b"null"),
+            }
+        )
+        route = self.path.rstrip("/").split("/")[1]
+        if route == "slow":
+            time.sleep(SLOW_SECONDS)
+        handler = getattr(self, f"_{route}", None) or self._not_found
+        handler()
+
+    def _send(self, status: int, content_type: str, payload: bytes):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _tts(self):
+        self._send(200, "audio/wav", encode_wav(TONE_RATE, tone()))
+
+    def _flac(self):
+        self._send(200, "audio/flac", compressed_tone("FLAC"))
+
+    def _mp3(self):
+        self._send(200, "audio/mpeg", compressed_tone("MP3"))
+
+    def _html(self):
+        self._send(200, "text/html", b"<html>maintenance</html>")
+
+    def _image(self):
+        self._send(200, "image/png", png_bytes())
+
+    def _v1(self):
+        answer = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "served-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "Paris is the capital of France."},
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+        }
+        self._send(200, "application/json", json.dumps(answer).encode())
+
+    def _overloaded(self):
+        self._send(503, "application/json", b'{"error": "Model is overloaded"}')
+
+    def _slow(self):
+        self._tts()
+
+    def _not_found(self):
+        self._send(404, "application/json", b'{"error": "not found"}')
+
+
+@pytest.fixture(autouse=True)
+def _hub_online_for_loopback(monkeypatch):
+    """CI sets HF_HUB_OFFLINE=1, which makes huggingface_hub refuse every request, even to
+    127.0.0.1. The stand-in servers here are local, so let the client through; the setting
+    is read once at import, hence the patch of the module constant rather than the variable.
+    """
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
+@pytest.fixture
+def server():
+    srv = FakeInferenceServer()
+    thread = threading.Thread(target=srv.serve_forever, args=(POLL_SECONDS,), daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def hf(modality: str, base_url: str, **options):
+    block = {"model": "org/some-model", "base_url": base_url, **options}
+    return make_backend(model("hf-inference", **block), modality, env={"HF_TOKEN": TOKEN})
+
+
+# -- Hugging Face InferenceClient ------------------------------------------------------------
+
+
+def test_text_to_speech_posts_the_prompt_with_the_token_and_decodes_wav(server):
+    output = hf("audio", f"{server.url}/tts").generate("Hello there.", TIMEOUT)
+    assert output.sample_rate == TONE_RATE
+    assert output.duration == pytest.approx(1.0)
+    [request] = server.requests
+    assert request["path"] == "/tts"
+    assert request["json"]["inputs"] == "Hello there."
+    assert request["headers"]["authorization"] == f"Bearer {TOKEN}"
+
+
+def test_chat_completion_sends_system_and_user_messages_and_the_model(server):
+    backend = hf("text", server.url, system="Answer briefly.", max_tokens=64)
+    output = backend.generate("What is the capital of France?", TIMEOUT)
+    assert output.text == "Paris is the capital of France."
+    [request] = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["json"]["model"] == "org/some-model"
+    assert request["json"]["max_tokens"] == 64
+    assert request["json"]["messages"] == [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "What is the capital of France?"},
+    ]
+
+
+def test_text_to_image_returns_the_image_as_png(server):
+    output = hf("image", f"{server.url}/image", parameters={"width": 512}).generate(
+        "A red square", TIMEOUT
+    )
+    assert output.image_format == "png"
+    assert output.image_bytes.startswith(b"\x89PNG")
+    [request] = server.requests
+    assert request["json"] == {"inputs": "A red square", "parameters": {"width": 512}}
+    assert request["headers"]["accept"] == "image/png"
+
+
+def test_http_error_becomes_a_backend_error_naming_model_and_status(server):
+    with pytest.raises(BackendError) as info:
+        hf("audio", f"{server.url}/overloaded").generate("Hello", TIMEOUT)
+    assert str(info.value) == "hosted/model: HTTP 503 from the service"
+
+
+def test_slow_service_times_out(server):
+    with pytest.raises(BackendTimeout, match=r"hosted/model: no answer within 0\.5 s"):
+        hf("audio", f"{server.url}/slow").generate("Hello", SHORT_TIMEOUT)
+
+
+def test_unreachable_service_is_reported_unavailable():
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(BackendUnavailable, match="cannot reach the service"):
+        hf("audio", f"http://127.0.0.1:{port}/tts").generate("Hello", TIMEOUT)
+
+
+def test_an_answer_that_is_not_audio_is_a_clear_error(server):
+    with pytest.raises(BackendError, match=r"unusable answer.*not audio"):
+        hf("audio", f"{server.url}/html").generate("Hello", TIMEOUT)
+
+
+@pytest.mark.parametrize("route", ["flac", "mp3"])
+def test_compressed_audio_is_decoded_with_soundfile(server, route):
+    pytest.importorskip("soundfile", reason="soundfile not installed (optional, for FLAC/MP3)")
+    output = hf("audio", f"{server.url}/{route}").generate("Hello", TIMEOUT)
+    assert output.sample_rate == TONE_RATE
+    assert output.duration == pytest.approx(1.0, abs=0.1)
+
+
+def test_compressed_audio_without_soundfile_says_what_to_install(server, monkeypatch):
+    monkeypatch.setitem(sys.modules, "soundfile", None)  # makes `import soundfile` fail
+    with pytest.raises(BackendError, match="FLAC audio; decoding it needs 'pip install soundfile'"):
+        hf("audio", f"{server.url}/flac").generate("Hello", TIMEOUT)
+
+
+# -- OpenAI-compatible -----------------------------------------------------------------------
+
+
+def test_openai_compatible_posts_chat_completions_with_the_named_key(server):
+    backend = make_backend(
+        model(
+            "openai-compatible",
+            base_url=f"{server.url}/v1",
+            model="served-model",
+            key_env="MY_API_KEY",
+            parameters={"temperature": 0.2},
+        ),
+        "text",
+        env={"MY_API_KEY": "sk-test", "HF_TOKEN": TOKEN},
+    )
+    assert backend.generate("Capital of France?", TIMEOUT).text.startswith("Paris")
+    [request] = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["authorization"] == "Bearer sk-test"
+    assert request["json"]["model"] == "served-model"
+    assert request["json"]["temperature"] == 0.2
+    assert request["json"]["messages"] == [{"role": "user", "content": "Capital of France?"}]
+
+
+# -- availability ----------------------------------------------------------------------------
+
+
+def test_missing_tokens_make_hosted_models_unavailable_without_any_request(server):
+    cases = [
+        ("hf-inference", {"model": "org/m", "base_url": server.url}, "HF_TOKEN not set"),
+        ("hf-inference", {"model": "org/m", "token_env": "OTHER_TOKEN"}, "OTHER_TOKEN not set"),
+        ("openai-compatible", {"base_url": server.url, "model": "m", "key_env": "K"}, "K not set"),
+        ("gradio-space", {"space": "owner/space", "api_name": "/predict"}, "HF_TOKEN not set"),
+    ]
+    for backend_type, options, reason in cases:
+        backend = make_backend(model(backend_type, **options), "text", env={})
+        assert not backend.availability().ok
+        assert backend.availability().reason == reason
+    assert server.requests == []
+
+
+def test_hub_offline_mode_makes_hub_clients_unavailable():
+    offline = {"HF_TOKEN": TOKEN, "HF_HUB_OFFLINE": "1"}
+    hub = make_backend(model("hf-inference", model="org/m"), "text", env=offline)
+    assert hub.availability().reason == "HF_HUB_OFFLINE is set"
+    by_url = make_backend(
+        model("gradio-space", space="http://127.0.0.1:1/", api_name="/p"), "text", env=offline
+    )
+    assert by_url.availability().ok  # gradio_client reaches an app URL without the Hub
+
+
+def test_token_present_makes_hosted_models_available_without_any_request(server):
+    backend = make_backend(model("hf-inference", model="org/m"), "image", env={"HF_TOKEN": TOKEN})
+    assert backend.availability().ok
+    assert "org/m" in backend.version
+    assert TOKEN not in backend.version
+    assert server.requests == []
+
+
+# -- gradio_client against a local Gradio app ------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def gradio_app():
+    """A tiny Gradio app with the endpoints a TTS or chat Space would have."""
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    gr = pytest.importorskip("gradio")
+
+    def speak(text, speed):
+        return TONE_RATE, tone(seconds=0.5 * speed)
+
+    def echo(text):
+        return f"echo: {text}"
+
+    def fail(text):
+        raise gr.Error("the model crashed")
+
+    def slow(text):
+        time.sleep(SLOW_SECONDS)
+        return text
+
+    with gr.Blocks() as demo:
+        text, speed = gr.Textbox(), gr.Number(value=1.0)
+        audio, answer = gr.Audio(type="numpy"), gr.Textbox()
+        button = gr.Button()
+        button.click(speak, [text, speed], audio, api_name="speak")
+        button.click(echo, text, answer, api_name="echo")
+        button.click(fail, text, answer, api_name="fail")
+        button.click(slow, text, answer, api_name="slow")
+    port = _free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+    monkeypatch.undo()
+
+
+def space(url: str, modality: str, api_name: str, **options):
+    block = {"space": url, "api_name": api_name, **options}
+    return make_backend(model("gradio-space", **block), modality, env={"HF_TOKEN": TOKEN})
+
+
+@GRADIO_WARNINGS
+def test_gradio_space_audio_endpoint_with_keyword_arguments(gradio_app):
+    backend = space(gradio_app, "audio", "/speak", args={"text": "{text}", "speed": 2.0})
+    output = backend.generate("Hello", TIMEOUT)
+    assert output.sample_rate == TONE_RATE
+    assert output.duration == pytest.approx(1.0, rel=0.01)
+
+
+@GRADIO_WARNINGS
+def test_gradio_space_text_endpoint_with_default_positional_argument(gradio_app):
+    assert space(gradio_app, "text", "/echo").generate("Hi", TIMEOUT).text == "echo: Hi"
+
+
+@GRADIO_WARNINGS
+def test_gradio_space_error_is_reported(gradio_app):
+    with pytest.raises(BackendError, match="the Space reported an error: the model crashed"):
+        space(gradio_app, "text", "/fail").generate("Hi", TIMEOUT)
+
+
+@GRADIO_WARNINGS
+def test_gradio_space_timeout(gradio_app):
+    with pytest.raises(BackendTimeout, match="no answer within"):
+        space(gradio_app, "text", "/slow").generate("Hi", SHORT_TIMEOUT * 2)
+
+
+# -- pure helpers ----------------------------------------------------------------------------
+
+
+def test_fill_arguments_replaces_the_placeholder_only_in_strings():
+    assert fill_arguments(None, "hi") == (["hi"], {})
+    assert fill_arguments(["{text}", 3], "hi") == (["hi", 3], {})
+    assert fill_arguments({"prompt": "Say: {text}", "n": 1}, "hi") == (
+        [],
+        {"prompt": "Say: hi", "n": 1},
+    )
+
+
+def test_translate_error_maps_library_errors_by_shape():
+    class Response:
+        status_code = 429
+
+    class HTTPStatusError(Exception):
+        response = Response()
+
+    class ConnectError(Exception):
+        pass
+
+    assert str(translate_error("m", HTTPStatusError("x"), 1)) == "m: HTTP 429 from the service"
+    assert isinstance(translate_error("m", ConnectError("refused"), 1), BackendUnavailable)
+    assert isinstance(translate_error("m", TimeoutError(), 1), BackendTimeout)
+    assert str(translate_error("m", ValueError("bad"), 1)) == "m: ValueError: bad"
