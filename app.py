@@ -1,0 +1,245 @@
+"""The Space: layout and wiring. Every rule lives in ``arena_core`` (see ArenaService).
+
+Run ``python app.py``; configuration comes from the environment (README, "Configuration").
+Nothing happens at import time: ``build_demo`` lays out the page for a given service.
+"""
+
+import io
+import logging
+
+import gradio as gr
+from PIL import Image
+
+from arena_core import plots, presenters, ui_text
+from arena_core.config import Settings
+from arena_core.service import ArenaError, ArenaService, BattleView
+from arena_core.startup import build_service
+from arena_core.voters import voter_hash, voter_identity
+from arena_core.votes.schema import VOTES
+
+#: Generations running at once (each battle runs both sides in parallel inside).
+BATTLE_CONCURRENCY = 4
+#: Seconds between checks of the start-up replay while it runs.
+LOADING_POLL = 2.0
+
+
+def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
+    """The whole page: Arena, Leaderboard (a tab per arena) and About."""
+    arenas = service.registry.arenas
+    with gr.Blocks(title=ui_text.TITLE) as demo:
+        gr.Markdown(ui_text.HEADER)
+        if settings.space_id:  # OAuth login only works on a Space
+            gr.LoginButton()
+        session = gr.State(None)
+        with gr.Tabs():
+            with gr.Tab("Arena", id="arena"):
+                _arena_tab(service, settings, session, arenas)
+            with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
+                boards = [_board_tab(service, arena.id, demo) for arena in arenas]
+            with gr.Tab("About", id="about"):
+                gr.Markdown(ui_text.about(service.registry, service.params))
+        _refresh_boards(service, boards, leaderboard_tab)
+
+        def leaderboard(arena_id: str, category: str = "") -> dict:
+            """The board of one arena (and optionally one prompt category), as JSON rows."""
+            try:
+                return service.board(arena_id, category or None).to_json()
+            except ArenaError as exc:
+                raise gr.Error(str(exc)) from None
+
+        gr.api(leaderboard, api_name="leaderboard", concurrency_limit=2)
+    return demo
+
+
+def _arena_tab(service, settings, session, arenas):
+    with gr.Row():
+        arena_in = gr.Dropdown(
+            [(a.title, a.id) for a in arenas], value=arenas[0].id, label="Arena", scale=1
+        )
+        prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=3,
+                               max_length=settings.max_prompt_chars * 2)  # fmt: skip
+    new = gr.Button("New battle", variant="primary")
+    prompt_shown = gr.Textbox(label="Prompt of this battle", interactive=False)
+    outputs = {}
+    with gr.Row():
+        for side in "AB":
+            with gr.Column():
+                outputs[side] = (
+                    gr.Audio(label=f"Model {side}", interactive=False, elem_id=f"audio-{side}"),
+                    gr.Textbox(label=f"Model {side}", lines=10, interactive=False, visible=False),
+                    gr.Image(label=f"Model {side}", interactive=False, visible=False),
+                )
+    with gr.Row():
+        buttons = [
+            gr.Button(presenters.VOTE_WORDS[v], interactive=False, elem_id=f"vote-{v}")
+            for v in VOTES
+        ]
+    status = gr.Markdown(elem_id="status")
+    reveal_json = gr.JSON(visible=False)
+    next_battle = gr.Button("Next battle", variant="primary", visible=False)
+    media = [*outputs["A"], *outputs["B"]]
+    media = [media[0], media[3], media[1], media[4], media[2], media[5]]  # audio, text, image pairs
+
+    def start(state, arena_id, prompt):
+        try:
+            view = service.new_battle(arena_id, prompt or None)
+        except ArenaError as exc:
+            raise gr.Error(str(exc)) from None
+        state = {
+            "handle": view.handle,
+            "modality": view.modality,
+            "played": [False, False],
+            "voted": False,
+        }
+        return state, view.prompt, *_media(view)
+
+    def ready(state):
+        audio = state["modality"] == "audio"
+        hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
+        shown = [
+            gr.update(visible=kind == state["modality"])
+            for kind in ("audio", "text", "image")
+            for _ in "AB"
+        ]
+        return (
+            *[gr.update(interactive=not audio) for _ in buttons],
+            hint,
+            gr.update(visible=False),
+            *shown,
+        )
+
+    gr.on([new.click, next_battle.click], lambda: (ui_text.WORKING, *[gr.update(interactive=False)] * 4),
+          outputs=[status, *buttons], api_visibility="private", queue=False)  # fmt: skip
+    gr.on([new.click, next_battle.click], start, inputs=[session, arena_in, prompt_in],
+          outputs=[session, prompt_shown, *media], api_name="new_battle",
+          concurrency_limit=BATTLE_CONCURRENCY).then(
+        ready, inputs=[session], outputs=[*buttons, status, next_battle, *media], api_visibility="private"
+    )  # fmt: skip
+
+    def played(side):
+        def handler(state):
+            if not state or state["voted"]:
+                return state, *[gr.update()] * 4
+            state["played"][side] = True
+            return state, *[gr.update(interactive=all(state["played"]))] * 4
+
+        return handler
+
+    for k, side in enumerate("AB"):
+        outputs[side][0].stop(played(k), inputs=[session], outputs=[session, *buttons],
+                              api_visibility="private")  # fmt: skip
+
+    def cast(state, choice, request: gr.Request):
+        voter = voter_hash(settings.voter_salt, voter_identity(
+            username=request.username, headers=request.headers,
+            client_host=request.client.host if request.client else None))  # fmt: skip
+        try:
+            reveal = service.vote((state or {}).get("handle"), choice, voter)
+        except ArenaError as exc:
+            raise gr.Error(str(exc)) from None
+        return (
+            {**state, "voted": True},
+            presenters.reveal_markdown(reveal),
+            presenters.reveal_data(reveal),
+        )
+
+    def after_vote():
+        return *[gr.update(interactive=False)] * 4, gr.update(visible=True)
+
+    def vote_for(choice):
+        def handler(state, request: gr.Request):
+            return cast(state, choice, request)
+
+        return handler
+
+    reveal_out = [session, status, reveal_json]
+    for choice, button in zip(VOTES, buttons, strict=True):
+        button.click(vote_for(choice), inputs=[session], outputs=reveal_out, api_visibility="private").then(
+            after_vote, outputs=[*buttons, next_battle], api_visibility="private")  # fmt: skip
+    choice_in = gr.Radio(list(VOTES), visible=False)
+    api_vote = gr.Button(visible=False)
+    api_vote.click(cast, inputs=[session, choice_in], outputs=reveal_out, api_name="vote").then(
+        after_vote, outputs=[*buttons, next_battle], api_visibility="private")  # fmt: skip
+
+
+def _media(view: BattleView) -> list:
+    """Values for the (audio, text, image) pairs of components: this arena's kind, None elsewhere."""
+    values = []
+    for kind in ("audio", "text", "image"):
+        for out in (view.output_a, view.output_b):
+            if kind != view.modality:
+                values.append(None)
+            elif kind == "audio":
+                values.append((out.sample_rate, out.samples))
+            elif kind == "text":
+                values.append(out.text)
+            else:
+                values.append(Image.open(io.BytesIO(out.image_bytes)))
+    return values
+
+
+def _board_tab(service, arena_id, demo):
+    arena = service.live[arena_id]
+    with gr.Tab(service.registry.arena(arena_id).title) as tab:
+        with gr.Row():
+            category = gr.Dropdown([("All prompts", "")] + [(c, c) for c in arena.categories], value="",
+                                   label="Category", visible=bool(arena.categories))  # fmt: skip
+            provisional = gr.Checkbox(True, label="Show provisional models")
+            refresh = gr.Button("Refresh", size="sm")
+        summary = gr.Markdown(elem_id=f"summary-{arena_id}")
+        table = gr.Dataframe(interactive=False, wrap=True, elem_id=f"board-{arena_id}", max_height=900,
+                             column_widths=presenters.TABLE_WIDTHS, datatype=presenters.TABLE_TYPES)  # fmt: skip
+        ratings = gr.Plot(show_label=False)
+        win_rates = gr.Plot(show_label=False)
+        battle_counts = gr.Plot(show_label=False)
+    outputs = [summary, table, ratings, win_rates, battle_counts]
+
+    def show(category_value, show_provisional):
+        cat = category_value or None
+        board = service.board(arena_id, cat)
+        counts = arena.pair_counts(cat)
+        ids = [e.id for e in arena.entrants]
+        return (
+            presenters.board_summary(board, service.progress),
+            presenters.board_table(board, service.latency(arena_id), show_provisional),
+            plots.rating_chart(board),
+            plots.win_rate_heatmap(board, ids, counts),
+            plots.battle_count_heatmap(board, ids, counts),
+        )
+
+    gr.on([refresh.click, category.change, provisional.change, tab.select, demo.load], show,
+          inputs=[category, provisional], outputs=outputs, api_visibility="private",
+          concurrency_limit=2)  # fmt: skip
+    return show, [category, provisional], outputs
+
+
+def _refresh_boards(service, boards, leaderboard_tab):
+    """Refresh every board when the Leaderboard tab opens, and every few seconds while the
+    start-up replay runs (the timer then switches itself off)."""
+    timer = gr.Timer(LOADING_POLL, active=not service.progress.done)
+    inputs = [c for _, ins, _ in boards for c in ins]
+    outputs = [c for _, _, outs in boards for c in outs]
+
+    def refresh(*values):
+        updates = []
+        for k, (show, _, _) in enumerate(boards):
+            updates += show(*values[2 * k : 2 * k + 2])
+        return gr.Timer(active=not service.progress.done), *updates
+
+    gr.on([timer.tick, leaderboard_tab.select], refresh, inputs=inputs, outputs=[timer, *outputs],
+          api_visibility="private", concurrency_limit=2)  # fmt: skip
+
+
+def main() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = Settings.from_env()
+    service = build_service(settings)
+    service.start_loading()
+    demo = build_demo(service, settings)
+    demo.queue(default_concurrency_limit=8).launch(theme=gr.themes.Soft())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The server's record of open battles: what a vote is checked against.
+
+The visitor's browser (or API client) holds only an opaque, unguessable
+handle. Which models fought, in which arena, on which prompt, comes from this
+record, never from the client, so a vote cannot name its own models. A battle
+takes exactly one vote, only once both outputs were delivered, and only
+before it expires.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: Bytes of randomness in a battle handle (URL-safe text of ~43 characters).
+HANDLE_BYTES = 32
+
+
+class BattleError(ValueError):
+    """A vote the battle record refuses; the message is shown to the visitor."""
+
+
+@dataclass
+class Battle:
+    arena: str
+    model_a: str
+    model_b: str
+    prompt: str
+    prompt_id: str | None
+    category: str | None
+    created: float
+    battle_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    delivered: bool = False
+    voted: bool = False
+
+
+class BattleBook:
+    """Open battles by handle; thread-safe; expired battles are dropped as new ones open."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic):
+        self.ttl = ttl
+        self._clock = clock
+        self._open: dict[str, Battle] = {}
+        self._lock = threading.Lock()
+
+    def open(self, **fields) -> tuple[str, Battle]:
+        """Record a new battle (fields of :class:`Battle` but ``created``); returns its handle."""
+        handle = secrets.token_urlsafe(HANDLE_BYTES)
+        now = self._clock()
+        battle = Battle(created=now, **fields)
+        with self._lock:
+            self._drop_expired(now)
+            self._open[handle] = battle
+        return handle, battle
+
+    def delivered(self, handle: str) -> None:
+        """Both outputs reached the visitor: the battle may now take a vote."""
+        with self._lock:
+            battle = self._open.get(handle)
+            if battle is not None:
+                battle.delivered = True
+
+    def close_for_vote(self, handle: str | None) -> Battle:
+        """Mark the battle voted and return it, or refuse with a reason the visitor can read.
+
+        The check and the mark happen under one lock, so two racing votes on
+        one battle cannot both pass.
+        """
+        with self._lock:
+            battle = self._open.get(handle) if handle else None
+            if battle is None:
+                raise BattleError("There is no open battle to vote on. Start a new battle.")
+            if self._clock() - battle.created > self.ttl:
+                del self._open[handle]
+                raise BattleError("This battle has expired. Start a new battle.")
+            if battle.voted:
+                raise BattleError("You already voted on this battle. Start a new battle.")
+            if not battle.delivered:
+                raise BattleError("Both outputs must arrive before you vote.")
+            battle.voted = True
+            return battle
+
+    def reopen(self, handle: str) -> None:
+        """Undo :meth:`close_for_vote` when the vote could not be written."""
+        with self._lock:
+            battle = self._open.get(handle)
+            if battle is not None:
+                battle.voted = False
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def _drop_expired(self, now: float) -> None:
+        expired = [h for h, b in self._open.items() if now - b.created > self.ttl]
+        for handle in expired:
+            del self._open[handle]

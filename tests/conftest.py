@@ -1,0 +1,50 @@
+"""Shared fixtures: the real app, launched on 127.0.0.1 with the default registry.
+
+The speech engines are the real ones (installed from PyPI, plus Debian's flite and
+Festival when present); hosted models have no token here and are unavailable, as on
+any machine without one. Votes go to a temporary folder.
+"""
+
+import os
+import socket
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+# Keep the test run offline and quiet: no usage reports from Gradio or the Hub client.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # app.py lives at the repository root
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def running_app(tmp_path_factory):
+    """The Space as ``python app.py`` starts it, on a free local port."""
+    from app import build_demo
+    from arena_core.config import Settings
+    from arena_core.startup import build_service
+
+    data = tmp_path_factory.mktemp("arena-data")
+    settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="test-salt")
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    service.load()
+    demo = build_demo(service, settings)
+    port = free_port()
+    demo.queue(default_concurrency_limit=8).launch(
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True
+    )
+    try:
+        yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", service=service, settings=settings)
+    finally:
+        demo.close()
+        service.close()

@@ -1,0 +1,97 @@
+"""The launched app driven through gradio_client, as an API user would."""
+
+import wave
+from collections import Counter
+
+import numpy as np
+import pytest
+from gradio_client import Client
+
+from arena_core.votes.read import read_votes
+
+VOTE_CYCLE = ["a", "b", "tie", "both_bad"]
+
+
+@pytest.fixture(scope="module")
+def client(running_app):
+    return Client(running_app.url, analytics_enabled=False, verbose=False)
+
+
+def new_client(running_app):
+    return Client(running_app.url, analytics_enabled=False, verbose=False)
+
+
+def model_ids(running_app, arena="tts-en"):
+    return [m.id for m in running_app.service.registry.arena(arena).models]
+
+
+def read_wav(path):
+    with wave.open(path) as w:
+        frames = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+        return w.getframerate(), frames
+
+
+def test_endpoints_are_named(client):
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert {"/new_battle", "/vote", "/leaderboard"} <= set(endpoints)
+
+
+def test_battles_votes_reveals_land_in_the_log_and_the_board(running_app, client):
+    ids = model_ids(running_app)
+    before = client.predict("tts-en", "", api_name="/leaderboard")["votes_used"]
+    reveals = []
+    for k in range(6):
+        prompt, audio_a, audio_b, *others = client.predict("tts-en", "", api_name="/new_battle")
+        assert prompt and all(v is None for v in others)
+        for path in (audio_a, audio_b):
+            assert not any(i in path for i in ids)  # file names do not reveal the model
+            rate, samples = read_wav(path)
+            assert rate >= 8000 and np.sqrt(np.mean(samples.astype(float) ** 2)) > 100
+        reveal_md, reveal = client.predict(VOTE_CYCLE[k % 4], api_name="/vote")
+        assert reveal["vote"] == VOTE_CYCLE[k % 4] and reveal["counted"]
+        assert reveal["model_a"]["id"] in reveal_md and reveal["model_b"]["id"] in reveal_md
+        assert reveal["model_a"]["id"] != reveal["model_b"]["id"]
+        reveals.append(reveal)
+    votes = read_votes(running_app.settings.votes_dir)
+    logged = Counter(zip(votes.column("model_a").to_pylist(), votes.column("model_b").to_pylist(),
+                         votes.column("vote").to_pylist(), strict=True))  # fmt: skip
+    for r in reveals:
+        assert logged[(r["model_a"]["id"], r["model_b"]["id"], r["vote"])] >= 1
+    board = client.predict("tts-en", "", api_name="/leaderboard")
+    assert board["votes_used"] == before + 6
+    assert sum(row["battles"] for row in board["rows"]) == 2 * board["votes_used"]
+
+
+def test_a_second_vote_and_a_vote_without_battle_are_refused(running_app):
+    fresh = new_client(running_app)
+    with pytest.raises(Exception, match="no open battle"):
+        fresh.predict("a", api_name="/vote")
+    fresh.predict("tts-en", "", api_name="/new_battle")
+    fresh.predict("tie", api_name="/vote")
+    with pytest.raises(Exception, match="already voted"):
+        fresh.predict("b", api_name="/vote")
+
+
+def test_typed_prompts_are_cleaned_and_bounded(running_app, client):
+    prompt, *_ = client.predict("tts-en", "Hello\tthere,\x00 world", api_name="/new_battle")
+    assert prompt == "Hello there, world"
+    too_long = "x" * (running_app.settings.max_prompt_chars + 1)
+    with pytest.raises(Exception, match="limit is"):
+        client.predict("tts-en", too_long, api_name="/new_battle")
+
+
+def test_multilingual_arena_and_category_board(client):
+    _, audio_a, audio_b, *_ = client.predict("tts-multilingual", "", api_name="/new_battle")
+    assert audio_a and audio_b
+    client.predict("a", api_name="/vote")
+    total = client.predict("tts-multilingual", "", api_name="/leaderboard")
+    per_language = [client.predict("tts-multilingual", c, api_name="/leaderboard")["votes_used"]
+                    for c in ("en", "de", "es", "fr", "it")]  # fmt: skip
+    assert total["votes_used"] >= 1 and sum(per_language) == total["votes_used"]
+
+
+def test_hosted_arenas_without_a_token_say_so(client):
+    with pytest.raises(Exception, match="Not enough models"):
+        client.predict("chat", "", api_name="/new_battle")
+    with pytest.raises(Exception, match="no arena"):
+        client.predict("nope", "", api_name="/leaderboard")

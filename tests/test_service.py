@@ -1,0 +1,287 @@
+"""The battle / vote / reveal logic without a browser: ArenaService with fake models."""
+
+import json
+import threading
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+
+from arena_core.backends import Availability, Backend, ModelPool, Output, PoolSettings
+from arena_core.backends.base import VOICE_OPTIONS
+from arena_core.battles import BattleBook
+from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
+from arena_core.registry import parse_registry
+from arena_core.service import ArenaError, ArenaService, clean_prompt
+from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes
+from arena_core.votes.schema import FIELDS
+
+REGISTRY = {
+    "arenas": [
+        {
+            "id": "speech",
+            "title": "Speech",
+            "modality": "text",
+            "prompts": [
+                {"id": "p1", "text": "Hello there.", "category": "en"},
+                {"id": "p2", "text": "Guten Tag.", "category": "de"},
+            ],
+            "models": [
+                {"id": f"m{k}", "name": f"Model {k}", "backend": {"type": "fake", **voices}}
+                for k, voices in enumerate(
+                    [
+                        {"voices": {"en": "x", "de": "y"}},
+                        {"voices": {"en": "x", "de": "y"}},
+                        {"voices": {"en": "x"}},
+                        {"voices": {"de": "y"}},
+                    ]
+                )
+            ],
+        }
+    ]
+}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class FakeBackend(Backend):
+    """Says the prompt back, or fails when told to."""
+
+    type_name = "fake"
+    modalities = frozenset({"text"})
+    options_spec = MappingProxyType(dict(VOICE_OPTIONS))
+
+    def __init__(self, model, fail=False):
+        super().__init__(model, "text")
+        self.fail = fail
+        self.calls = 0
+
+    def _check_availability(self):
+        return Availability.yes()
+
+    def _engine_version(self):
+        return "1"
+
+    def _generate(self, text, timeout, language):
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("engine crashed")
+        return Output.from_text(f"{text} [{language}]")
+
+
+def make_service(tmp_path, *, failing=(), clock=None, **kwargs):
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    backends = {m.id: FakeBackend(m, fail=m.id in failing) for m in arena.models}
+    clock = clock or Clock()
+    pool = ModelPool(arena, backends, clock=clock, settings=PoolSettings(failures_before_pause=2))
+    service = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes"), clock=clock,
+                           rng=np.random.default_rng(0), **kwargs)  # fmt: skip
+    service.load()
+    return service, backends
+
+
+def logged(tmp_path):
+    lines = []
+    for path in sorted((tmp_path / "votes").glob("*.jsonl")):
+        lines += [json.loads(x) for x in path.read_text().splitlines()]
+    return lines
+
+
+def test_battle_shows_two_outputs_and_no_model_identity(tmp_path):
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech")
+    assert view.prompt in {"Hello there.", "Guten Tag."}
+    assert view.output_a.text.startswith(view.prompt) and view.output_b.text.startswith(view.prompt)
+    shown = repr(view) + view.output_a.text + view.output_b.text + view.handle
+    assert not any(f"m{k}" in shown or f"Model {k}" in shown for k in range(4))
+    assert len(view.handle) >= 40
+
+
+def test_models_are_paired_only_on_languages_they_speak(tmp_path):
+    service, backends = make_service(tmp_path)
+    for _ in range(30):
+        view = service.new_battle("speech", "Guten Tag.")
+        assert view.category == "de"
+    assert backends["m2"].calls == 0  # m2 speaks only English
+    german_calls = backends["m3"].calls
+    for _ in range(30):
+        service.new_battle("speech", "Hello there.")
+    assert backends["m3"].calls == german_calls  # m3 speaks only German
+    assert backends["m2"].calls > 0 and german_calls > 0
+
+
+def test_vote_reveals_models_and_elo_before_and_after(tmp_path):
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech", "Hello there.")
+    reveal = service.vote(view.handle, "a", voter="v1")
+    assert reveal.counted and reveal.vote == "a"
+    assert (reveal.a.before, reveal.b.before) == (1000.0, 1000.0)
+    assert reveal.a.after == pytest.approx(1024.0) and reveal.b.after == pytest.approx(976.0)
+    (row,) = logged(tmp_path)
+    assert list(row) == [f.name for f in FIELDS]
+    assert (row["model_a"], row["model_b"]) == (reveal.a.model_id, reveal.b.model_id)
+    assert row["prompt_id"] == "p1" and row["category"] == "en" and row["voter"] == "v1"
+    assert row["arena"] == "speech" and row["flags"] == [] and row["voter_kind"] == "human"
+
+
+@pytest.mark.parametrize("second", ["a", "b", "tie", "both_bad"])
+def test_a_battle_takes_one_vote_only(tmp_path, second):
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech")
+    service.vote(view.handle, "tie", voter="v1")
+    with pytest.raises(ArenaError, match="already voted"):
+        service.vote(view.handle, second, voter="v1")
+    assert len(logged(tmp_path)) == 1
+
+
+def test_refusals_write_nothing(tmp_path):
+    clock = Clock()
+    service, _ = make_service(tmp_path, clock=clock, battle_ttl=60)
+    view = service.new_battle("speech")
+    with pytest.raises(ArenaError, match="one of a, b, tie, both_bad"):
+        service.vote(view.handle, "A is better", voter="v1")
+    with pytest.raises(ArenaError, match="no open battle"):
+        service.vote("forged-handle", "a", voter="v1")
+    with pytest.raises(ArenaError, match="no open battle"):
+        service.vote(None, "a", voter="v1")
+    handle, _ = service.book.open(arena="speech", model_a="m0", model_b="m1", prompt="x",
+                                  prompt_id=None, category=None)  # fmt: skip
+    with pytest.raises(ArenaError, match="must arrive"):
+        service.vote(handle, "a", voter="v1")
+    clock.now += 61
+    with pytest.raises(ArenaError, match="expired"):
+        service.vote(view.handle, "a", voter="v1")
+    assert logged(tmp_path) == []
+
+
+def test_votes_over_the_rate_limit_are_kept_flagged_and_not_counted(tmp_path):
+    service, _ = make_service(tmp_path, rate_limit=2)
+    reveals = [
+        service.vote(service.new_battle("speech").handle, "a", voter="spammer") for _ in range(3)
+    ]
+    assert [r.counted for r in reveals] == [True, True, False]
+    assert "rate limit" in reveals[2].note and reveals[2].a.after is None
+    assert service.vote(service.new_battle("speech").handle, "b", voter="someone-else").counted
+    rows = logged(tmp_path)
+    assert [r["flags"] for r in rows] == [[], [], ["rate_limited"], []]
+    board = service.board("speech")
+    assert board.votes_used == 3 and board.skipped == {"flagged": 1}
+
+
+def test_a_failing_model_is_redrawn_and_never_loses(tmp_path):
+    service, backends = make_service(tmp_path, failing={"m0"})
+    for _ in range(12):
+        view = service.new_battle("speech", "Hello there.")
+        service.vote(view.handle, "a", voter="v")
+    assert all("m0" not in (r["model_a"], r["model_b"]) for r in logged(tmp_path))
+    assert 1 <= backends["m0"].calls <= 2  # paused after two failures in a row
+    assert service.pools["speech"].status()["m0"].state == "paused"
+
+
+def test_no_models_answering_is_a_clear_error(tmp_path):
+    service, _ = make_service(tmp_path, failing={"m0", "m1", "m2", "m3"})
+    with pytest.raises(ArenaError, match="Not enough models"):
+        service.new_battle("speech")
+
+
+@pytest.mark.parametrize(
+    ("typed", "result"),
+    [
+        ("  Hello\tthere\n again  ", "Hello there again"),
+        ("bell\x07 and null\x00 removed", "bell and null removed"),
+        ("zero\u200bwidth space", "zerowidth space"),
+        ("keeps ü, 日本語 and emoji 👍\u200d", "keeps ü, 日本語 and emoji 👍\u200d"),
+    ],
+)
+def test_typed_prompts_are_cleaned(typed, result):
+    assert clean_prompt(typed, 100) == result
+
+
+def test_typed_prompt_limits(tmp_path):
+    service, _ = make_service(tmp_path, max_prompt_chars=10)
+    with pytest.raises(ArenaError, match="empty"):
+        service.new_battle("speech", " \x00\n ")
+    with pytest.raises(ArenaError, match="limit is 10"):
+        service.new_battle("speech", "a" * 11)
+    with pytest.raises(ArenaError, match="no arena"):
+        service.new_battle("nope")
+    view = service.new_battle("speech", "Short one")
+    assert view.prompt == "Short one" and view.category is None
+
+
+def test_live_board_equals_the_cli_replay_of_the_log(tmp_path):
+    service, _ = make_service(tmp_path)
+    rng = np.random.default_rng(5)
+    for k in range(60):
+        view = service.new_battle("speech")
+        service.vote(
+            view.handle, ["a", "b", "tie", "both_bad"][int(rng.integers(4))], voter=f"v{k % 7}"
+        )
+    arena = service.registry.arena("speech")
+    replayed = board_from_votes(read_votes(tmp_path / "votes"), "speech",
+                                entrants=Entrant.from_arena(arena), params=BoardParams())  # fmt: skip
+    assert service.board("speech").to_json() == replayed.to_json()
+    for category in ("en", "de"):
+        again = board_from_votes(read_votes(tmp_path / "votes"), "speech", category=category,
+                                 entrants=Entrant.from_arena(arena))  # fmt: skip
+        assert service.board("speech", category).to_json() == again.to_json()
+
+
+def test_restart_replays_to_the_same_board(tmp_path):
+    service, _ = make_service(tmp_path)
+    for _ in range(20):
+        service.vote(service.new_battle("speech").handle, "b", voter="v")
+    restarted, _ = make_service(tmp_path)
+    assert restarted.board("speech").to_json() == service.board("speech").to_json()
+    assert restarted.progress.votes_used == {"speech": 20}
+
+
+def test_votes_cast_while_loading_count_once(tmp_path):
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    pool = ModelPool(arena, {m.id: FakeBackend(m) for m in arena.models})
+    service = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes"))
+    reveal = service.vote(service.new_battle("speech").handle, "a", voter="v")
+    assert not reveal.counted and "still loading" in reveal.note
+    service.load()
+    assert service.board("speech").votes_used == 1
+
+
+def test_concurrent_votes_are_all_counted_once(tmp_path):
+    service, _ = make_service(tmp_path, rate_limit=1000)
+    views = [service.new_battle("speech") for _ in range(40)]
+    errors = []
+
+    def cast(view):
+        try:
+            service.vote(view.handle, "a", voter="v")
+            service.vote(view.handle, "b", voter="v")  # the racing second vote must fail
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=cast, args=(v,)) for v in views]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 40 and all("already voted" in str(e) for e in errors)
+    assert service.board("speech").votes_used == 40 == len(logged(tmp_path))
+
+
+def test_battle_handles_are_unguessable_and_expire():
+    clock = Clock()
+    book = BattleBook(ttl=10, clock=clock)
+    handles = {book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
+                         category=None)[0] for _ in range(100)}  # fmt: skip
+    assert len(handles) == 100
+    clock.now += 11
+    book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None, category=None)
+    assert len(book) == 1
