@@ -199,8 +199,9 @@ def _board_tab(service, arena_id, demo):
         board = service.board(arena_id, cat)
         counts = arena.pair_counts(cat)
         ids = [e.id for e in arena.entrants]
+        sync = service.sync.status() if service.sync else None
         return (
-            presenters.board_summary(board, service.progress),
+            presenters.board_summary(board, service.progress, sync),
             presenters.board_table(board, service.latency(arena_id), show_provisional),
             plots.rating_chart(board),
             plots.win_rate_heatmap(board, ids, counts),
@@ -236,6 +237,8 @@ def main() -> None:
     )
     settings = Settings.from_env()
     service = build_service(settings)
+    if service.sync is not None:
+        service.sync.flush_on_sigterm()
     service.start_loading()
     demo = build_demo(service, settings)
     demo.queue(default_concurrency_limit=8).launch(theme=gr.themes.Soft())

@@ -1,8 +1,9 @@
 """Command line for researchers and maintainers: ``python -m arena_core ...``.
 
 ``leaderboard`` replays a vote log (the downloaded dataset, a local folder, or
-a FastChat export) into the same board the Space shows. Results go to stdout,
-logs to stderr, so ``--format json`` output can be piped.
+a FastChat export) into the same board the Space shows; ``compact`` rolls vote
+files into monthly Parquet; ``export`` writes FastChat's clean_battle format.
+Results go to stdout, logs to stderr, so ``--format json`` output can be piped.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ import argparse
 import csv
 import json
 import logging
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
+import pyarrow as pa
+from huggingface_hub import HfApi
+
+from arena_core.compact import MIN_AGE_MINUTES, CompactionError, compact
+from arena_core.hub import compact_repo
 from arena_core.leaderboard import (
     BOARD_COLUMNS,
     COLUMNS,
@@ -26,6 +35,8 @@ from arena_core.leaderboard import (
 )
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
+from arena_core.votes.clean import VoteTable
+from arena_core.votes.fastchat import to_battles
 from arena_core.votes.read import read_votes
 
 log = logging.getLogger("arena_core")
@@ -41,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.run(args)
-    except (RegistryError, FileNotFoundError, NotIdentifiableError, KeyError, ValueError) as exc:
+    except (RegistryError, FileNotFoundError, NotIdentifiableError, CompactionError, KeyError,
+            ValueError) as exc:  # fmt: skip
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {message}", file=sys.stderr)
         return 2
@@ -92,7 +104,62 @@ def _parser() -> argparse.ArgumentParser:
     )
     board.add_argument("--format", choices=("table", "json", "csv"), default="table")
     board.set_defaults(run=_leaderboard)
+
+    comp = sub.add_parser("compact", help="roll vote files into monthly Parquet files")
+    where = comp.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--votes", metavar="DIR", help="a local vote folder (JSONL shards, Parquet files)"
+    )
+    where.add_argument(
+        "--repo", help="a Hub dataset repo (token from HF_TOKEN), compacted in one commit"
+    )
+    comp.add_argument(
+        "--min-age",
+        type=float,
+        default=MIN_AGE_MINUTES,
+        metavar="MINUTES",
+        help="leave files younger than this alone (a live process may still write them)",
+    )
+    comp.set_defaults(run=_compact)
+
+    export = sub.add_parser("export", help="write votes in another format")
+    export.add_argument("--votes", nargs="+", required=True, metavar="PATH")
+    export.add_argument(
+        "--format",
+        choices=("fastchat",),
+        default="fastchat",
+        help="fastchat: a clean_battle JSON list, for FastChat's notebooks",
+    )
+    export.add_argument("--out", required=True, metavar="FILE")
+    export.add_argument("--arena", help="only this arena's votes")
+    export.add_argument("--include-flagged", action="store_true")
+    export.set_defaults(run=_export)
     return parser  # fmt: skip
+
+
+def _compact(args) -> int:
+    if args.repo:
+        token = os.environ.get("HF_TOKEN")
+        with tempfile.TemporaryDirectory(prefix="arena-compact-") as tmp:
+            report = compact_repo(
+                HfApi(token=token), args.repo, Path(tmp), min_age_minutes=args.min_age
+            )
+    else:
+        report = compact(Path(args.votes), min_age_minutes=args.min_age)
+    print(report.summary())
+    return 0
+
+
+def _export(args) -> int:
+    votes = read_votes(args.votes)
+    if args.arena:
+        keep = votes.encoded["arena"].isin([args.arena])
+        votes = VoteTable(votes.table.filter(pa.array(keep)), votes.ts_us[keep],
+                          {k: e.select(keep) for k, e in votes.encoded.items()}, votes.skipped)  # fmt: skip
+    battles = to_battles(votes, include_flagged=args.include_flagged)
+    Path(args.out).write_text(json.dumps(battles, ensure_ascii=False), encoding="utf-8")
+    print(f"wrote {len(battles)} battles to {args.out}", file=sys.stderr)
+    return 0
 
 
 def _leaderboard(args) -> int:

@@ -46,6 +46,8 @@ class Settings:
     hf_token: str = ""
     #: ARENA_PUSH_MINUTES: minutes between pushes of new votes to the Hub.
     push_minutes: float = 5.0
+    #: ARENA_DATASET_LICENSE: licence written in the dataset card.
+    dataset_license: str = "cc-by-4.0"
     #: SPACE_ID: set by Hugging Face Spaces; enables the login button.
     space_id: str = ""
 
@@ -77,6 +79,7 @@ class Settings:
             dataset_repo=env.get("ARENA_DATASET_REPO", ""),
             hf_token=env.get("HF_TOKEN", ""),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
+            dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=env.get("SPACE_ID", ""),
         )
 

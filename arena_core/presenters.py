@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from arena_core.hub import SyncStatus
 from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
 from arena_core.service import LoadProgress, Reveal
 
@@ -62,8 +63,8 @@ def _table_row(r: LeaderboardRow, latency: float | None) -> list:
     ]
 
 
-def board_summary(board: Board, progress: LoadProgress) -> str:
-    """One line above the table: votes counted, last vote, what was left out."""
+def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None = None) -> str:
+    """One line above the table: votes counted, last vote, what was left out, Hub sync."""
     if progress.error:
         return f"⚠️ The vote log could not be replayed ({progress.error}); showing new votes only."
     if not progress.done:

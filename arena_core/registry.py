@@ -140,6 +140,8 @@ class Arena:
     prompts: tuple[Prompt, ...]
     prior_mapping: PriorMapping | None = None
     description: str | None = None
+    #: The prompt file, when ``prompts:`` names one (the Hub sync publishes it).
+    prompt_file: Path | None = None
 
     def model(self, model_id: str) -> Model:
         for m in self.models:
@@ -232,6 +234,7 @@ def _parse_arena(ctx: _Ctx, raw: Any) -> Arena:
         prompts=prompts,
         prior_mapping=mapping,
         description=_text(ctx, raw, "description", required=False),
+        prompt_file=ctx.base_dir / raw["prompts"] if isinstance(raw.get("prompts"), str) else None,
     )
 
 

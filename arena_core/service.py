@@ -117,6 +117,11 @@ class ArenaService:
     pools : dict of arena id to ModelPool
     log : VoteLog
         Where votes are written; its lock also orders rating updates.
+    replay_sources : list of paths
+        More vote folders to replay at start-up (the Hub download); duplicates
+        of local votes are dropped by ``vote_id``.
+    sync : HubSync, optional
+        The Hub sync, for its status.
     battle_ttl, rate_limit, rate_window, max_prompt_chars : settings (see ``config.Settings``)
     params : BoardParams
         Board settings; the defaults are the CLI's, so both print the same boards.
@@ -124,13 +129,15 @@ class ArenaService:
     """
 
     def __init__(self, registry: Registry, pools: dict[str, ModelPool], vote_log: VoteLog, *,
-                 battle_ttl: float = 1800.0, rate_limit: int = 30, rate_window: float = 600.0,
+                 replay_sources: list | None = None, sync=None, battle_ttl: float = 1800.0, rate_limit: int = 30, rate_window: float = 600.0,
                  max_prompt_chars: int = 500, params: BoardParams | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  rng: np.random.Generator | None = None):  # fmt: skip
         self.registry = registry
         self.pools = pools
         self.vote_log = vote_log
+        self.replay_sources = list(replay_sources or [])
+        self.sync = sync
         self.max_prompt_chars = max_prompt_chars
         self.params = params or BoardParams()
         self.live = {a.id: LiveArena(a, self.params) for a in registry.arenas}
@@ -147,7 +154,8 @@ class ArenaService:
         """Replay the votes already in the log folder (all shards but this process's own)."""
         start = time.perf_counter()
         try:
-            files = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
+            own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
+            files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
             votes = read_votes(files)
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         except Exception as exc:  # the app must come up, showing what went wrong

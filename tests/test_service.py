@@ -2,13 +2,12 @@
 
 import json
 import threading
-from types import MappingProxyType
 
 import numpy as np
 import pytest
+from fakes import REGISTRY, Clock, FakeBackend
 
-from arena_core.backends import Availability, Backend, ModelPool, Output, PoolSettings
-from arena_core.backends.base import VOICE_OPTIONS
+from arena_core.backends import ModelPool, PoolSettings
 from arena_core.battles import BattleBook
 from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
 from arena_core.registry import parse_registry
@@ -16,64 +15,6 @@ from arena_core.service import ArenaError, ArenaService, clean_prompt
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS
-
-REGISTRY = {
-    "arenas": [
-        {
-            "id": "speech",
-            "title": "Speech",
-            "modality": "text",
-            "prompts": [
-                {"id": "p1", "text": "Hello there.", "category": "en"},
-                {"id": "p2", "text": "Guten Tag.", "category": "de"},
-            ],
-            "models": [
-                {"id": f"m{k}", "name": f"Model {k}", "backend": {"type": "fake", **voices}}
-                for k, voices in enumerate(
-                    [
-                        {"voices": {"en": "x", "de": "y"}},
-                        {"voices": {"en": "x", "de": "y"}},
-                        {"voices": {"en": "x"}},
-                        {"voices": {"de": "y"}},
-                    ]
-                )
-            ],
-        }
-    ]
-}
-
-
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-class FakeBackend(Backend):
-    """Says the prompt back, or fails when told to."""
-
-    type_name = "fake"
-    modalities = frozenset({"text"})
-    options_spec = MappingProxyType(dict(VOICE_OPTIONS))
-
-    def __init__(self, model, fail=False):
-        super().__init__(model, "text")
-        self.fail = fail
-        self.calls = 0
-
-    def _check_availability(self):
-        return Availability.yes()
-
-    def _engine_version(self):
-        return "1"
-
-    def _generate(self, text, timeout, language):
-        self.calls += 1
-        if self.fail:
-            raise RuntimeError("engine crashed")
-        return Output.from_text(f"{text} [{language}]")
 
 
 def make_service(tmp_path, *, failing=(), clock=None, **kwargs):

@@ -8,7 +8,8 @@ FastChat's own leaderboard, only anonymous battles count unless asked.
 
 Battles carry no id, so each gets a deterministic UUID-5 from its content and
 its occurrence number among identical rows: importing the same export twice
-deduplicates, and two genuinely identical battles both stay.
+deduplicates, and two genuinely identical battles both stay. Our own exports
+(:func:`to_battles`) carry ``vote_id`` and ``arena``, which are kept.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from arena_core.votes.clean import VoteTable
 from arena_core.votes.reasons import NOT_ANONY, NOT_OBJECT, WRONG_TYPE
 from arena_core.votes.schema import ARROW_SCHEMA, SCHEMA_VERSION
 
@@ -53,7 +55,11 @@ def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
             continue
         key = row["vote_id"]
         seen[key] += 1
-        row["vote_id"] = str(uuid.uuid5(_NAMESPACE, f"{key}#{seen[key]}"))
+        row["vote_id"] = (
+            battle.get("vote_id")
+            if isinstance(battle.get("vote_id"), str)
+            else str(uuid.uuid5(_NAMESPACE, f"{key}#{seen[key]}"))
+        )  # our own exports keep their ids
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
 
@@ -73,7 +79,7 @@ def to_vote_row(battle: dict, arena: str) -> dict | None:
         "vote_id": json.dumps(battle, sort_keys=True, default=str),
         "battle_id": None,
         "ts": _iso(tstamp) if tstamp is not None else None,
-        "arena": arena,
+        "arena": battle["arena"] if isinstance(battle.get("arena"), str) else arena,
         "model_a": battle.get("model_a"),
         "model_b": battle.get("model_b"),
         "vote": WINNER_TO_VOTE.get(winner, winner),
@@ -85,6 +91,48 @@ def to_vote_row(battle: dict, arena: str) -> dict | None:
         "judge": None,
         "flags": [],
     }
+
+
+#: Our vote values and FastChat's ``winner`` values.
+VOTE_TO_WINNER = {vote: winner for winner, vote in WINNER_TO_VOTE.items()}
+
+
+def to_battles(votes: VoteTable, *, include_flagged: bool = False) -> list[dict]:
+    """Votes as FastChat ``clean_battle`` rows, so FastChat's notebooks run on our data.
+
+    Every vote here was cast on anonymous outputs (``anony: true``); ``judge``
+    carries the salted voter hash, ``language`` the prompt category, and
+    ``vote_id`` is kept so a re-import maps back to the same votes.
+    """
+    columns = (
+        "vote_id",
+        "arena",
+        "model_a",
+        "model_b",
+        "vote",
+        "voter",
+        "category",
+        "prompt_id",
+        "flags",
+    )
+    data = {c: votes.column(c).to_pylist() for c in columns}
+    battles = []
+    for k, ts_us in enumerate(votes.ts_us.tolist()):
+        if data["flags"][k] and not include_flagged:
+            continue
+        battles.append({
+            "model_a": data["model_a"][k],
+            "model_b": data["model_b"][k],
+            "winner": VOTE_TO_WINNER[data["vote"][k]],
+            "tstamp": ts_us / 1e6,
+            "anony": True,
+            "judge": data["voter"][k] or "",
+            "language": data["category"][k],
+            "question_id": data["prompt_id"][k],
+            "arena": data["arena"][k],
+            "vote_id": data["vote_id"][k],
+        })  # fmt: skip
+    return battles
 
 
 def _iso(tstamp: float) -> str | None:

@@ -35,6 +35,11 @@ _TICK = timedelta(milliseconds=1)
 T = TypeVar("T")
 
 
+def new_shard_name() -> str:
+    """A fresh shard file name, unique to this process."""
+    return SHARD_PATTERN.format(uuid.uuid4())
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -67,7 +72,7 @@ class VoteLog:
                  shard_name: str | None = None):  # fmt: skip
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / (shard_name or SHARD_PATTERN.format(uuid.uuid4()))
+        self.path = self.folder / (shard_name or new_shard_name())
         self.lock = lock if lock is not None else threading.Lock()
         self._clock = clock or _utc_now
         self._last: datetime | None = None

@@ -197,6 +197,17 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
         return _read_jsonl_tolerant(data, skipped).select(wanted)
 
 
+def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
+    """Complete JSONL lines held in memory, as a contract table (damaged lines counted)."""
+    wanted = [f.name for f in FIELDS]
+    if not data or data.isspace():
+        return ARROW_SCHEMA.empty_table()
+    try:
+        return _parse_json(pa.BufferReader(data), wanted)
+    except pa.ArrowInvalid:
+        return _read_jsonl_tolerant(data, skipped)
+
+
 def _parse_json(source, wanted: list[str]) -> pa.Table:
     """Arrow's JSON parser over ``source``; raises ArrowInvalid on any bad line."""
     schema = pa.schema([ARROW_SCHEMA.field(c) for c in wanted])

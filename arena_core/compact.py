@@ -1,0 +1,120 @@
+"""Compaction: roll many small vote files into one Parquet file per month.
+
+A Space pushes a small file every few minutes, and every restart starts new
+shards; over a year that is tens of thousands of files. Compaction reads the
+files that are old enough to be finished, writes their votes as
+``compacted/<YYYY-MM>/part-<digest>.parquet`` (zstd, in replay order), reads
+what it wrote back, and deletes a source only once every one of its votes is
+accounted for. It never loses a vote and never writes one twice:
+
+* files younger than ``min_age`` are left alone (a live process may still
+  write or re-push them);
+* a file with any unreadable row is left in place, whole, and reported;
+* duplicates of a ``vote_id`` are written once (readers keep the first row anyway).
+
+Existing ``compacted/`` parts are never rewritten, so running it twice, or
+while the Space pushes, is safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from arena_core.votes.clean import VoteTable
+from arena_core.votes.parquet import write_parquet
+from arena_core.votes.read import read_votes, vote_files
+from arena_core.votes.reasons import DUPLICATE
+
+log = logging.getLogger(__name__)
+
+#: Folder (under the vote folder) that holds the monthly files.
+COMPACTED = "compacted"
+#: Default minimum age, in minutes, of a file before it is compacted.
+MIN_AGE_MINUTES = 60.0
+
+
+class CompactionError(RuntimeError):
+    """What was written does not match what was read; nothing was deleted."""
+
+
+@dataclass
+class CompactReport:
+    rolled: list[Path] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    kept: dict[str, str] = field(default_factory=dict)
+    votes: int = 0
+
+    def summary(self) -> str:
+        kept = "".join(f"\n  kept {name}: {why}" for name, why in sorted(self.kept.items()))
+        return (f"{self.votes} votes from {len(self.rolled)} files written to "
+                f"{len(self.written)} monthly files{kept}")  # fmt: skip
+
+
+def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
+            ages: Mapping[str, float] | None = None, delete: bool = True) -> CompactReport:  # fmt: skip
+    """Compact the finished vote files under ``folder`` (see the module docstring).
+
+    ``ages`` (seconds, by path relative to ``folder``) overrides file times: a
+    Hub download's files all look new, so the Hub's commit dates are passed in.
+    With ``delete=False`` the sources stay (the caller deletes them, e.g. in
+    the same Hub commit that adds the monthly files).
+    """
+    folder = Path(folder)
+    report = CompactReport()
+    now = time.time()
+    sources = []
+    for path, _ in vote_files(folder):
+        rel = path.relative_to(folder).as_posix()
+        if rel.startswith(f"{COMPACTED}/"):
+            continue
+        age = ages.get(rel, 0.0) if ages is not None else now - path.stat().st_mtime
+        if age < min_age_minutes * 60:
+            report.kept[rel] = f"younger than {min_age_minutes:g} minutes"
+            continue
+        damage = {k: v for k, v in read_votes(path).skipped.items() if k != DUPLICATE}
+        if damage:
+            report.kept[rel] = f"unreadable rows {damage}; fix or remove them by hand"
+            continue
+        sources.append(path)
+    if not sources:
+        return report
+    votes = read_votes(sources)
+    report.written = _write_months(folder / COMPACTED, votes)
+    _verify(votes, report.written)
+    report.rolled, report.votes = sources, len(votes)
+    if delete:
+        for path in sources:
+            os.remove(path)
+    log.info("compacted %s", report.summary())
+    return report
+
+
+def _write_months(out: Path, votes: VoteTable) -> list[Path]:
+    months = np.datetime_as_string(votes.ts_us.astype("datetime64[us]").astype("datetime64[M]"))
+    written = []
+    for month in np.unique(months):
+        part = votes.table.filter(pa.array(months == month))
+        digest = hashlib.sha256("\n".join(part.column("vote_id").to_pylist()).encode()).hexdigest()[
+            :16
+        ]
+        written.append(write_parquet(part, out / str(month) / f"part-{digest}.parquet"))
+    return written
+
+
+def _verify(expected: VoteTable, written: list[Path]) -> None:
+    got = read_votes(written, columns=["vote_id"])
+    if got.skipped or len(got) != len(expected):
+        raise CompactionError(
+            f"wrote {len(got)} votes ({dict(got.skipped)}), expected {len(expected)}"
+        )
+    if set(got.column("vote_id").to_pylist()) != set(expected.column("vote_id").to_pylist()):
+        raise CompactionError("the written vote ids differ from the ones read")

@@ -1,0 +1,64 @@
+"""Test doubles shared by several test modules: a tiny registry, a clock, a fake model."""
+
+from types import MappingProxyType
+
+from arena_core.backends import Availability, Backend, Output
+from arena_core.backends.base import VOICE_OPTIONS
+
+REGISTRY = {
+    "arenas": [
+        {
+            "id": "speech",
+            "title": "Speech",
+            "modality": "text",
+            "prompts": [
+                {"id": "p1", "text": "Hello there.", "category": "en"},
+                {"id": "p2", "text": "Guten Tag.", "category": "de"},
+            ],
+            "models": [
+                {"id": f"m{k}", "name": f"Model {k}", "backend": {"type": "fake", **voices}}
+                for k, voices in enumerate(
+                    [
+                        {"voices": {"en": "x", "de": "y"}},
+                        {"voices": {"en": "x", "de": "y"}},
+                        {"voices": {"en": "x"}},
+                        {"voices": {"de": "y"}},
+                    ]
+                )
+            ],
+        }
+    ]
+}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class FakeBackend(Backend):
+    """Says the prompt back, or fails when told to."""
+
+    type_name = "fake"
+    modalities = frozenset({"text"})
+    options_spec = MappingProxyType(dict(VOICE_OPTIONS))
+
+    def __init__(self, model, fail=False):
+        super().__init__(model, "text")
+        self.fail = fail
+        self.calls = 0
+
+    def _check_availability(self):
+        return Availability.yes()
+
+    def _engine_version(self):
+        return "1"
+
+    def _generate(self, text, timeout, language):
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("engine crashed")
+        return Output.from_text(f"{text} [{language}]")

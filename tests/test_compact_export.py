@@ -1,0 +1,157 @@
+"""Compaction into monthly Parquet, export to FastChat's format, and the dataset card."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from hubfake import LocalHubApi
+
+import arena_core.compact as compact_module
+from arena_core.card import dataset_card
+from arena_core.compact import CompactionError, compact
+from arena_core.hub import compact_repo
+from arena_core.votes.log import VoteLog
+from arena_core.votes.parquet import write_parquet
+from arena_core.votes.read import read_votes
+from arena_core.votes.schema import FIELDS
+
+ROOT = Path(__file__).resolve().parent.parent
+HOUR = 3600
+
+
+def shard(folder, month, votes, *, age_hours=2.0, start=0):
+    """A shard of ``votes`` ('a', 'b'...) in ``month`` (YYYY-MM), last written ``age_hours`` ago."""
+    clock_times = iter(datetime.fromisoformat(f"{month}-01T00:00:00+00:00") + timedelta(seconds=start + k)
+                       for k in range(len(votes)))  # fmt: skip
+    log = VoteLog(folder, clock=lambda: next(clock_times))
+    for v in votes:
+        log.append(arena="ar", model_a="x", model_b="y", vote=v, category="en")
+    old = time.time() - age_hours * HOUR
+    os.utime(log.path, (old, old))
+    return log.path
+
+
+def ids(folder):
+    return sorted(read_votes(folder).column("vote_id").to_pylist())
+
+
+def test_compaction_rolls_old_shards_into_months_and_loses_nothing(tmp_path):
+    shard(tmp_path, "2026-10", "ab")
+    shard(tmp_path, "2026-11", "abb", start=10)
+    young = shard(tmp_path, "2026-11", "a", age_hours=0.1, start=20)
+    damaged = shard(tmp_path, "2026-11", "ab", start=30)
+    with damaged.open("a") as f:
+        f.write("{broken\n")
+    os.utime(damaged, (time.time() - 2 * HOUR,) * 2)
+    before = read_votes(tmp_path)
+    report = compact(tmp_path, min_age_minutes=60)
+    assert report.votes == 5 and len(report.rolled) == 2
+    assert sorted(p.parent.name for p in report.written) == ["2026-10", "2026-11"]
+    assert set(report.kept) == {young.name, damaged.name}
+    assert young.exists() and damaged.exists()
+    after = read_votes(tmp_path)
+    assert sorted(after.column("vote_id").to_pylist()) == sorted(
+        before.column("vote_id").to_pylist()
+    )
+    assert after.table.to_pylist() == before.table.to_pylist()  # same rows, same replay order
+    assert compact(tmp_path, min_age_minutes=60).votes == 0  # nothing new: a no-op
+
+
+def test_duplicates_across_sources_are_written_once(tmp_path):
+    path = shard(tmp_path, "2026-11", "ab")
+    copy = tmp_path / "votes-copy.jsonl"
+    copy.write_bytes(path.read_bytes())
+    os.utime(copy, (time.time() - 2 * HOUR,) * 2)
+    report = compact(tmp_path, min_age_minutes=60)
+    assert report.votes == 2 and len(report.rolled) == 2
+    assert len(read_votes(tmp_path)) == 2 and not read_votes(tmp_path).skipped
+
+
+def test_nothing_is_deleted_when_the_written_files_do_not_match(tmp_path, monkeypatch):
+    path = shard(tmp_path, "2026-11", "abab")
+    real = compact_module._write_months
+
+    def lossy(out, votes):  # a writer that silently drops votes
+        written = real(out, votes)
+        write_parquet(read_votes(written[0]).table.slice(0, 1), written[0])
+        return written
+
+    monkeypatch.setattr(compact_module, "_write_months", lossy)
+    with pytest.raises(CompactionError):
+        compact(tmp_path, min_age_minutes=60)
+    assert path.exists() and len(read_votes(path)) == 4
+
+
+def test_cli_compacts_a_folder(tmp_path):
+    shard(tmp_path, "2026-09", "ab")
+    proc = subprocess.run([sys.executable, "-m", "arena_core", "compact", "--votes", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, check=True)  # fmt: skip
+    assert "2 votes from 1 files" in proc.stdout
+    assert [p.parent.name for p in tmp_path.rglob("*.parquet")] == ["2026-09"]
+
+
+def test_compacting_the_hub_repo_is_one_commit_and_load_dataset_still_reads_everything(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    api = LocalHubApi(tmp_path / "hub")
+    repo = api.repo_dir("org/votes")
+    for k, month in enumerate(["2026-10", "2026-11", "2026-11"]):
+        local = tmp_path / f"w{k}"
+        shard(local, month, "ab", start=10 * k)
+        table = read_votes(local).table
+        write_parquet(table, repo / "data" / f"votes-w{k}-000001.parquet")
+        age = timedelta(hours=0.1 if k == 2 else 3)  # the last file is still fresh
+        api.commit_dates[f"data/votes-w{k}-000001.parquet"] = datetime.now(UTC) - age
+    before = ids(repo / "data")
+    report = compact_repo(api, "org/votes", tmp_path / "work", min_age_minutes=60)
+    assert report.votes == 4 and len(api.commits) == 1
+    changes = api.commits[0]["files"]
+    assert sum(v is None for v in changes.values()) == 2  # two sources deleted in the same commit
+    assert ids(repo / "data") == before
+    assert (repo / "data" / "votes-w2-000001.parquet").exists()
+    loaded = datasets.load_dataset(
+        str(repo), data_files={"train": "data/**/*.parquet"}, split="train"
+    )
+    assert sorted(loaded["vote_id"]) == before
+
+
+def test_fastchat_export_round_trips(tmp_path):
+    log = VoteLog(tmp_path / "votes")
+    for v, cat in [("a", "en"), ("b", "de"), ("tie", None), ("both_bad", "en")]:
+        log.append(
+            arena="tts", model_a="m1", model_b="m2", vote=v, category=cat, prompt_id="p", voter="h"
+        )
+    log.append(arena="tts", model_a="m1", model_b="m2", vote="a", flags=["rate_limited"])
+    out = tmp_path / "battles.json"
+    subprocess.run([sys.executable, "-m", "arena_core", "export", "--votes", str(tmp_path / "votes"),
+                    "--format", "fastchat", "--out", str(out)], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+    battles = json.loads(out.read_text())
+    assert [b["winner"] for b in battles] == ["model_a", "model_b", "tie", "tie (bothbad)"]
+    assert all(b["anony"] is True for b in battles)
+    again = read_votes(out)
+    original = read_votes(tmp_path / "votes")
+    keep = [not f for f in original.column("flags").to_pylist()]
+    for column in ("vote_id", "arena", "model_a", "model_b", "vote", "category", "ts"):
+        expected = [v for v, k in zip(original.column(column).to_pylist(), keep, strict=True) if k]
+        got = again.column(column).to_pylist()
+        if column == "ts":
+            got = [read_votes_ts(t) for t in got]
+            expected = [read_votes_ts(t) for t in expected]
+        assert got == expected, column
+
+
+def read_votes_ts(text):
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def test_dataset_card_declares_every_field():
+    card = dataset_card("org/votes", space_id="org/arena", arenas=("tts-en",))
+    front = yaml.safe_load(card.split("---")[1])
+    assert [f["name"] for f in front["dataset_info"]["features"]] == [f.name for f in FIELDS]
+    assert front["configs"][0]["data_files"][0]["path"] == "data/**/*.parquet"
+    assert "--arena tts-en" in card and "HMAC" in card and front["license"] == "cc-by-4.0"

@@ -1,0 +1,254 @@
+"""Votes on the Hub, tested through CommitScheduler's ``hf_api`` injection point.
+
+The real Hugging Face Hub cannot be reached from the test machine: ``LocalHubApi``
+(tests/hubfake.py) keeps the dataset repo in a local folder laid out exactly like the
+real one and records every ``create_repo`` and ``create_commit``.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hubfake import HubDownError, LocalHubApi
+
+from arena_core.config import Settings
+from arena_core.hub import HubSync
+from arena_core.startup import build_service
+from arena_core.voters import voter_hash
+from arena_core.votes.log import VoteLog, new_shard_name
+from arena_core.votes.parquet import write_parquet
+from arena_core.votes.read import read_votes
+from arena_core.votes.schema import FIELDS
+
+REPO = "org/arena-votes"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+# Three real eSpeak NG voices: fast, installed from PyPI, no network.
+REGISTRY = """
+arenas:
+  - id: speech
+    title: Speech
+    modality: audio
+    prompts: prompts.yaml
+    models:
+      - {id: espeak/en-us, name: US, backend: {type: espeak, voice: en-us}}
+      - {id: espeak/en-gb, name: GB, backend: {type: espeak, voice: en-gb-x-rp}}
+      - {id: espeak/en+klatt, name: Klatt, backend: {type: espeak, voice: en+klatt}}
+"""
+PROMPTS = "- {id: p1, text: One two three., category: numbers}\n- {id: p2, text: Good morning., category: short}\n"
+
+
+@pytest.fixture
+def setup(tmp_path):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    api = LocalHubApi(tmp_path / "hub")
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
+                        dataset_repo=REPO, push_minutes=60)  # fmt: skip
+    return settings, api
+
+
+def start(settings, api):
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
+    service.load()
+    return service
+
+
+def battle_and_vote(service, choice="a", voter="v", prompt=None):
+    view = service.new_battle("speech", prompt)
+    return service.vote(view.handle, choice, voter=voter)
+
+
+def repo_votes(api, **kwargs):
+    return read_votes(api.repo_dir(REPO) / "data", **kwargs)
+
+
+def seed_repo(api, rows):
+    table = pa.Table.from_pylist(rows, schema=pa.schema([pa.field(f.name, f.type) for f in FIELDS]))
+    write_parquet(table, api.repo_dir(REPO) / "data" / "votes-earlier-000001.parquet")
+
+
+def row(k, a="espeak/en-us", b="espeak/en-gb", vote="a"):
+    return {"schema_version": 1, "vote_id": f"00000000-0000-4000-8000-{k:012d}", "battle_id": None,
+            "ts": f"2026-10-01T00:00:{k:02d}.000Z", "arena": "speech", "model_a": a, "model_b": b,
+            "vote": vote, "prompt_id": None, "prompt": None, "category": None, "voter": "x",
+            "voter_kind": "human", "judge": None, "flags": []}  # fmt: skip
+
+
+def test_startup_merges_the_hub_with_unpushed_local_shards(setup):
+    settings, api = setup
+    seed_repo(api, [row(k) for k in range(5)])
+    earlier = VoteLog(settings.votes_dir)  # a previous run on a machine that kept its disk
+    lines = [json.dumps(row(k)) for k in (3, 4)] + [json.dumps(row(9, vote="b"))]
+    earlier.path.write_text("\n".join(lines) + "\n")
+    service = start(settings, api)
+    assert api.created == [{"repo_id": REPO, "repo_type": "dataset", "exist_ok": True}]
+    assert service.board("speech").votes_used == 6  # 5 on the Hub + 1 only local, no duplicates
+    service.sync.uploader.trigger().result()
+    votes = repo_votes(api)
+    assert len(votes) == 6 and not votes.skipped  # the local-only vote was pushed, once
+    card = (api.repo_dir(REPO) / "README.md").read_text()
+    assert "dataset_info" in card and (api.repo_dir(REPO) / "registry" / "prompts.yaml").is_file()
+    service.sync.flush()
+
+
+def test_votes_are_pushed_periodically_as_new_files(setup):
+    settings, api = setup
+    fast = Settings(**{**settings.__dict__, "push_minutes": 0.01})  # every 0.6 s
+    service = start(fast, api)
+    for choice in ("a", "b", "tie"):
+        battle_and_vote(service, choice)
+    deadline = time.monotonic() + 30
+    data = api.repo_dir(REPO) / "data"
+    while time.monotonic() < deadline and not (data.is_dir() and len(repo_votes(api)) == 3):
+        time.sleep(0.2)
+    assert len(repo_votes(api)) == 3
+    status = service.sync.status()
+    assert status.last_push is not None and status.waiting == 0 and status.pushed_votes == 3
+    service.sync.flush()
+
+
+def test_a_failed_push_loses_nothing_and_is_retried(setup):
+    settings, api = setup
+    service = start(settings, api)
+    uploader = service.sync.uploader
+    battle_and_vote(service, "a")
+    uploader.trigger().result()
+    api.fail_next = 1
+    battle_and_vote(service, "b")
+    battle_and_vote(service, "tie")
+    with pytest.raises(HubDownError):
+        uploader.trigger().result()
+    status = service.sync.status()
+    assert status.waiting == 2 and "503" in status.last_error
+    battle_and_vote(service, "both_bad")
+    uploader.trigger().result()
+    votes = repo_votes(api)
+    assert sorted(votes.column("vote").to_pylist()) == ["a", "b", "both_bad", "tie"]
+    assert not votes.skipped  # nothing twice
+    names = sorted(p.name for p in (api.repo_dir(REPO) / "data").glob("*.parquet"))
+    shard = Path(service.vote_log.path).stem
+    assert names == [f"{shard}-000001.parquet", f"{shard}-000002.parquet"]
+    assert service.sync.status().waiting == 0 and service.sync.status().last_error is None
+    service.sync.flush()
+
+
+def test_final_flush_on_shutdown_then_nothing_more(setup):
+    settings, api = setup
+    service = start(settings, api)
+    battle_and_vote(service, "a")
+    battle_and_vote(service, "b")
+    service.sync.flush()
+    assert len(repo_votes(api)) == 2
+    battle_and_vote(service, "tie")
+    service.sync.uploader.trigger().result()  # stopped: the scheduler pushes nothing more
+    assert len(repo_votes(api)) == 2
+
+
+SIGTERM_SCRIPT = """
+import sys, time
+sys.path[:0] = [{tests!r}, {root!r}]
+from pathlib import Path
+from hubfake import LocalHubApi
+from arena_core.hub import HubSync
+from arena_core.votes.log import VoteLog, new_shard_name
+sync = HubSync("org/arena-votes", Path({data!r}), hf_api=LocalHubApi(Path({hub!r})), every_minutes=60)
+sync.pull()
+shard = new_shard_name()
+log = VoteLog(sync.votes_dir, lock=sync.start_uploads(shard).lock, shard_name=shard)
+for vote in ("a", "b", "tie"):
+    log.append(arena="speech", model_a="x", model_b="y", vote=vote)
+sync.flush_on_sigterm()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_sigterm_pushes_waiting_votes_before_exiting(tmp_path):
+    script = SIGTERM_SCRIPT.format(tests=str(TESTS), root=str(ROOT), data=str(tmp_path / "data"),
+                                   hub=str(tmp_path / "hub"))  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    votes = read_votes(LocalHubApi(tmp_path / "hub").repo_dir(REPO) / "data")
+    assert sorted(votes.column("vote").to_pylist()) == ["a", "b", "tie"]
+
+
+def test_two_writers_in_one_folder_each_push_their_own_shard(tmp_path):
+    api = LocalHubApi(tmp_path / "hub")
+    writers = []
+    for _ in range(2):
+        sync = HubSync(REPO, tmp_path / "data", hf_api=api, every_minutes=60)
+        sync.pull()
+        shard = new_shard_name()
+        writers.append(
+            (sync, VoteLog(sync.votes_dir, lock=sync.start_uploads(shard).lock, shard_name=shard))
+        )
+    for k in range(10):
+        writers[k % 2][1].append(arena="speech", model_a="x", model_b="y", vote="ab"[k % 2])
+        if k == 4:
+            writers[0][0].uploader.trigger().result()
+    for sync, _ in writers:
+        sync.flush()
+    votes = repo_votes(api)
+    assert len(votes) == 10 and not votes.skipped
+    stems = {p.name.rsplit("-", 1)[0] for p in (api.repo_dir(REPO) / "data").glob("*.parquet")}
+    assert stems == {w.path.stem for _, w in writers}
+
+
+def test_load_dataset_and_the_cli_read_the_synced_repo(setup):
+    datasets = pytest.importorskip("datasets")
+    settings, api = setup
+    service = start(settings, api)
+    for k in range(6):
+        battle_and_vote(service, "ab"[k % 2], voter=f"v{k}")
+    battle_and_vote(service, "tie", prompt="A prompt typed by hand.")  # null prompt_id and category
+    service.sync.flush()
+    repo = api.repo_dir(REPO)
+    loaded = datasets.load_dataset(str(repo), split="train")
+    assert len(loaded) == 7 and loaded.column_names == [f.name for f in FIELDS]
+    assert loaded.features["flags"].feature.dtype == "string"
+    assert sum(x is None for x in loaded["judge"]) == 7
+    cli = subprocess.run(
+        [sys.executable, "-m", "arena_core", "leaderboard", "--votes", str(repo / "data"), "--registry",
+         str(repo / "registry" / "registry.yaml"), "--arena", "speech", "--format", "json"],
+        capture_output=True, text=True, cwd=ROOT, check=True,
+    )  # fmt: skip
+    expected = json.loads(json.dumps(service.board("speech").to_json()))
+    assert json.loads(cli.stdout) == expected
+
+
+def test_published_files_hold_no_raw_address_or_name(setup):
+    settings, api = setup
+    service = start(settings, api)
+    raw = "203.0.113.77"
+    battle_and_vote(service, "a", voter=voter_hash(settings.voter_salt, f"ip:{raw}"))
+    battle_and_vote(service, "b", voter=voter_hash(settings.voter_salt, "user:ada-lovelace"))
+    service.sync.flush()
+    blobs = b"".join(p.read_bytes() for p in api.repo_dir(REPO).rglob("*") if p.is_file())
+    assert raw.encode() not in blobs and b"ada-lovelace" not in blobs
+    assert all(len(v) == 20 for v in repo_votes(api).column("voter").to_pylist())
+
+
+def test_without_a_token_votes_stay_local(tmp_path, caplog):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    settings = Settings(
+        registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", dataset_repo=REPO
+    )
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    assert service.sync is None and "HF_TOKEN is not" in caplog.text
