@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import arena_core.ratings.elo as elo_module
 from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, TIE
 from arena_core.ratings.elo import EloParams, EloState, sequential_elo
 
@@ -62,9 +63,22 @@ def test_models_start_from_their_prior():
     assert state.ratings[0] == pytest.approx(1200 + 48 * (1 - e))
 
 
-@settings(max_examples=60, deadline=None)
+@pytest.fixture(params=["python", "numba"])
+def replay_path(request, monkeypatch):
+    """Run a test once with the plain-Python replay loop and once with the compiled one."""
+    if request.param == "numba":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(elo_module, "COMPILED_FROM", 0)
+    else:
+        monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    return request.param
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(votes_strategy())
-def test_replay_equals_one_step_at_a_time_bit_for_bit(data):
+def test_replay_equals_one_step_at_a_time_bit_for_bit(replay_path, data):
     n, a, b, outcome = data
     replay = sequential_elo(n, (a, b, outcome))
     live = EloState.start(n)
@@ -96,6 +110,19 @@ def test_an_extra_win_never_lowers_the_winner(data, extra):
     )
     assert after.ratings[winner] > before[winner]
     assert after.ratings[loser] < before[loser]
+
+
+def test_both_replay_loops_agree_bit_for_bit_on_a_long_log(monkeypatch):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 12, 200_000)
+    b = (a + rng.integers(1, 12, 200_000)) % 12
+    o = rng.integers(0, 4, 200_000)
+    prior = rng.normal(1000, 50, 12)
+    compiled = sequential_elo(12, (a, b, o), prior)
+    monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    plain = sequential_elo(12, (a, b, o), prior)
+    assert compiled.ratings == plain.ratings and compiled.battles == plain.battles
 
 
 def test_rating_points_are_conserved_when_k_is_equal():

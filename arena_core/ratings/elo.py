@@ -20,6 +20,7 @@ replay of its log.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -27,6 +28,12 @@ import numpy as np
 
 from arena_core.ratings.counts import SCORE_A
 from arena_core.ratings.scale import ANCHOR, NATURAL
+
+#: Replays of at least this many votes use the compiled loop; shorter ones are done
+#: before numba would have finished importing.
+COMPILED_FROM = 50_000
+#: Votes converted to Python lists at a time by the plain-Python replay (bounds memory).
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -121,21 +128,65 @@ def sequential_elo(
         raise ValueError(f"model index out of range 0..{n_items - 1}")
     if len(outcome) and (outcome.min() < 0 or outcome.max() >= len(SCORE_A)):
         raise ValueError("outcome codes must be 0 (a wins), 1 (b wins), 2 (tie) or 3 (both bad)")
-    # The loop below is the hot path of a replay (a million votes in ~0.3 s).
-    # Each model walks its own iterator over a table of K values, so the loop
-    # keeps no battle counters. EloParams.k on a numpy array runs the same IEEE
-    # operations in the same order as on the Python int EloState.step passes,
-    # so replay and step give identical floats.
-    played = np.bincount(np.concatenate([a, b]), minlength=n_items).astype(int)
-    k_table = state.params.k(np.arange(played.max(initial=0) + 1, dtype=float)).tolist()
-    next_k = [iter(k_table).__next__ for _ in range(n_items)]
-    r = state.ratings
-    exp, nat = math.exp, NATURAL
-    scores = np.asarray(SCORE_A)[outcome].tolist()
-    for i, j, s in zip(a.tolist(), b.tolist(), scores, strict=True):
-        ri, rj = r[i], r[j]
-        delta = s - 1.0 / (1.0 + exp((rj - ri) * nat))
-        r[i] = ri + next_k[i]() * delta
-        r[j] = rj - next_k[j]() * delta
+    played = np.bincount(np.concatenate([a, b]), minlength=n_items).astype(np.int64)
+    k_table = state.params.k(np.arange(played.max(initial=0) + 1, dtype=float))
+    compiled = _compiled_replay() if len(a) >= COMPILED_FROM else None
+    if compiled is not None:
+        ratings = np.array(state.ratings, dtype=float)
+        compiled(ratings, np.zeros(n_items, np.int64), k_table, a.astype(np.int64), b.astype(np.int64),
+                 outcome.astype(np.int64), np.array(SCORE_A), NATURAL)  # fmt: skip
+        state.ratings = ratings.tolist()
+    else:
+        _replay_python(state.ratings, k_table.tolist(), a, b, outcome)
     state.battles = played.tolist()
     return state
+
+
+# The replay loop is the hot path (ten million votes). Both versions run the same
+# IEEE operations in the same order as EloState.step, so the live app, a replay
+# with numba and one without all end with identical floats (tests check it).
+# K comes from a table built by EloParams.k on a numpy array, which rounds like
+# the Python int path of EloState.step.
+
+
+def _replay_loop(
+    ratings, played, k_table, a, b, outcome, scores, natural
+):  # pragma: no cover - compiled
+    """Compiled by numba: a million votes in ~15 ms."""
+    for t in range(a.shape[0]):
+        i = a[t]
+        j = b[t]
+        ri = ratings[i]
+        rj = ratings[j]
+        delta = scores[outcome[t]] - 1.0 / (1.0 + math.exp((rj - ri) * natural))
+        ratings[i] = ri + k_table[played[i]] * delta
+        ratings[j] = rj - k_table[played[j]] * delta
+        played[i] += 1
+        played[j] += 1
+
+
+@functools.cache
+def _compiled_replay():
+    """The numba-compiled loop (cached on disk after the first compile), or None without numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.njit(cache=True)(_replay_loop)
+
+
+def _replay_python(r: list, k_table: list, a, b, outcome) -> None:
+    """The same loop in plain Python (~0.3 s per million votes), where numba is missing.
+
+    Each model walks its own iterator over the K table, so the loop keeps no
+    battle counters; votes become Python lists a chunk at a time.
+    """
+    next_k = [iter(k_table).__next__ for _ in range(len(r))]
+    exp, nat, score = math.exp, NATURAL, SCORE_A
+    for start in range(0, len(a), _CHUNK):
+        rows = slice(start, start + _CHUNK)
+        for i, j, o in zip(a[rows].tolist(), b[rows].tolist(), outcome[rows].tolist(), strict=True):
+            ri, rj = r[i], r[j]
+            delta = score[o] - 1.0 / (1.0 + exp((rj - ri) * nat))
+            r[i] = ri + next_k[i]() * delta
+            r[j] = rj - next_k[j]() * delta
