@@ -37,7 +37,7 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
             with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
                 boards = [_board_tab(service, arena.id, demo) for arena in arenas]
             with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about(service.registry, service.params))
+                gr.Markdown(ui_text.about(service.registry, service.params, service.model_status()))
         _refresh_boards(service, boards, leaderboard_tab)
 
         def leaderboard(arena_id: str, category: str = "") -> dict:

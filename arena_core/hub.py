@@ -165,8 +165,10 @@ class HubSync:
     Examples
     --------
     >>> sync = HubSync("org/arena-votes", data_dir, hf_api=HfApi(token=token))  # doctest: +SKIP
-    >>> mirror = sync.pull()            # start-up: the repo's votes, as local files
-    >>> uploader = sync.start_uploads() # then build the VoteLog with uploader.lock
+    >>> mirror = sync.pull()                          # start-up: the repo's votes, as local files
+    >>> shard = new_shard_name()
+    >>> uploader = sync.start_uploads(shard)          # then write votes under its lock:
+    >>> log = VoteLog(sync.votes_dir, lock=uploader.lock, shard_name=shard)
     """
 
     def __init__(self, repo_id: str, data_dir: Path, *, hf_api: HfApi, every_minutes: float = 5.0,

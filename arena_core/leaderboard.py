@@ -41,18 +41,8 @@ log = logging.getLogger(__name__)
 METHODS = ("bt", "elo")
 #: Statuses, from no data to a settled rating.
 PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
-#: Columns of the vote table a board needs (the reader skips the prompt text).
-BOARD_COLUMNS = (
-    "ts",
-    "vote_id",
-    "arena",
-    "model_a",
-    "model_b",
-    "vote",
-    "category",
-    "flags",
-    "voter_kind",
-)
+#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``).
+BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind")
 
 
 @dataclass(frozen=True)

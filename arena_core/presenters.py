@@ -73,9 +73,17 @@ def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None 
     last = board.last_vote.replace("T", " ")[:19] + " UTC" if board.last_vote else "none yet"
     left_out = sum(board.skipped.values())
     note = f" · {left_out} votes left out ({_reasons(board.skipped)})" if left_out else ""
-    return (
+    line = (
         f"{board.votes_used} votes counted{where} · last vote: {last}{note} · *italic*: provisional"
     )
+    return line + (f"\n\n{sync_line(sync)}" if sync is not None else "")
+
+
+def sync_line(sync: SyncStatus) -> str:
+    """The Hub's side: when the votes were last pushed, how many wait, what went wrong."""
+    pushed = sync.last_push.strftime("%Y-%m-%d %H:%M UTC") if sync.last_push else "not yet"
+    line = f"Dataset: last push {pushed} · {sync.waiting} votes waiting to be pushed"
+    return line + (f" · ⚠️ {sync.last_error}" if sync.last_error else "")
 
 
 def _reasons(skipped: Mapping[str, int]) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from arena_core.ratings.scale import ANCHOR
+from arena_core.yamlfile import load_strict_yaml
 
 #: The kinds of output an arena compares.
 MODALITIES = ("audio", "text", "image")
@@ -344,32 +345,11 @@ def _load_prompt_file(ctx: _Ctx, path: Path) -> Any:
     return data.get("prompts") if isinstance(data, Mapping) else data
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A safe YAML loader that refuses duplicate keys instead of keeping the last."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def _load_yaml(path: Path, *, file: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        return load_strict_yaml(path)
     except OSError as exc:
         raise RegistryError(f"cannot read: {exc.strerror}", file=file) from None
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise RegistryError(f"not valid YAML: {exc}", file=file) from None
 

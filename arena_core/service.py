@@ -301,6 +301,14 @@ class ArenaService:
             raise ArenaError(f"Arena {arena_id!r} has no category {category!r}.")
         return live.board(category, skipped=self.progress.skipped)
 
+    def model_status(self) -> dict[str, str]:
+        """``"<arena>/<model>"``: "available", "paused", or why the model cannot run here."""
+        out = {}
+        for arena_id, pool in self.pools.items():
+            for model_id, status in pool.status().items():
+                out[f"{arena_id}/{model_id}"] = status.state if status.available else status.reason
+        return out
+
     def latency(self, arena_id: str) -> dict[str, float | None]:
         """Median generation seconds per model (uncached generations since start-up)."""
         pool = self.pools[arena_id]

@@ -65,8 +65,12 @@ A starting rating (`prior`) needs a published benchmark figure and its `source`.
 """
 
 
-def about(registry: Registry, params: BoardParams) -> str:
-    """The About tab: methodology, reproduction, and every model with its licence."""
+def about(registry: Registry, params: BoardParams, status: dict[str, str] | None = None) -> str:
+    """The About tab: methodology, reproduction, and every model with its licence.
+
+    ``status`` maps ``"<arena>/<model id>"`` to "available" or why the model cannot run
+    on this server (engine missing, no token), shown next to it.
+    """
     text = METHODOLOGY.format(
         prior_weight=params.prior_weight, rounds=params.bootstrap_rounds,
         width=params.established_ci_width, battles=params.established_min_battles,
@@ -76,10 +80,12 @@ def about(registry: Registry, params: BoardParams) -> str:
         sections.append(f"### {arena.title} (`{arena.id}`)")
         if arena.description:
             sections.append(arena.description)
-        sections.append("| Model | Id | Params | Licence |\n| --- | --- | --- | --- |")
+        sections.append(
+            "| Model | Id | Params | Licence | On this server |\n| --- | --- | --- | --- | --- |"
+        )
         for m in arena.models:
             name = f"[{m.name}]({m.url})" if m.url else m.name
-            sections[-1] += (
-                f"\n| {name} | `{m.id}` | {m.params or ''} | {m.license or 'not stated'} |"
-            )
+            here = (status or {}).get(f"{arena.id}/{m.id}", "")
+            licence = m.license or "not stated"
+            sections[-1] += f"\n| {name} | `{m.id}` | {m.params or ''} | {licence} | {here} |"
     return "\n\n".join(sections)

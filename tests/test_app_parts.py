@@ -1,6 +1,7 @@
 """The app's pure parts: settings, voter hashing, rate limit, matchmaking, page text and charts."""
 
 from collections import Counter
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from conftest import ROOT
 
 from arena_core import plots, presenters, ui_text
 from arena_core.config import ConfigError, Settings
+from arena_core.hub import SyncStatus
 from arena_core.leaderboard import Board, BoardParams, Entrant, compute_board
 from arena_core.live import LiveArena
 from arena_core.matchmaking import NoPairError, draw_pair
@@ -136,7 +138,8 @@ def test_charts_follow_the_board_order():
 
 def test_about_lists_every_model_with_its_licence():
     registry = load_registry(ROOT / "registry.yaml")
-    text = ui_text.about(registry, BoardParams())
+    text = ui_text.about(registry, BoardParams(), {"chat/openai/gpt-oss-20b": "HF_TOKEN not set"})
+    assert "| HF_TOKEN not set |" in text
     for arena in registry.arenas:
         for model in arena.models:
             assert f"`{model.id}`" in text and (model.license or "not stated") in text
@@ -151,3 +154,13 @@ def test_live_arena_refuses_votes_of_another_arena():
     )
     with pytest.raises(ValueError, match="applied to"):
         live.apply(vote)
+
+
+def test_summary_shows_the_hub_sync_state():
+    board, _ = small_board()
+    sync = SyncStatus(
+        last_push=datetime(2026, 11, 29, 17, 5, tzinfo=UTC), waiting=3, last_error="503"
+    )
+    text = presenters.board_summary(board, LoadProgress(done=True), sync)
+    assert "last push 2026-11-29 17:05 UTC" in text and "3 votes waiting" in text and "503" in text
+    assert "not yet" in presenters.sync_line(SyncStatus())

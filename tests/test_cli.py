@@ -41,6 +41,19 @@ def run(*args, check=True):
     return proc
 
 
+def run_with_registry(log_dir, tmp_path):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    return run(
+        "leaderboard",
+        "--votes",
+        log_dir,
+        "--registry",
+        tmp_path / "registry.yaml",
+        "--format",
+        "json",
+    )
+
+
 @pytest.fixture
 def log_dir(tmp_path):
     store = VoteLog(tmp_path / "votes")
@@ -63,16 +76,7 @@ def test_json_output_is_one_object_with_rows_and_skips(log_dir):
 
 
 def test_registry_changes_names_priors_and_skips_unknown_models(log_dir, tmp_path):
-    (tmp_path / "registry.yaml").write_text(REGISTRY)
-    proc = run(
-        "leaderboard",
-        "--votes",
-        log_dir,
-        "--registry",
-        tmp_path / "registry.yaml",
-        "--format",
-        "json",
-    )
+    proc = run_with_registry(log_dir, tmp_path)
     data = json.loads(proc.stdout)
     assert data["votes_used"] == 5
     assert data["skipped"] == {"invalid_json": 1, "unknown_model": 1}
@@ -82,16 +86,7 @@ def test_registry_changes_names_priors_and_skips_unknown_models(log_dir, tmp_pat
 
 
 def test_cli_reproduces_the_in_process_board_exactly(log_dir, tmp_path):
-    (tmp_path / "registry.yaml").write_text(REGISTRY)
-    proc = run(
-        "leaderboard",
-        "--votes",
-        log_dir,
-        "--registry",
-        tmp_path / "registry.yaml",
-        "--format",
-        "json",
-    )
+    proc = run_with_registry(log_dir, tmp_path)
     arena = load_registry(tmp_path / "registry.yaml").arena("ar")
     board = board_from_votes(
         read_votes(log_dir), "ar", entrants=Entrant.from_arena(arena), params=BoardParams()

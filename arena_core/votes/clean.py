@@ -62,19 +62,30 @@ class VoteTable:
         return self.table.column(name)
 
 
-def clean(table: pa.Table, skipped: Counter) -> VoteTable:
-    """Validate, order and deduplicate ``table``; count what is dropped in ``skipped``."""
+def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None) -> VoteTable:
+    """Validate, order and deduplicate ``table``; count what is dropped in ``skipped``.
+
+    The rows to keep, in replay order, are worked out as one index; only then
+    are the ``columns`` asked for (default: all) copied, once. Columns used only
+    for checking (``vote_id``, ``ts``) are never copied when not asked for.
+    """
     encoded = _encode(table)
     ok, ts_us = _validate(table, encoded, skipped)
-    if not ok.all():
-        table, ts_us, encoded = _take(table, ts_us, encoded, ok)
-    order = _replay_order(ts_us, table.column("vote_id"))
+    rows = np.flatnonzero(ok)
+    ids = table.column("vote_id")
+    order = _replay_order(ts_us[rows], ids if ok.all() else ids.take(pa.array(rows)))
     if order is not None:
-        table, ts_us, encoded = _take(table, ts_us, encoded, order)
-    first = first_occurrences(table.column("vote_id"))
+        rows = rows[order]
+    first = first_occurrences(ids, rows)
     if not first.all():
         skipped[DUPLICATE] += int((~first).sum())
-        table, ts_us, encoded = _take(table, ts_us, encoded, first)
+        rows = rows[first]
+    keep = [c for c in (columns or table.column_names) if c in table.column_names]
+    table = table.select(keep)
+    if not np.array_equal(rows, np.arange(table.num_rows)):
+        table = table.take(pa.array(rows))
+        ts_us = ts_us[rows]
+        encoded = {k: e.select(rows) for k, e in encoded.items()}
     return VoteTable(table=table, ts_us=ts_us, encoded=encoded, skipped=skipped)
 
 
@@ -83,13 +94,6 @@ def _encode(table: pa.Table) -> dict[str, Encoded]:
     out = dict(zip(names, encode(*(table.column(n) for n in names)), strict=True))
     out["model_a"], out["model_b"] = encode(table.column("model_a"), table.column("model_b"))
     return out
-
-
-def _take(table, ts_us, encoded, rows):
-    """Keep ``rows`` (a boolean mask or an index order) of every aligned structure."""
-    pick = pa.array(rows)
-    table = table.filter(pick) if rows.dtype == bool else table.take(pick)
-    return table, ts_us[rows], {k: e.select(rows) for k, e in encoded.items()}
 
 
 def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter):

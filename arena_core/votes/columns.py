@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 
 #: The canonical timestamp, byte by byte: 'd' is any digit, other bytes are literal.
 CANONICAL_TS = "dddd-dd-ddTdd:dd:dd.dddZ"
-_DIGITS = np.array([c == "d" for c in CANONICAL_TS])
-_LITERALS = np.frombuffer(CANONICAL_TS.encode(), dtype=np.uint8)
+_LOWEST = np.array([ord("0") if c == "d" else ord(c) for c in CANONICAL_TS], dtype=np.uint8)
+_HIGHEST = np.array([ord("9") if c == "d" else ord(c) for c in CANONICAL_TS], dtype=np.uint8)
 #: Odd 64-bit multipliers for folding words into a fingerprint (any odd constants do).
 _MULTIPLIERS = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
@@ -28,9 +28,8 @@ _MULTIPLIERS = np.array(
 )
 
 
-def byte_matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
-    """The strings of a column as an (n, width) uint8 matrix, if all share one width."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+def byte_matrix(arr: pa.Array) -> np.ndarray | None:
+    """The strings of one array as an (n, width) uint8 matrix, if all share one width."""
     if len(arr) == 0 or arr.null_count or not pa.types.is_string(arr.type):
         return None
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[
@@ -48,35 +47,50 @@ def canonical_timestamps(column) -> bool:
     """Whether every value has the exact canonical form (e.g. 2026-11-29T17:34:36.123Z).
 
     Canonical values all match the reader's accepted pattern, so the regular
-    expression can be skipped for them.
+    expression can be skipped for them. Checked chunk by chunk, as bytes
+    against the lowest and highest byte allowed at each position.
     """
-    m = byte_matrix(column)
-    if m is None or m.shape[1] != len(CANONICAL_TS):
-        return False
-    digits_ok = np.all((m[:, _DIGITS] - np.uint8(48)) < 10)
-    return bool(digits_ok and np.all(m[:, ~_DIGITS] == _LITERALS[~_DIGITS]))
+    for chunk in _chunks(column):
+        m = byte_matrix(chunk)
+        if m is None or m.shape[1] != len(CANONICAL_TS):
+            return False
+        if not ((m >= _LOWEST) & (m <= _HIGHEST)).all():
+            return False
+    return True
 
 
-def first_occurrences(column) -> np.ndarray:
-    """Mask of rows whose value was not seen in an earlier row."""
-    n = len(column)
-    m = byte_matrix(column)
-    if m is None:
-        return _first_by_dictionary(column)
-    prints = _fingerprints(m)
+def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
+    """For the rows ``rows`` of ``column`` (default: all, in order), which hold a value
+    not seen in an earlier one of them."""
+    chunks = _chunks(column)
+    matrices = [byte_matrix(chunk) for chunk in chunks]
+    if not matrices or any(m is None for m in matrices) or len({m.shape[1] for m in matrices}) > 1:
+        values = (
+            column
+            if rows is None
+            else pa.chunked_array(chunks, type=pa.string()).take(pa.array(rows))
+        )
+        return _first_by_dictionary(values)
+    prints = np.concatenate([_fingerprints(m) for m in matrices])
+    if rows is not None:
+        prints = prints[rows]
+    n = len(prints)
     ordered = np.sort(prints)
     if not np.any(ordered[1:] == ordered[:-1]):  # the usual case: no repeats at all
         return np.ones(n, dtype=bool)
     order = np.argsort(prints, kind="stable")
     same = prints[order][1:] == prints[order][:-1]
-    first = np.ones(n, dtype=bool)
-    if not same.any():
-        return first
-    # Equal fingerprints are candidates only: confirm with the bytes themselves.
+    # Equal fingerprints are candidates only: confirm with the values themselves.
     candidates = np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
-    sub = _first_by_dictionary(pa.array(m[candidates].view(f"S{m.shape[1]}").ravel()))
-    first[candidates[~sub]] = False
+    picked = candidates if rows is None else rows[candidates]
+    values = pa.chunked_array(chunks, type=pa.string()).take(pa.array(picked))
+    first = np.ones(n, dtype=bool)
+    first[candidates[~_first_by_dictionary(values)]] = False
     return first
+
+
+def _chunks(column) -> list[pa.Array]:
+    return list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
 
 
 def _fingerprints(m: np.ndarray) -> np.ndarray:

@@ -65,7 +65,8 @@ def read_votes(
         JSONL files, Parquet files, FastChat ``clean_battle`` JSON exports, or
         folders searched recursively for ``*.jsonl`` and ``*.parquet``.
     columns : sequence of str, optional
-        Contract columns to return (the required ones are always included).
+        Contract columns to return (default: all). The required ones are
+        always read, to check every row, but returned only if asked for.
     fastchat_all : bool
         Keep FastChat battles with ``anony: false`` (by default they are
         skipped, as FastChat's own leaderboard does).
@@ -96,7 +97,7 @@ def read_votes(
             skipped[UNREADABLE] += 1
     schema = _categorical_schema(wanted)
     table = pa.concat_tables(tables) if tables else schema.empty_table()
-    votes = clean(table, skipped)
+    votes = clean(table, skipped, _asked(columns))
     votes.files = len(files)
     if skipped:
         log.warning("skipped %d vote rows: %s", sum(skipped.values()), dict(skipped))
@@ -150,6 +151,11 @@ def _detect(path: Path) -> str:
         if head.startswith(b"["):
             return "fastchat"
     return "jsonl"
+
+
+def _asked(columns) -> list[str] | None:
+    """The columns to return, in contract order (None: all)."""
+    return None if columns is None else [f.name for f in FIELDS if f.name in set(columns)]
 
 
 def _wanted_columns(columns) -> list[str]:

@@ -1,0 +1,34 @@
+"""YAML reading that refuses duplicate keys.
+
+PyYAML keeps the last of two equal keys without a word; in a registry that
+hand-edits a model twice that silently drops a field, so we refuse instead.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses duplicate keys instead of keeping the last."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_strict_yaml(path: Path) -> Any:
+    """Parse a YAML file (safe loader, duplicate keys refused); raises OSError or yaml.YAMLError."""
+    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
