@@ -19,10 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
-from huggingface_hub import HfApi
 
 from arena_core.compact import MIN_AGE_MINUTES, CompactionError, compact
-from arena_core.hub import compact_repo
 from arena_core.leaderboard import (
     BOARD_COLUMNS,
     COLUMNS,
@@ -139,6 +137,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _compact(args) -> int:
     if args.repo:
+        # Imported here: the Hub client is slow to import and only this command needs it.
+        from huggingface_hub import HfApi
+
+        from arena_core.hub import compact_repo
+
         token = os.environ.get("HF_TOKEN")
         with tempfile.TemporaryDirectory(prefix="arena-compact-") as tmp:
             report = compact_repo(
