@@ -68,7 +68,6 @@ class VoteUploader(CommitScheduler):
         self.shard_name = shard_name
         self._offset = 0  # bytes of the shard already pushed
         self._sequence = 0  # files pushed so far
-
         self._adopted: list[pa.Table] = []
         self.status = SyncStatus()
         super().__init__(repo_id=repo_id, repo_type="dataset", folder_path=folder_path,
@@ -80,13 +79,12 @@ class VoteUploader(CommitScheduler):
         For a restart on a machine that kept its disk: their rows already on the
         Hub are not sent again. Returns the number of rows queued.
         """
+        known = pa.array(sorted(published_ids), type=pa.string())
         with self.lock:
             queued = 0
             for shard in shards:
                 votes = read_votes(shard)
-                ids = votes.column("vote_id")
-                known = pa.array(sorted(published_ids), type=pa.string())
-                missing = votes.table.filter(pc.invert(pc.is_in(ids, known)))
+                missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
                 if missing.num_rows:
                     self._adopted.append(contract_table(missing))
                     queued += missing.num_rows
