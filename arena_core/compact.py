@@ -7,8 +7,8 @@ files that are old enough to be finished, writes their votes as
 what it wrote back, and deletes a source only once every one of its votes is
 accounted for. It never loses a vote and never writes one twice:
 
-* files younger than ``min_age`` are left alone (a live process may still
-  write or re-push them);
+* files younger than ``min_age``, and shards a running VoteLog holds, are
+  left alone (a live process may still write or re-push them);
 * a file with any unreadable row is left in place, whole, and reported;
 * duplicates of a ``vote_id`` are written once (readers keep the first row anyway).
 
@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from arena_core.votes.clean import VoteTable
+from arena_core.votes.log import shard_in_use
 from arena_core.votes.parquet import write_parquet
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE
@@ -71,7 +72,7 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
     folder = Path(folder)
     report = CompactReport()
     now = time.time()
-    sources = []
+    sources, expected = [], set()
     for path, _ in vote_files(folder):
         rel = path.relative_to(folder).as_posix()
         if rel.startswith(f"{COMPACTED}/"):
@@ -80,14 +81,23 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         if age < min_age_minutes * 60:
             report.kept[rel] = f"younger than {min_age_minutes:g} minutes"
             continue
-        damage = {k: v for k, v in read_votes(path).skipped.items() if k != DUPLICATE}
+        if path.suffix == ".jsonl" and shard_in_use(path):
+            report.kept[rel] = "in use by a running process"
+            continue
+        alone = read_votes(path, columns=["vote_id"])
+        damage = {k: v for k, v in alone.skipped.items() if k != DUPLICATE}
         if damage:
             report.kept[rel] = f"unreadable rows {damage}; fix or remove them by hand"
             continue
         sources.append(path)
+        expected |= set(alone.column("vote_id").to_pylist())
     if not sources:
         return report
     votes = read_votes(sources)
+    if set(votes.column("vote_id").to_pylist()) != expected:  # a vote valid alone, lost together
+        raise CompactionError(
+            "reading the files together drops votes that each file holds; nothing done"
+        )
     report.written = _write_months(folder / COMPACTED, votes)
     _verify(votes, report.written)
     report.rolled, report.votes = sources, len(votes)

@@ -33,8 +33,9 @@ from huggingface_hub.hf_api import RepoFile
 from arena_core.card import REGISTRY_DIR, dataset_card
 from arena_core.compact import CompactReport, compact
 from arena_core.registry import Registry
+from arena_core.votes.log import shard_in_use
 from arena_core.votes.parquet import contract_table, parquet_bytes
-from arena_core.votes.read import parse_jsonl, read_votes
+from arena_core.votes.read import parse_jsonl, read_votes, vote_files
 
 log = logging.getLogger(__name__)
 
@@ -67,23 +68,24 @@ class VoteUploader(CommitScheduler):
                  hf_api: HfApi, token: str | None = None):  # fmt: skip
         self.shard_name = shard_name
         self._offset = 0  # bytes of the shard already pushed
+        self._inode: int | None = None  # the shard file those bytes were in
         self._sequence = 0  # files pushed so far
         self._adopted: list[pa.Table] = []
         self.status = SyncStatus()
         super().__init__(repo_id=repo_id, repo_type="dataset", folder_path=folder_path,
                          path_in_repo=DATA_DIR, every=every, hf_api=hf_api, token=token)  # fmt: skip
 
-    def adopt(self, shards: list[Path], published_ids: set[str]) -> int:
-        """Treat existing local shards as pushed, queueing rows the Hub does not have yet.
+    def adopt(self, files: list[Path], published_ids: set[str]) -> int:
+        """Queue the votes of earlier local vote files that the Hub does not have yet.
 
-        For a restart on a machine that kept its disk: their rows already on the
-        Hub are not sent again. Returns the number of rows queued.
+        For a restart on a machine that kept its disk (shards and compacted
+        files of earlier runs). Returns the number of votes queued.
         """
         known = pa.array(sorted(published_ids), type=pa.string())
         with self.lock:
             queued = 0
-            for shard in shards:
-                votes = read_votes(shard)
+            for path in files:
+                votes = read_votes(path)
                 missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
                 if missing.num_rows:
                     self._adopted.append(contract_table(missing))
@@ -144,8 +146,9 @@ class VoteUploader(CommitScheduler):
         shard = self.folder_path / self.shard_name
         if not shard.exists():  # created at the first vote
             return None
-        if shard.stat().st_size < self._offset:  # replaced since (e.g. compacted): a new file
-            self._offset = 0
+        inode = shard.stat().st_ino
+        if inode != self._inode:  # first sight, or the file was replaced: start from its top
+            self._inode, self._offset = inode, 0
         with shard.open("rb") as f:
             f.seek(self._offset)
             data = f.read()
@@ -195,13 +198,23 @@ class HubSync:
     def start_uploads(self, shard_name: str) -> VoteUploader:
         """Start the periodic push of this process's shard ``shard_name``.
 
-        Shards already in the folder (an earlier run on a machine that kept its
-        disk) are adopted: their votes the Hub lacks are queued for the first push.
+        Vote files already in the folder (an earlier run on a machine that kept
+        its disk) are adopted: their votes the Hub lacks are queued for the first
+        push. Shards a running process holds are left to it; nothing is adopted
+        when the download failed (the Hub's contents are unknown).
         """
-        earlier = sorted(self.votes_dir.glob("votes-*.jsonl")) if self.votes_dir.is_dir() else []
         self.uploader = VoteUploader(repo_id=self.repo_id, folder_path=self.votes_dir, shard_name=shard_name,
                                      every=self.every, hf_api=self.api)  # fmt: skip
-        if earlier:
+        earlier = [
+            path
+            for path, _ in (vote_files(self.votes_dir) if self.votes_dir.is_dir() else [])
+            if path.name != shard_name and not shard_in_use(path)  # a live neighbour pushes its own
+        ]
+        if earlier and self.pull_error:
+            log.warning(
+                "not adopting %d local vote files: the Hub's copy could not be read", len(earlier)
+            )
+        elif earlier:
             published = set(
                 read_votes(self.mirror / DATA_DIR, columns=["vote_id"])
                 .column("vote_id")

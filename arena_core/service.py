@@ -29,7 +29,7 @@ from arena_core.matchmaking import NoPairError, draw_pair
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.voters import RateLimiter
-from arena_core.votes.log import VoteLog
+from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import VOTES, Vote
 
@@ -158,6 +158,8 @@ class ArenaService:
             files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
             votes = read_votes(files)
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+            if len(votes):
+                self.vote_log.advance_to(int(votes.ts_us.max()))
         except Exception as exc:  # the app must come up, showing what went wrong
             log.exception("vote replay failed")
             self.progress.error = f"{type(exc).__name__}: {exc}"
@@ -265,9 +267,12 @@ class ArenaService:
                 category=battle.category, voter=voter, voter_kind="human", flags=flags,
                 then=self._apply,
             )  # fmt: skip
-        except Exception:
-            self.book.reopen(handle)
-            raise
+        except VoteWriteError as exc:
+            log.error("vote on battle %s not saved: %s", battle.battle_id, exc)
+            if exc.rolled_back:  # nothing reached the log: the visitor may vote again
+                self.book.reopen(handle)
+                raise ArenaError("Your vote could not be saved. Please vote again.") from None
+            raise ArenaError("Your vote may not have been saved; this battle is closed.") from None
         return self._reveal(vote, step)
 
     def _apply(self, vote: Vote) -> tuple[Vote, EloStep | None]:
@@ -317,3 +322,4 @@ class ArenaService:
     def close(self) -> None:
         for pool in self.pools.values():
             pool.close()
+        self.vote_log.close()

@@ -32,6 +32,7 @@ def shard(folder, month, votes, *, age_hours=2.0, start=0):
     log = VoteLog(folder, clock=lambda: next(clock_times))
     for v in votes:
         log.append(arena="ar", model_a="x", model_b="y", vote=v, category="en")
+    log.close()  # the writing process has ended
     old = time.time() - age_hours * HOUR
     os.utime(log.path, (old, old))
     return log.path
@@ -155,3 +156,15 @@ def test_dataset_card_declares_every_field():
     assert [f["name"] for f in front["dataset_info"]["features"]] == [f.name for f in FIELDS]
     assert front["configs"][0]["data_files"][0]["path"] == "data/**/*.parquet"
     assert "--arena tts-en" in card and "HMAC" in card and front["license"] == "cc-by-4.0"
+
+
+def test_a_shard_held_by_a_running_process_is_never_compacted(tmp_path):
+    live = VoteLog(tmp_path)
+    for v in "ab":
+        live.append(arena="ar", model_a="x", model_b="y", vote=v)
+    old = time.time() - 2 * HOUR
+    os.utime(live.path, (old, old))  # idle for two hours, but still running
+    report = compact(tmp_path, min_age_minutes=60)
+    assert report.votes == 0 and report.kept == {live.path.name: "in use by a running process"}
+    live.close()
+    assert compact(tmp_path, min_age_minutes=60).votes == 2

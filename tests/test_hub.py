@@ -252,3 +252,36 @@ def test_without_a_token_votes_stay_local(tmp_path, caplog):
     )
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
     assert service.sync is None and "HF_TOKEN is not" in caplog.text
+
+
+def test_a_live_neighbours_shard_is_not_adopted(tmp_path):
+    api = LocalHubApi(tmp_path / "hub")
+
+    def writer():
+        sync = HubSync(REPO, tmp_path / "data", hf_api=api, every_minutes=60)
+        sync.pull()
+        shard = new_shard_name()
+        return sync, VoteLog(sync.votes_dir, lock=sync.start_uploads(shard).lock, shard_name=shard)
+
+    first, first_log = writer()
+    for vote in "ab":
+        first_log.append(arena="speech", model_a="x", model_b="y", vote=vote)
+    second, _ = writer()  # starts while the first one still runs, before it pushed
+    first.flush()
+    second.flush()
+    votes = repo_votes(api)
+    assert len(votes) == 2 and not votes.skipped  # no copy adopted by the second process
+
+
+def test_nothing_is_adopted_when_the_download_failed(tmp_path, caplog):
+    api = LocalHubApi(tmp_path / "hub")
+    seed_repo(api, [row(k) for k in range(3)])
+    earlier = VoteLog(tmp_path / "data" / "votes")
+    earlier.path.write_text("\n".join(json.dumps(row(k)) for k in range(3)) + "\n")
+    api.snapshot_download = lambda **kwargs: (_ for _ in ()).throw(HubDownError("offline"))
+    sync = HubSync(REPO, tmp_path / "data", hf_api=api, every_minutes=60)
+    sync.pull()
+    sync.start_uploads(new_shard_name())
+    sync.flush()
+    assert "not adopting" in caplog.text
+    assert len(repo_votes(api)) == 3 and not repo_votes(api).skipped  # no duplicates pushed

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from fakes import REGISTRY, Clock, FakeBackend
 
+import arena_core.votes.log as vote_log_module
 from arena_core.backends import ModelPool, PoolSettings
 from arena_core.battles import BattleBook
 from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
@@ -226,3 +227,24 @@ def test_battle_handles_are_unguessable_and_expire():
     clock.now += 11
     book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None, category=None)
     assert len(book) == 1
+
+
+def test_a_vote_that_could_not_be_saved_can_be_cast_again(tmp_path, monkeypatch):
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech")
+    real_fsync = vote_log_module.os.fsync
+    calls = []
+
+    def failing_fsync(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(vote_log_module.os, "fsync", failing_fsync)
+    with pytest.raises(ArenaError, match="could not be saved"):
+        service.vote(view.handle, "a", voter="v")
+    assert logged(tmp_path) == []
+    assert service.vote(view.handle, "b", voter="v").vote == "b"  # the battle was reopened
+    assert [r["vote"] for r in logged(tmp_path)] == ["b"]
+    assert service.board("speech").votes_used == 1

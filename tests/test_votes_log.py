@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from arena_core.votes import log as vote_log
-from arena_core.votes.log import VoteLog
+from arena_core.votes.log import VoteLog, VoteWriteError, shard_in_use
 from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS, VoteError, format_ts, parse_ts
 
@@ -131,3 +131,39 @@ def test_timestamp_format_round_trips():
     assert text == "2026-11-29T17:34:36.123Z"
     assert parse_ts(text) == int(moment.replace(microsecond=123000).timestamp() * 1_000_000)
     assert parse_ts("2026-11-29T17:34:36") is None
+
+
+def test_a_failed_write_leaves_no_half_line_behind(tmp_path, monkeypatch):
+    store = VoteLog(tmp_path)
+    store.append(arena="x", model_a="a", model_b="b", vote="a")
+    real_write = os.write
+
+    def half_then_full_disk(fd, data):
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(vote_log.os, "write", half_then_full_disk)
+    with pytest.raises(VoteWriteError) as err:
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert err.value.rolled_back
+    monkeypatch.setattr(vote_log.os, "write", real_write)
+    store.append(arena="x", model_a="a", model_b="b", vote="tie")
+    votes = read_votes(tmp_path)
+    assert votes.column("vote").to_pylist() == ["a", "tie"] and not votes.skipped
+
+
+def test_a_live_log_holds_its_shard(tmp_path):
+    store = VoteLog(tmp_path)
+    store.append(arena="x", model_a="a", model_b="b", vote="a")
+    assert shard_in_use(store.path)
+    store.close()
+    assert not shard_in_use(store.path)
+
+
+def test_timestamps_never_go_below_the_replayed_log(tmp_path):
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    store = VoteLog(tmp_path, clock=fixed_clock(t))
+    store.advance_to(parse_ts("2026-06-01T00:00:00.000Z"))  # the previous run's clock was ahead
+    assert (
+        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-06-01T00:00:00.001Z"
+    )

@@ -239,3 +239,38 @@ def test_any_mangled_log_is_read_without_crashing(tmp_path, lines):
     non_blank = sum(1 for line in lines if line.encode().strip())
     assert len(votes) + sum(votes.skipped.values()) == non_blank
     assert len(set(ids(votes))) == len(votes)
+
+
+# Damage found in review: each must be judged the same whichever path reads the file.
+SNEAKY = [
+    (b'{"schema_version":1,"vote_id":"u1","ts":"2026-11-29T10:00:00Z","arena":"ar","model_a":"m\xff","model_b":"m2","vote":"a"}', reasons.INVALID_JSON),
+    (b'{"schema_version":1,"vote_id":"u2","ts":"2026-11-29T10:00:00Z","arena":"ar","model_a":"m1","model_b":"m2","vote":"a","prompt":"caf\xe9"}', reasons.INVALID_JSON),
+    (json.dumps(record(70)).encode() + b" " + json.dumps(record(71)).encode(), reasons.INVALID_JSON),
+    (json.dumps(record(72, ts="0000-01-01T00:00:00Z")).encode(), reasons.BAD_TS),
+    (json.dumps(record(73, ts="9999-12-31T23:59:59-01:00")).encode(), reasons.BAD_TS),
+    (json.dumps(record(74, ts="2026-11-29T17:34:36+13:66")).encode(), reasons.BAD_TS),
+    (json.dumps(record(75, ts="2026-11-29T23:59:60Z")).encode(), reasons.BAD_TS),
+    (json.dumps(record(76, ts="2026-13-01T00:00:00.000Z")).encode(), reasons.BAD_TS),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("line", "reason"), SNEAKY)
+@pytest.mark.parametrize("neighbour", [None, b"{broken"], ids=["alone", "beside-damage"])
+def test_tricky_rows_are_judged_the_same_on_every_path(tmp_path, line, reason, neighbour):
+    good = [json.dumps(record(k)).encode() for k in range(2)]
+    lines = [good[0], line, good[1]] + ([neighbour] if neighbour else [])
+    (tmp_path / "votes-x.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [record(k)["vote_id"] for k in range(2)]
+    expected = {reason: 1}
+    if neighbour:
+        expected[reasons.INVALID_JSON] = expected.get(reasons.INVALID_JSON, 0) + 1
+    assert votes.skipped == expected
+
+
+def test_validity_does_not_depend_on_the_columns_asked_for(tmp_path):
+    write_lines(
+        tmp_path / "votes-x.jsonl", [dumps(record(0)), dumps(record(1, voter_kind="robot"))]
+    )
+    assert read_votes(tmp_path).skipped == read_votes(tmp_path, columns=["vote_id"]).skipped
+    assert len(read_votes(tmp_path, columns=["vote_id"])) == 1

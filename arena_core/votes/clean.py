@@ -28,6 +28,8 @@ from arena_core.votes.reasons import (
 from arena_core.votes.schema import (
     REQUIRED,
     SUPPORTED_VERSIONS,
+    TS_MAX_US,
+    TS_MIN_US,
     TS_PATTERN,
     VOTER_KINDS,
     VOTES,
@@ -140,8 +142,10 @@ def _parse_timestamps(ts: pa.ChunkedArray, candidates: np.ndarray) -> tuple[np.n
     """Microseconds since the epoch, and which rows' ``ts`` is accepted.
 
     Only ``candidates`` (rows still valid) are parsed. Canonical values skip
-    the regular expression; a pattern-valid but impossible date (30 February)
-    sends the column through Python's parser one value at a time.
+    the regular expression (they satisfy it by construction). Arrow converts the
+    accepted strings; if it refuses one (30 February), Python's parser
+    (:func:`~arena_core.votes.schema.parse_ts`) takes the whole column, and the
+    two agree on everything else, so a row's fate never depends on its neighbours.
     """
     if canonical_timestamps(ts):
         good = candidates.copy()
@@ -151,14 +155,16 @@ def _parse_timestamps(ts: pa.ChunkedArray, candidates: np.ndarray) -> tuple[np.n
     if not good.any():
         return ts_us, good
     chosen = ts.filter(pa.array(good)) if not good.all() else ts
+    idx = np.flatnonzero(good)
     try:
-        ts_us[good] = pc.cast(chosen, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+        ts_us[idx] = pc.cast(chosen, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
     except pa.ArrowInvalid:
         values = [parse_ts(v) for v in chosen.to_pylist()]
-        idx = np.flatnonzero(good)
         valid = np.array([v is not None for v in values], dtype=bool)
         ts_us[idx[valid]] = [v for v in values if v is not None]
         good[idx[~valid]] = False
+    out_of_range = (ts_us < TS_MIN_US) | (ts_us > TS_MAX_US)  # e.g. year 0000, or past 9999 in UTC
+    good &= ~out_of_range
     return ts_us, good
 
 

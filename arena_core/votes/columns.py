@@ -21,6 +21,9 @@ import pyarrow.compute as pc
 CANONICAL_TS = "dddd-dd-ddTdd:dd:dd.dddZ"
 _LOWEST = np.array([ord("0") if c == "d" else ord(c) for c in CANONICAL_TS], dtype=np.uint8)
 _HIGHEST = np.array([ord("9") if c == "d" else ord(c) for c in CANONICAL_TS], dtype=np.uint8)
+#: Two-digit fields of the canonical form: (position, lowest, highest) for the
+#: month, day, hour, minute and second.
+_FIELD_RANGES = ((5, 1, 12), (8, 1, 31), (11, 0, 23), (14, 0, 59), (17, 0, 59))
 #: Odd 64-bit multipliers for folding words into a fingerprint (any odd constants do).
 _MULTIPLIERS = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
@@ -56,6 +59,12 @@ def canonical_timestamps(column) -> bool:
             return False
         if not ((m >= _LOWEST) & (m <= _HIGHEST)).all():
             return False
+        for start, low, high in _FIELD_RANGES:  # the same limits as the accepted pattern
+            value = (m[:, start].astype(np.int16) - 48) * 10 + (
+                m[:, start + 1].astype(np.int16) - 48
+            )
+            if value.min() < low or value.max() > high:
+                return False
     return True
 
 

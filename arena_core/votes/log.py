@@ -14,6 +14,7 @@ live app applied them.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import threading
@@ -33,6 +34,34 @@ SHARD_PATTERN = "votes-{}.jsonl"
 _TICK = timedelta(milliseconds=1)
 
 T = TypeVar("T")
+
+
+class VoteWriteError(OSError):
+    """A vote that could not be written.
+
+    ``rolled_back`` says the shard was cut back to its length before the write,
+    so nothing of this vote is in the log and it may be cast again; when False,
+    part of it may have reached the file.
+    """
+
+    def __init__(self, message: str, *, rolled_back: bool):
+        super().__init__(message)
+        self.rolled_back = rolled_back
+
+
+def shard_in_use(path: Path) -> bool:
+    """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock we may have taken
+    return False
 
 
 def new_shard_name() -> str:
@@ -76,6 +105,7 @@ class VoteLog:
         self.lock = lock if lock is not None else threading.Lock()
         self._clock = clock or _utc_now
         self._last: datetime | None = None
+        self._held: int | None = None  # fd whose flock marks the shard as in use
         self.written = 0
 
     def append(self, *, then: Callable[[Vote], T] | None = None, **fields) -> Vote | T:
@@ -98,6 +128,23 @@ class VoteLog:
             self.written += 1
             return then(vote) if then else vote
 
+    def advance_to(self, ts_us: int) -> None:
+        """Never stamp a vote earlier than ``ts_us`` (the latest vote replayed at start-up),
+        so a clock that is behind the previous run cannot reorder votes in a replay."""
+        floor = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us)
+        with self.lock:
+            if self._last is None or floor > self._last:
+                self._last = floor
+
+    def close(self) -> None:
+        """Release the shard (see :func:`shard_in_use`)."""
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
+
+    def __del__(self) -> None:
+        self.close()
+
     def _next_ts(self) -> datetime:
         now = self._clock().astimezone(UTC)
         now = now.replace(microsecond=now.microsecond // 1000 * 1000)
@@ -107,13 +154,23 @@ class VoteLog:
         return now
 
     def _write(self, line: bytes) -> None:
+        """Append one line and fsync it; on failure, cut the shard back and raise VoteWriteError."""
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if self._held is None:
+                self._held = os.open(self.path, os.O_RDONLY)
+                fcntl.flock(self._held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError as exc:
+                raise VoteWriteError(
+                    f"could not write the vote: {exc}", rolled_back=_cut(fd, size)
+                ) from exc
         finally:
             os.close(fd)
         if created:  # make the new directory entry durable too
@@ -122,3 +179,14 @@ class VoteLog:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+
+
+def _cut(fd: int, size: int) -> bool:
+    """Truncate back to ``size`` after a failed write, so no half line is left behind."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        log.exception("could not cut the shard back after a failed write")
+        return False
+    return True

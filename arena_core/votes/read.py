@@ -164,7 +164,7 @@ def _wanted_columns(columns) -> list[str]:
     unknown = set(columns) - set(_FIELD_TYPES)
     if unknown:
         raise ValueError(f"unknown vote columns: {sorted(unknown)}")
-    keep = set(columns) | set(REQUIRED)
+    keep = set(columns) | set(REQUIRED) | {"voter_kind"}  # every column a row is judged on
     return [f.name for f in FIELDS if f.name in keep]
 
 
@@ -180,7 +180,7 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
         clean_end = f.read(1) in (b"\n", b"")
     if clean_end:
         try:
-            return _parse_json(str(path), wanted)
+            return _parse_json(str(path), wanted, _count_lines(path))
         except pa.ArrowInvalid:
             log.info("%s has damaged lines; reading it line by line", path)
             return _read_jsonl_tolerant(path.read_bytes(), skipped).select(wanted)
@@ -196,11 +196,7 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
     else:
         skipped[TRUNCATED] += 1
         data = data[:cut]
-    try:
-        return _parse_json(pa.BufferReader(data), wanted)
-    except pa.ArrowInvalid:
-        log.info("%s has damaged lines; reading it line by line", path)
-        return _read_jsonl_tolerant(data, skipped).select(wanted)
+    return parse_jsonl(data, skipped).select(wanted)
 
 
 def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
@@ -209,13 +205,21 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
     if not data or data.isspace():
         return ARROW_SCHEMA.empty_table()
     try:
-        return _parse_json(pa.BufferReader(data), wanted)
+        return _parse_json(
+            pa.BufferReader(data), wanted, data.count(b"\n") + (not data.endswith(b"\n"))
+        )
     except pa.ArrowInvalid:
         return _read_jsonl_tolerant(data, skipped)
 
 
-def _parse_json(source, wanted: list[str]) -> pa.Table:
-    """Arrow's JSON parser over ``source``; raises ArrowInvalid on any bad line."""
+def _parse_json(source, wanted: list[str], lines: int) -> pa.Table:
+    """Arrow's JSON parser over ``source``; raises ArrowInvalid wherever the line-by-line
+    reader would skip a line, so that both always agree.
+
+    Arrow refuses bad JSON and wrong types itself; we also refuse what it lets
+    through: invalid UTF-8 in a known field, and a line holding two objects
+    (caught as more or fewer rows than lines; blank lines also take the slow path).
+    """
     schema = pa.schema([ARROW_SCHEMA.field(c) for c in wanted])
     try:
         reader = pj.open_json(source, read_options=pj.ReadOptions(block_size=_JSON_BLOCK),
@@ -224,8 +228,22 @@ def _parse_json(source, wanted: list[str]) -> pa.Table:
         if "Empty JSON" in str(exc):  # nothing but whitespace
             return schema.empty_table()
         raise
-    batches = [pa.Table.from_batches([b]).select(wanted) for b in reader]
+    batches = []
+    for batch in reader:
+        batch.validate(full=True)  # every contract column, wanted or not: UTF-8 included
+        batches.append(pa.Table.from_batches([batch]).select(wanted))
+    rows = sum(b.num_rows for b in batches)
+    if rows != lines:
+        raise pa.ArrowInvalid(f"{rows} rows from {lines} lines")
     return pa.concat_tables(batches).combine_chunks() if batches else schema.empty_table()
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    with path.open("rb") as f:
+        while chunk := f.read(_JSON_BLOCK):
+            count += chunk.count(b"\n")
+    return count
 
 
 def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
@@ -235,17 +253,36 @@ def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw, object_pairs_hook=_no_repeated_keys)
-        except (ValueError, UnicodeDecodeError):
+            # Undecodable bytes are kept as surrogates, so that only the known fields
+            # are judged (as Arrow does); _type_ok refuses them there.
+            obj = json.loads(
+                raw.decode("utf-8", "surrogateescape"), object_pairs_hook=_no_repeated_keys
+            )
+        except ValueError:
             skipped[INVALID_JSON] += 1
             continue
         if not isinstance(obj, dict):
             skipped[NOT_OBJECT] += 1
+        elif not all(_utf8(obj.get(name)) for name in _FIELD_TYPES):
+            skipped[INVALID_JSON] += 1
         elif all(_type_ok(name, obj.get(name)) for name in _FIELD_TYPES):
             rows.append({name: obj.get(name) for name in _FIELD_TYPES})
         else:
             skipped[WRONG_TYPE] += 1
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def _utf8(value) -> bool:
+    """False if a string (or a list's string) holds surrogates: bytes that were not UTF-8."""
+    if isinstance(value, list):
+        return all(_utf8(v) for v in value)
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _no_repeated_keys(pairs):
@@ -278,6 +315,7 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
         columns=[c for c in wanted if c in present],
         read_dictionary=[c for c in wanted if c in CATEGORICAL and c in present],
     )
+    table.validate(full=True)  # e.g. invalid UTF-8: the whole file is refused
     schema = _categorical_schema(wanted)
     columns = []
     for field in schema:

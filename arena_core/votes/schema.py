@@ -27,9 +27,18 @@ SUPPORTED_VERSIONS = frozenset({1})
 VOTES = OUTCOME_NAMES
 #: Allowed values of ``voter_kind``.
 VOTER_KINDS = ("human", "judge")
-#: Accepted timestamps: ISO-8601 with an explicit zone, at most microseconds.
-TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+#: Accepted timestamps: ISO-8601 with an explicit zone, at most microseconds, every
+#: field in its calendar range (a leap second or a 24:00 is refused). Written without
+#: look-arounds: Arrow's regular-expression engine (RE2) has none.
+TS_PATTERN = (
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+    r"T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?"
+    r"(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+)
 _TS_RE = re.compile(TS_PATTERN)
+#: Range of accepted instants, microseconds since the epoch: years 1 to 9999 in UTC.
+TS_MIN_US = -62_135_596_800_000_000
+TS_MAX_US = 253_402_300_799_999_999
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,8 @@ def parse_ts(text: str) -> int | None:
         moment = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // _MICROSECOND
+    us = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // _MICROSECOND
+    return us if TS_MIN_US <= us <= TS_MAX_US else None
 
 
 _MICROSECOND = datetime(1970, 1, 1, 0, 0, 0, 1) - datetime(1970, 1, 1)
