@@ -225,6 +225,12 @@ class Selection:
     skipped: Counter
     last_ts_us: int | None
 
+    def replay(self, params: BoardParams) -> tuple[EloState, PairCounts]:
+        """Sequential Elo (from each entrant's prior) and the pair counts of these votes."""
+        n, prior = len(self.entrants), [e.prior_rating for e in self.entrants]
+        elo = sequential_elo(n, (self.a, self.b, self.outcome), prior, params.elo)
+        return elo, count_pairs(n, self.a, self.b, self.outcome)
+
 
 def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
                  entrants: Sequence[Entrant] | None = None,
@@ -266,10 +272,7 @@ def board_from_votes(votes: VoteTable, arena: str, *, category: str | None = Non
                      params: BoardParams = BoardParams()) -> Board:  # fmt: skip
     """Replay ``votes`` into the board of ``arena`` (optionally one category)."""
     sel = select_votes(votes, arena, category=category, entrants=entrants, params=params)
-    n = len(sel.entrants)
-    prior = [e.prior_rating for e in sel.entrants]
-    elo = sequential_elo(n, (sel.a, sel.b, sel.outcome), prior, params.elo)
-    counts = count_pairs(n, sel.a, sel.b, sel.outcome)
+    elo, counts = sel.replay(params)
     rows = compute_board(sel.entrants, elo, counts, params)
     skipped = Counter(votes.skipped) + sel.skipped
     return Board(

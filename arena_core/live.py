@@ -28,8 +28,8 @@ from arena_core.leaderboard import (
     format_us,
     select_votes,
 )
-from arena_core.ratings.counts import OUTCOME_NAMES, PairCounts, count_pairs
-from arena_core.ratings.elo import EloState, EloStep, sequential_elo
+from arena_core.ratings.counts import OUTCOME_NAMES, PairCounts
+from arena_core.ratings.elo import EloState, EloStep
 from arena_core.registry import Arena
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.reasons import FLAGGED, UNKNOWN_MODEL
@@ -78,12 +78,9 @@ class LiveArena:
         for category in self._tracks:
             sel = select_votes(votes, self.arena.id, category=category, entrants=self.entrants,
                                params=self.params)  # fmt: skip
-            n, prior = len(self.entrants), [e.prior_rating for e in self.entrants]
-            track = _Track(
-                elo=sequential_elo(n, (sel.a, sel.b, sel.outcome), prior, self.params.elo),
-                counts=count_pairs(n, sel.a, sel.b, sel.outcome),
-                used=len(sel.a), last_ts_us=sel.last_ts_us, skipped=sel.skipped,
-            )  # fmt: skip
+            elo, counts = sel.replay(self.params)
+            track = _Track(elo=elo, counts=counts, used=len(sel.a), last_ts_us=sel.last_ts_us,
+                           skipped=sel.skipped)  # fmt: skip
             tracks[category] = track
         with self._lock:
             self._tracks = tracks
