@@ -10,11 +10,11 @@ import logging
 import gradio as gr
 from PIL import Image
 
-from arena_core import plots, presenters, ui_text
-from arena_core.config import Settings
-from arena_core.service import ArenaError, ArenaService, BattleView
-from arena_core.startup import build_service
-from arena_core.voters import voter_hash, voter_identity
+from arena_core.page import plots, presenters, ui_text
+from arena_core.space.config import Settings
+from arena_core.space.service import ArenaError, ArenaService, BattleView
+from arena_core.space.startup import build_service
+from arena_core.space.voters import voter_hash, voter_identity
 from arena_core.votes.schema import VOTES
 
 #: Generations running at once (each battle runs both sides in parallel inside).

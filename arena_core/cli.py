@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from arena_core.compact import MIN_AGE_MINUTES, CompactionError, compact
+from arena_core.dataset.compact import MIN_AGE_MINUTES, CompactionError, compact
 from arena_core.leaderboard import (
     BOARD_COLUMNS,
     COLUMNS,
@@ -140,7 +140,7 @@ def _compact(args) -> int:
         # Imported here: the Hub client is slow to import and only this command needs it.
         from huggingface_hub import HfApi
 
-        from arena_core.hub import compact_repo
+        from arena_core.dataset.hub import compact_repo
 
         token = os.environ.get("HF_TOKEN")
         with tempfile.TemporaryDirectory(prefix="arena-compact-") as tmp:

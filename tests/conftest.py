@@ -31,8 +31,8 @@ def free_port() -> int:
 def running_app(tmp_path_factory):
     """The Space as ``python app.py`` starts it, on a free local port."""
     from app import build_demo
-    from arena_core.config import Settings
-    from arena_core.startup import build_service
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import build_service
 
     data = tmp_path_factory.mktemp("arena-data")
     settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="test-salt")

@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from arena_core import plots, presenters, ui_text
-from arena_core.config import ConfigError, Settings
-from arena_core.hub import SyncStatus
+from arena_core.dataset.hub import SyncStatus
 from arena_core.leaderboard import Board, BoardParams, Entrant, compute_board
-from arena_core.live import LiveArena
 from arena_core.matchmaking import NoPairError, draw_pair
+from arena_core.page import plots, presenters, ui_text
 from arena_core.ratings.counts import count_pairs
 from arena_core.ratings.elo import sequential_elo
 from arena_core.registry import load_registry
-from arena_core.service import LoadProgress, Reveal, Side
-from arena_core.voters import RateLimiter, voter_hash, voter_identity
+from arena_core.space.config import ConfigError, Settings
+from arena_core.space.live import LiveArena
+from arena_core.space.service import LoadProgress, Reveal, Side
+from arena_core.space.voters import RateLimiter, voter_hash, voter_identity
 from arena_core.votes.schema import Vote
 
 

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from hubfake import LocalHubApi
 
-import arena_core.compact as compact_module
-from arena_core.card import dataset_card
-from arena_core.compact import CompactionError, compact
-from arena_core.hub import compact_repo
+import arena_core.dataset.compact as compact_module
+from arena_core.dataset.card import dataset_card
+from arena_core.dataset.compact import CompactionError, compact
+from arena_core.dataset.hub import compact_repo
 from arena_core.votes.log import VoteLog
 from arena_core.votes.parquet import write_parquet
 from arena_core.votes.read import read_votes

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pytest
 from hubfake import HubDownError, LocalHubApi
 
-from arena_core.config import Settings
-from arena_core.hub import HubSync
-from arena_core.startup import build_service
-from arena_core.voters import voter_hash
+from arena_core.dataset.hub import HubSync
+from arena_core.space.config import Settings
+from arena_core.space.startup import build_service
+from arena_core.space.voters import voter_hash
 from arena_core.votes.log import VoteLog, new_shard_name
 from arena_core.votes.parquet import write_parquet
 from arena_core.votes.read import read_votes
@@ -158,7 +158,7 @@ import sys, time
 sys.path[:0] = [{tests!r}, {root!r}]
 from pathlib import Path
 from hubfake import LocalHubApi
-from arena_core.hub import HubSync
+from arena_core.dataset.hub import HubSync
 from arena_core.votes.log import VoteLog, new_shard_name
 sync = HubSync("org/arena-votes", Path({data!r}), hf_api=LocalHubApi(Path({hub!r})), every_minutes=60)
 sync.pull()

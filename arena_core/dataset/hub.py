@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler, HfApi
 from huggingface_hub.hf_api import RepoFile
 
-from arena_core.card import REGISTRY_DIR, dataset_card
-from arena_core.compact import CompactReport, compact
+from arena_core.dataset.card import REGISTRY_DIR, dataset_card
+from arena_core.dataset.compact import CompactReport, compact
 from arena_core.registry import Registry
 from arena_core.votes.log import shard_in_use
 from arena_core.votes.parquet import contract_table, parquet_bytes

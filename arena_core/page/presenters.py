@@ -11,9 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from arena_core.hub import SyncStatus
+from arena_core.dataset.hub import SyncStatus
 from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
-from arena_core.service import LoadProgress, Reveal
+from arena_core.space.service import LoadProgress, Reveal
 
 #: Words for each vote, as the visitor chose it.
 VOTE_WORDS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from arena_core.leaderboard import Board
-from arena_core.presenters import MIN_BATTLES_FOR_INTERVAL, win_fraction
+from arena_core.page.presenters import MIN_BATTLES_FOR_INTERVAL, win_fraction
 from arena_core.ratings.counts import PairCounts
 
 #: Chart height in pixels, enough for twenty model names.

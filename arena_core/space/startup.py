@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from huggingface_hub import HfApi
 
 from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
-from arena_core.config import Settings
-from arena_core.hub import HubSync
+from arena_core.dataset.hub import HubSync
 from arena_core.registry import load_registry
-from arena_core.service import ArenaService
+from arena_core.space.config import Settings
+from arena_core.space.service import ArenaService
 from arena_core.votes.log import VoteLog, new_shard_name
 
 log = logging.getLogger(__name__)

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arena_core.backends import BackendError, ModelPool, Output
-from arena_core.battles import BattleBook, BattleError
 from arena_core.leaderboard import Board, BoardParams
-from arena_core.live import LiveArena
 from arena_core.matchmaking import NoPairError, draw_pair
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
-from arena_core.voters import RateLimiter
+from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.live import LiveArena
+from arena_core.space.voters import RateLimiter
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import VOTES, Vote
