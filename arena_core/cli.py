@@ -33,6 +33,7 @@ from arena_core.leaderboard import (
 )
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
+from arena_core.simulation import SCENARIOS, scenario
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.read import read_votes
@@ -42,7 +43,10 @@ log = logging.getLogger("arena_core")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.run is not _simulate:  # only a scenario takes options of its own
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -132,7 +136,57 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--arena", help="only this arena's votes")
     export.add_argument("--include-flagged", action="store_true")
     export.set_defaults(run=_export)
+
+    # Each scenario adds its own options when it runs (see _simulate), so building this
+    # parser imports no scenario; -h is handled there too, to list those options.
+    sim = sub.add_parser(
+        "simulate",
+        add_help=False,
+        parents=[_simulate_common()],
+        help="seeded simulations with known truth (statistical claims)",
+    )
+    sim.set_defaults(run=_simulate)
     return parser  # fmt: skip
+
+
+def _simulate_common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    common.add_argument(
+        "--scenario",
+        choices=tuple(SCENARIOS),
+        default=next(iter(SCENARIOS)),
+        help="which claim to check (default: %(default)s)",
+    )
+    common.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="independent repetitions to average over (default: the scenario's)",
+    )
+    common.add_argument("--seed", type=int, default=0, help="first seed")
+    common.add_argument("--format", choices=("table", "json"), default="table")
+    return common  # fmt: skip
+
+
+def _simulate(args) -> int:
+    module = scenario(args.scenario)
+    full = argparse.ArgumentParser(prog=f"python -m arena_core simulate --scenario {args.scenario}",
+                                   description=module.__doc__.splitlines()[0], add_help=False,
+                                   parents=[_simulate_common()])  # fmt: skip
+    module.add_arguments(full)
+    args = full.parse_args(args.extra, namespace=args)
+    if args.help:
+        full.print_help()
+        return 0
+    result = module.run(args)
+    if args.format == "json":
+        json.dump(result, sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(module.format_table(result))
+    return 0
 
 
 def _compact(args) -> int:

@@ -1,10 +1,8 @@
 """Synthetic vote logs with known true ratings, for benchmarks.
 
-Outcomes follow the half-win Bradley-Terry model the estimators assume: for a
-pair with win probability ``p`` (from the true ratings), a draw happens with
-probability ``d = DRAW_SHARE * 2 * min(p, 1 - p)``, and a decisive win for a
-with ``p - d / 2``, so a's expected score is exactly ``p`` and the fit recovers
-the true ratings. Draws split into ties and both-bad.
+Outcomes come from :class:`arena_core.simulation.synthetic.Truth`, the half-win
+Bradley-Terry model the estimators assume (a's expected score is exactly its
+true win probability), so the fit recovers the true ratings.
 """
 
 from __future__ import annotations
@@ -16,11 +14,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_core.ratings.scale import ANCHOR, SCALE
+from arena_core.ratings.counts import OUTCOME_NAMES
+from arena_core.ratings.scale import ANCHOR
+from arena_core.simulation.synthetic import Truth
 from arena_core.votes.schema import ARROW_SCHEMA
 
-#: Share of the largest possible draw probability that ends in a draw.
-DRAW_SHARE = 0.5
+#: Probability that two equal models draw.
+DRAW_RATE = 0.25
 #: Share of draws that are "both bad" rather than "tie".
 BOTH_BAD_SHARE = 0.3
 #: Spread (standard deviation, rating points) of the true ratings.
@@ -58,12 +58,8 @@ def _chunk(
     n_models = len(truth)
     a = rng.integers(0, n_models, n_votes)
     b = (a + rng.integers(1, n_models, n_votes)) % n_models
-    p = 1.0 / (1.0 + 10.0 ** ((truth[b] - truth[a]) / SCALE))
-    draw = DRAW_SHARE * 2.0 * np.minimum(p, 1.0 - p)
-    u = rng.random(n_votes)
-    vote = np.where(u < p - draw / 2, "a", np.where(u < 1.0 - draw, "b", "tie")).astype(object)
-    both_bad = (vote == "tie") & (rng.random(n_votes) < BOTH_BAD_SHARE)
-    vote[both_bad] = "both_bad"
+    outcome = Truth(truth, draw_rate=DRAW_RATE, both_bad_share=BOTH_BAD_SHARE).sample(a, b, rng)
+    vote = np.array(OUTCOME_NAMES, dtype=object)[outcome]
     ids = [f"model-{k:02d}" for k in range(n_models)]
     ts_us = start_us + np.cumsum(rng.integers(1_000, 3_000_000, n_votes))
     ts = np.char.add(np.datetime_as_string(ts_us.astype("datetime64[us]"), unit="ms"), "Z")
