@@ -143,6 +143,55 @@ def test_a_success_between_failures_resets_the_count():
         assert pool.status()["m"].state == "available"
 
 
+def chokes_on_odd_prompts(text, language):
+    """A real engine's weakness: it speaks words, but not a lone joiner or punctuation."""
+    if not any(ch.isalnum() for ch in text):
+        raise BackendError("picky", "engine returned no audio")
+    return answer(text, language)
+
+
+def test_failures_on_typed_prompts_never_pause_a_model():
+    # Twelve requests of "\u200d" paused five voices for 300 s. A failure on a typed prompt
+    # is not counted; the model is probed on the arena's own prompt instead, which it speaks.
+    picky = FakeBackend("picky", chokes_on_odd_prompts)
+    with pool_of(picky, FakeBackend("other", answer)) as pool:
+        for _ in range(12):
+            with pytest.raises(BackendError):
+                pool.generate("picky", "\u200d", trusted=False)
+        pool._prober.submit(lambda: None).result(timeout=5)  # the probe has finished
+        status = pool.status()["picky"]
+        assert status.state == "available" and status.consecutive_failures == 0
+        assert ("Hello", None) in picky.calls  # the probe asked for the arena's own prompt
+        assert sum(1 for text, _ in picky.calls if text == "Hello") == 1  # one probe, not twelve
+
+
+def test_a_probe_that_fails_counts_like_a_failure_on_a_known_prompt():
+    clock = Clock()
+    dead = FakeBackend("dead", broken)
+    settings = PoolSettings(timeout=5.0, failures_before_pause=2, pause_seconds=PAUSE,
+                            probe_interval=30.0)  # fmt: skip
+    with pool_of(dead, FakeBackend("other", answer), clock=clock, settings=settings) as pool:
+        for _ in range(2):
+            with pytest.raises(BackendError):
+                pool.generate("dead", "a typed prompt", trusted=False)
+            pool._prober.submit(lambda: None).result(timeout=5)
+            clock.advance(31)  # probes are at most one per probe_interval
+        assert pool.status()["dead"].state == "paused"  # two failed probes, two failures
+        assert [text for text, _ in dead.calls].count("Hello") == 2
+
+
+def test_probes_are_rate_limited():
+    clock = Clock()
+    dead = FakeBackend("dead", broken)
+    with pool_of(dead, FakeBackend("other", answer), clock=clock) as pool:
+        for _ in range(5):
+            with pytest.raises(BackendError):
+                pool.generate("dead", "typed", trusted=False)
+            pool._prober.submit(lambda: None).result(timeout=5)
+        assert [text for text, _ in dead.calls].count("Hello") == 1
+        assert pool.status()["dead"].consecutive_failures == 1
+
+
 def test_generate_pair_returns_the_failed_side_as_an_error_so_the_app_can_redraw():
     flaky, good, spare = (
         FakeBackend("flaky", broken),

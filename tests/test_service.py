@@ -3,11 +3,14 @@
 import json
 import re
 import threading
+import unicodedata
 from dataclasses import replace
 
 import numpy as np
 import pytest
 from fakes import REGISTRY, Clock, FakeBackend
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arena_core.votes.log as vote_log_module
 from arena_core.backends import ModelPool, PoolSettings
@@ -151,10 +154,44 @@ def test_no_models_answering_is_a_clear_error(tmp_path):
         ("bell\x07 and null\x00 removed", "bell and null removed"),
         ("zero\u200bwidth space", "zerowidth space"),
         ("keeps ü, 日本語 and emoji 👍\u200d", "keeps ü, 日本語 and emoji 👍\u200d"),
+        ("Hello \ud800", "Hello"),  # a lone surrogate crashed the cache key on every request
+        ("a\udfff\ud83d b", "a b"),
     ],
 )
 def test_typed_prompts_are_cleaned(typed, result):
     assert clean_prompt(typed, 100) == result
+
+
+@pytest.mark.parametrize("typed", ["\u200d", ".", "'", "()", "👍", "\ud800", "-- ?"])
+def test_prompts_with_nothing_to_say_are_refused(typed):
+    with pytest.raises(ArenaError, match=r"letter or digit|empty"):
+        clean_prompt(typed, 100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_any_typed_text_is_cleaned_to_encodable_text_or_refused(typed):
+    try:
+        cleaned = clean_prompt(typed, 100)
+    except ArenaError:
+        return
+    cleaned.encode("utf-8")  # raises on a lone surrogate
+    assert cleaned == cleaned.strip() and "  " not in cleaned
+    assert any(ch.isalnum() or unicodedata.category(ch)[0] in "LN" for ch in cleaned)
+
+
+def test_typed_prompts_that_make_models_fail_pause_no_model(tmp_path):
+    # Twelve requests of "\u200d" paused five real voices for 300 s. Now the cleaning
+    # refuses such prompts, and a failure on any typed prompt does not count anyway.
+    service, backends = make_service(tmp_path)
+    for backend in backends.values():
+        backend.fail_on = "Odd"
+    for _ in range(12):
+        with pytest.raises(ArenaError, match="could not answer this prompt"):
+            service.new_battle("speech", "Odd words")
+    assert all(s == "available" for s in service.model_status().values())
+    view = service.new_battle("speech", "Hello there.")  # known prompts still battle
+    assert view.prompt == "Hello there."
 
 
 def test_typed_prompt_limits(tmp_path):

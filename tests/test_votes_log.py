@@ -162,8 +162,22 @@ def test_a_live_log_holds_its_shard(tmp_path):
 
 def test_timestamps_never_go_below_the_replayed_log(tmp_path):
     t = datetime(2026, 1, 1, tzinfo=UTC)
-    store = VoteLog(tmp_path, clock=fixed_clock(t))
-    store.advance_to(parse_ts("2026-06-01T00:00:00.000Z"))  # the previous run's clock was ahead
+    store = VoteLog(tmp_path, clock=lambda: t)
+    store.advance_to(parse_ts("2026-01-01T00:05:00.000Z"))  # the previous run's clock was ahead
     assert (
-        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-06-01T00:00:00.001Z"
+        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-01-01T00:05:00.001Z"
+    )
+
+
+@pytest.mark.parametrize("future", ["9999-12-31T23:59:59.999Z", "3000-01-01T00:00:00.000Z",
+                                    "2026-01-01T00:10:00.001Z"])  # fmt: skip
+def test_a_row_from_the_future_never_moves_the_clock(tmp_path, future):
+    # A forged row dated year 9999 made every later vote fail with OverflowError, and one
+    # dated year 3000 stamped every new vote after it. Readers skip such rows; the log
+    # also refuses to follow a floor past its clock's slack of ten minutes.
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    store = VoteLog(tmp_path, clock=lambda: t)
+    store.advance_to(parse_ts(future))
+    assert (
+        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-01-01T00:00:00.000Z"
     )

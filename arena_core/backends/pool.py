@@ -17,6 +17,14 @@ with what the app needs around each generation:
   refused by :meth:`generate`. When the pause ends it is retried; one more
   failure pauses it again at once (the failure count is only reset by a
   success), a success returns it to normal.
+* **Only known-good prompts count.** A failure on a prompt a visitor typed
+  (``trusted=False``) says as much about the prompt as about the model: twelve
+  requests of ``"\u200d"`` must not pause five voices. Such a failure does not
+  count; it starts a *probe* instead: the model is asked, in the background, for
+  one of the arena's own prompts (bypassing the cache), and that result counts
+  like any trusted one. At most one probe per model runs at a time, and at most
+  one per ``settings.probe_interval`` seconds, so a flood of bad prompts cannot
+  turn into a flood of probes.
 * **Languages.** ``language`` arguments take the prompt's category. A
   category counts as a language only if some model of the arena declares it
   (``voices:`` keys or ``language:``); then only models that speak it are
@@ -75,6 +83,8 @@ class PoolSettings:
     latency_window: int = 100
     #: Generations running at once (each battle uses two).
     max_workers: int = 8
+    #: Seconds between two probes of one model after failures on typed prompts.
+    probe_interval: float = 30.0
 
     def __post_init__(self):
         if self.timeout <= 0 or self.pause_seconds < 0 or self.failures_before_pause < 1:
@@ -114,6 +124,9 @@ class _Health:
     failures: int = 0
     paused_until: float | None = None
     latencies: deque = field(default_factory=deque)
+    #: Injected-clock time of the last probe started, None before the first.
+    last_probe: float | None = None
+    probing: bool = False
 
 
 class ModelPool:
@@ -151,6 +164,9 @@ class ModelPool:
         self._health = {m: _Health(latencies=deque(maxlen=window)) for m in self._backends}
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix=f"arena-{arena.id}"
+        )
+        self._prober = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe"
         )
 
     @classmethod
@@ -210,36 +226,43 @@ class ModelPool:
 
     # -- generation ----------------------------------------------------------------------
 
-    def generate(self, model_id: str, text: str, language: str | None = None) -> Output:
-        """One output for ``text`` (cache first); raises :class:`BackendError` on any failure."""
-        return self._finish(self._start(model_id, text, self.language_of(language)))
+    def generate(self, model_id: str, text: str, language: str | None = None, *,
+                 trusted: bool = True) -> Output:  # fmt: skip
+        """One output for ``text`` (cache first); raises :class:`BackendError` on any failure.
+
+        ``trusted`` False marks a typed prompt: a failure on it does not count
+        toward the model's pause, but probes the model on a known-good prompt.
+        """
+        return self._finish(self._start(model_id, text, self.language_of(language), trusted))
 
     def generate_pair(
-        self, model_a: str, model_b: str, text: str, language: str | None = None
-    ) -> tuple[Output | BackendError, Output | BackendError]:
+        self, model_a: str, model_b: str, text: str, language: str | None = None, *,
+        trusted: bool = True,
+    ) -> tuple[Output | BackendError, Output | BackendError]:  # fmt: skip
         """Both sides of a battle, generated concurrently; each side is an Output or the error it raised.
 
         Errors are returned, not raised, so the app can keep the good side and
-        redraw only the failed one.
+        redraw only the failed one. ``trusted`` as in :meth:`generate`.
         """
         if model_a == model_b:
             raise ValueError(f"a battle needs two different models, got {model_a!r} twice")
         language = self.language_of(language)
         # Start both before waiting for either, so they run at the same time.
-        starts = [_error_or(self._start, m, text, language) for m in (model_a, model_b)]
+        starts = [_error_or(self._start, m, text, language, trusted) for m in (model_a, model_b)]
         first, second = (
             s if isinstance(s, BackendError) else _error_or(self._finish, s) for s in starts
         )
         return first, second
 
-    def _start(self, model_id: str, text: str, language: str | None) -> _Started:
+    def _start(self, model_id: str, text: str, language: str | None, trusted: bool = True, *,
+               use_cache: bool = True) -> _Started:  # fmt: skip
         """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit."""
         backend = self._backends[model_id]  # KeyError for a model not in this arena
         availability = backend.availability()
         if not availability.ok:
             raise BackendUnavailable(model_id, availability.reason)
         key = self._cache.key(model_id, text, backend.version, language) if self._cache else None
-        if key is not None:
+        if key is not None and use_cache:
             cached = self._cache.get(key, self.arena.modality)
             if cached is not None:
                 return _Started(model_id, key, output=cached)
@@ -248,7 +271,8 @@ class ModelPool:
             raise BackendUnavailable(model_id, f"does not speak {language!r}")
         began = self._clock()
         future = self._executor.submit(backend.generate, text, self.settings.timeout, language)
-        return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic())
+        return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic(),
+                        trusted=trusted)  # fmt: skip
 
     def _refuse_if_paused(self, model_id: str) -> None:
         now = self._clock()
@@ -272,14 +296,14 @@ class ModelPool:
             output = started.future.result(timeout=remaining)
         except concurrent.futures.TimeoutError:
             error = BackendTimeout(model_id, f"no output within {self.settings.timeout:g} s")
-            self._record_failure(model_id, error)
+            self._failed(started, error)
             raise error from None
         except BackendError as exc:
-            self._record_failure(model_id, exc)
+            self._failed(started, exc)
             raise
         except Exception as exc:  # a backend that broke its contract still must not crash a battle
             error = BackendError(model_id, describe_exception(exc))
-            self._record_failure(model_id, error)
+            self._failed(started, error)
             raise error from exc
         self._record_success(model_id, self._clock() - started.began)
         if started.key is not None:
@@ -288,6 +312,55 @@ class ModelPool:
             except OSError:
                 logger.warning("could not cache an output of %s", model_id, exc_info=True)
         return output
+
+    def _failed(self, started: _Started, error: BackendError) -> None:
+        """Count a failure on a known-good prompt; probe the model after one on a typed prompt."""
+        if started.trusted:
+            self._record_failure(started.model_id, error)
+        else:
+            logger.info("%s failed on a typed prompt (not counted): %s", started.model_id, error)
+            self._probe(started.model_id)
+
+    def _probe(self, model_id: str) -> concurrent.futures.Future | None:
+        """Ask the model for one of the arena's prompts in the background; its result counts.
+
+        Returns the probe's future, or None when a probe runs already, one ran
+        less than ``settings.probe_interval`` ago, or the arena has no prompt the
+        model speaks.
+        """
+        prompt = self._probe_prompt(model_id)
+        now = self._clock()
+        with self._lock:
+            health = self._health[model_id]
+            recent = (health.last_probe is not None
+                      and now - health.last_probe < self.settings.probe_interval)  # fmt: skip
+            if prompt is None or health.probing or recent:
+                return None
+            health.probing, health.last_probe = True, now
+
+        def run() -> None:
+            try:
+                language = self.language_of(prompt.category)
+                self._finish(self._start(model_id, prompt.text, language, use_cache=False))
+            except BackendError:
+                pass  # counted by _finish
+            finally:
+                with self._lock:
+                    self._health[model_id].probing = False
+
+        try:  # the probe waits on its own thread: a wait inside the executor could starve it
+            return self._prober.submit(run)
+        except RuntimeError:  # the pool is closing
+            with self._lock:
+                health.probing = False
+            return None
+
+    def _probe_prompt(self, model_id: str):
+        """The first of the arena's prompts the model speaks, or None."""
+        for prompt in self.arena.prompts:
+            if self.serves(model_id, prompt.category):
+                return prompt
+        return None
 
     def _record_success(self, model_id: str, seconds: float) -> None:
         with self._lock:
@@ -310,6 +383,7 @@ class ModelPool:
 
     def close(self) -> None:
         """Stop accepting work; running generations finish in the background."""
+        self._prober.shutdown(wait=False, cancel_futures=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> ModelPool:
@@ -339,3 +413,5 @@ class _Started:
     began: float = 0.0
     #: Real monotonic time of submission, for the timeout.
     submitted_at: float = 0.0
+    #: A known-good prompt (the arena's own, or a probe): failures count toward a pause.
+    trusted: bool = True

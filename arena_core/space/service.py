@@ -92,19 +92,28 @@ class LoadProgress:
 
 
 def clean_prompt(text: str, max_chars: int) -> str:
-    """A typed prompt made safe: controls removed, whitespace collapsed, length bounded."""
+    """A typed prompt made safe: controls removed, whitespace collapsed, length bounded.
+
+    Removed: control characters, invisible format characters (but the joiners some
+    scripts need), and lone surrogates, which are not text at all (``"Hello \\ud800"``
+    cannot be encoded, and crashed every later step). A prompt must keep at least
+    one letter or digit: a joiner, punctuation or an emoji alone is nothing a model
+    can be compared on, and only made engines fail.
+    """
     kept = []
     for ch in text:
         kind = unicodedata.category(ch)
         if kind == "Cc" or ch in "\u2028\u2029":
             kept.append(" " if ch.isspace() else "")
-        elif kind != "Cf" or ch in _KEPT_FORMAT:
+        elif kind not in ("Cf", "Cs") or ch in _KEPT_FORMAT:
             kept.append(ch)
     cleaned = " ".join("".join(kept).split())
     if not cleaned:
         raise ArenaError("The prompt is empty once control characters and spaces are removed.")
     if len(cleaned) > max_chars:
         raise ArenaError(f"The prompt is {len(cleaned)} characters long; the limit is {max_chars}.")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        raise ArenaError("The prompt needs at least one letter or digit.")
     return cleaned
 
 
@@ -202,6 +211,7 @@ class ArenaService:
         arena = self.arena(arena_id)
         text, prompt_id, category = self._prompt(arena, prompt)
         pool, live = self.pools[arena.id], self.live[arena.id]
+        trusted = prompt_id is not None  # failures on typed prompts do not pause models
         failed: set[str] = set()
         for _ in range(MAX_DRAWS):
             candidates = [live.index[m] for m in pool.pairable(category) if m not in failed]
@@ -211,7 +221,7 @@ class ArenaService:
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)
-            outputs = pool.generate_pair(*ids, text, category)
+            outputs = pool.generate_pair(*ids, text, category, trusted=trusted)
             errors = [
                 (m, o) for m, o in zip(ids, outputs, strict=True) if isinstance(o, BackendError)
             ]
@@ -222,6 +232,8 @@ class ArenaService:
                     "arena %s: %s failed (%s); redrawing the battle", arena.id, model_id, error
                 )
                 failed.add(model_id)
+        if failed and not trusted:
+            raise ArenaError("The models could not answer this prompt. Try other words.")
         raise ArenaError(
             "Not enough models are answering in this arena right now. Try again in a minute."
         )

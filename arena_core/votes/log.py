@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
+from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.schema import Vote, format_ts, new_vote_id
 
 log = logging.getLogger(__name__)
@@ -130,8 +131,16 @@ class VoteLog:
 
     def advance_to(self, ts_us: int) -> None:
         """Never stamp a vote earlier than ``ts_us`` (the latest vote replayed at start-up),
-        so a clock that is behind the previous run cannot reorder votes in a replay."""
+        so a clock that is behind the previous run cannot reorder votes in a replay.
+
+        A floor further ahead of this clock than readers accept (they skip such rows
+        as ``future_ts``) is ignored with a warning: followed, it would date every later
+        vote there, and at year 9999 the next vote would not fit in a timestamp at all.
+        """
         floor = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us)
+        if floor > self._clock().astimezone(UTC) + timedelta(microseconds=FUTURE_SLACK_US):
+            log.warning("not moving the vote clock to %s: that is in the future", floor.isoformat())
+            return
         with self.lock:
             if self._last is None or floor > self._last:
                 self._last = floor

@@ -7,6 +7,7 @@ WRONG_TYPE = "wrong_type"  #: a known field with a value of the wrong type
 MISSING = "missing_field"  #: a required field absent, null or empty
 VERSION = "unsupported_schema_version"  #: written by a schema this reader does not know
 BAD_TS = "bad_ts"  #: timestamp not ISO-8601 with a zone
+FUTURE_TS = "future_ts"  #: timestamp later than the reader's clock allows (a forged or broken row)
 BAD_VOTE = "bad_vote"  #: vote not one of a, b, tie, both_bad
 BAD_VOTER_KIND = "bad_voter_kind"  #: voter_kind not human or judge
 SAME_MODEL = "same_model"  #: model_a equals model_b
