@@ -54,11 +54,10 @@ class FakeBackend(Backend):
     modalities = frozenset({"audio", "text", "image"})
     options_spec = MappingProxyType(dict(VOICE_OPTIONS))
 
-    def __init__(
-        self, model_id: str, behave: Callable, *, ok: bool = True, version: str = "1", **options
-    ):
+    def __init__(self, model_id: str, behave: Callable, *, ok: bool = True, version: str = "1",
+                 modality: str = "text", **options):  # fmt: skip
         spec = BackendSpec("fake", MappingProxyType(options))
-        super().__init__(Model(id=model_id, name=model_id, backend=spec), "text")
+        super().__init__(Model(id=model_id, name=model_id, backend=spec), modality)
         self.behave, self.ok, self.engine_version = behave, ok, version
         self.calls: list[tuple[str, str | None]] = []
 
@@ -81,15 +80,15 @@ def broken(text, language):
     raise BackendError("flaky", "HTTP 503 from the service")
 
 
-def arena_of(*ids: str) -> Arena:
+def arena_of(*ids: str, modality: str = "text") -> Arena:
     models = tuple(Model(id=i, name=i, backend=BackendSpec("fake")) for i in ids)
     return Arena(
-        id="test", title="Test", modality="text", models=models, prompts=(Prompt("p", "Hello"),)
+        id="test", title="Test", modality=modality, models=models, prompts=(Prompt("p", "Hello"),)
     )
 
 
 def pool_of(*backends: FakeBackend, cache=None, settings=SETTINGS, clock=None) -> ModelPool:
-    arena = arena_of(*(b.model_id for b in backends))
+    arena = arena_of(*(b.model_id for b in backends), modality=backends[0].modality)
     return ModelPool(
         arena,
         {b.model_id: b for b in backends},
@@ -448,3 +447,39 @@ def test_a_corrupted_entry_is_a_miss_and_is_removed(tmp_path):
     path.write_bytes(b"RIFF garbage")
     assert cache.get(key, "audio") is None
     assert not path.exists()
+
+
+# -- garbage from a backend ------------------------------------------------------------------
+
+
+def _audio(rate, samples):
+    return lambda text, language: Output.from_audio(rate, samples)
+
+
+SPEECH = 0.3 * np.sin(np.linspace(0, 2000, 22050))
+
+
+@pytest.mark.parametrize(
+    ("behave", "why"),
+    [
+        (_audio(22050, np.array([], dtype=np.float32)), "no samples"),
+        (_audio(22050, np.full(22050, np.nan)), "NaN"),
+        (_audio(22050, np.where(np.arange(22050) == 7, np.inf, SPEECH)), "infinite"),
+        (_audio(0, SPEECH), "outside"),
+        (_audio(10**9, SPEECH), "outside"),
+        (_audio(8000, np.zeros(8000 * 700, dtype=np.int16)), "too long"),  # 11 minutes
+        (_audio(22050, np.zeros(22050, dtype=np.int16)), "silent"),
+        (_audio(8000, 0.3 * np.sin(np.arange(8000 * 200))), "200 s of audio"),  # for "Hello"
+        (lambda text, language: b"\x00" * 100, "Output"),  # not an Output at all
+    ],
+    ids=["empty", "nan", "inf", "rate-0", "rate-1GHz", "hours", "silent", "implausible", "bytes"],
+)
+def test_garbage_from_a_backend_is_a_failure_never_an_output(behave, why):
+    bad = FakeBackend("bad", behave, modality="audio")
+    good = FakeBackend("good", _audio(22050, SPEECH), modality="audio")
+    with pool_of(bad, good) as pool:
+        with pytest.raises(BackendError, match=why):
+            pool.generate("bad", "Hello")
+        assert pool.status()["bad"].consecutive_failures == 1
+        left, right = pool.generate_pair("good", "bad", "Hello")
+        assert isinstance(left, Output) and isinstance(right, BackendError)

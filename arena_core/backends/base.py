@@ -271,6 +271,8 @@ class Backend(ABC):
         except Exception as exc:  # engines raise anything; callers get one typed error
             logger.warning("generation by %s failed", self.model_id, exc_info=True)
             raise BackendError(self.model_id, describe_exception(exc)) from exc
+        if not isinstance(output, Output):
+            raise BackendError(self.model_id, f"returned {type(output).__name__}, not an Output")
         if output.modality != self.modality:
             raise BackendError(
                 self.model_id, f"made {output.modality}, the arena wants {self.modality}"

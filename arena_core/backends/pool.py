@@ -67,6 +67,10 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
+#: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
+#: per character (people speak about 14 characters a second; four times slower is
+#: still accepted). Longer audio is a broken engine, not an answer.
+PLAUSIBLE_SECONDS, SECONDS_PER_CHAR = 10.0, 0.3
 
 
 @dataclass(frozen=True)
@@ -272,7 +276,7 @@ class ModelPool:
         began = self._clock()
         future = self._executor.submit(backend.generate, text, self.settings.timeout, language)
         return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic(),
-                        trusted=trusted)  # fmt: skip
+                        trusted=trusted, text=text)  # fmt: skip
 
     def _refuse_if_paused(self, model_id: str) -> None:
         now = self._clock()
@@ -305,6 +309,11 @@ class ModelPool:
             error = BackendError(model_id, describe_exception(exc))
             self._failed(started, error)
             raise error from exc
+        if output.duration > PLAUSIBLE_SECONDS + SECONDS_PER_CHAR * len(started.text):
+            error = BackendError(model_id, f"{output.duration:.0f} s of audio for "
+                                           f"{len(started.text)} characters of text")  # fmt: skip
+            self._failed(started, error)
+            raise error
         self._record_success(model_id, self._clock() - started.began)
         if started.key is not None:
             try:
@@ -415,3 +424,5 @@ class _Started:
     submitted_at: float = 0.0
     #: A known-good prompt (the arena's own, or a probe): failures count toward a pause.
     trusted: bool = True
+    #: The prompt, to judge whether the output's length is plausible.
+    text: str = ""
