@@ -14,6 +14,7 @@ from arena_core.page import plots, presenters, ui_text
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView
 from arena_core.space.startup import build_service
+from arena_core.space.tempfiles import FolderBudget
 from arena_core.space.voters import voter_hash, voter_identity
 from arena_core.votes.schema import VOTES
 
@@ -21,12 +22,24 @@ from arena_core.votes.schema import VOTES
 BATTLE_CONCURRENCY = 4
 #: Seconds between checks of the start-up replay while it runs.
 LOADING_POLL = 2.0
+#: Gradio's own clean-up of served files: every 5 minutes, those older than 15 (the
+#: browser fetched them long before); FolderBudget bounds their total size as well.
+DELETE_CACHE = (300, 900)
+
+log = logging.getLogger("app")
+
+
+def _refusal(exc: ArenaError) -> gr.Error:
+    """A refusal the visitor reads ("you already voted"): one log line, no traceback."""
+    log.info("refused: %s", exc)
+    return gr.Error(str(exc), print_exception=False)
 
 
 def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
     """The whole page: Arena, Leaderboard (a tab per arena) and About."""
     arenas = service.registry.arenas
-    with gr.Blocks(title=ui_text.TITLE) as demo:
+    with gr.Blocks(title=ui_text.TITLE, analytics_enabled=settings.analytics,
+                   delete_cache=DELETE_CACHE) as demo:  # fmt: skip
         gr.Markdown(ui_text.HEADER)
         if settings.space_id:  # OAuth login only works on a Space
             gr.LoginButton()
@@ -45,7 +58,7 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
             try:
                 return service.board(arena_id, category or None).to_json()
             except ArenaError as exc:
-                raise gr.Error(str(exc)) from None
+                raise _refusal(exc) from None
 
         gr.api(leaderboard, api_name="leaderboard", concurrency_limit=2)
     return demo
@@ -84,7 +97,7 @@ def _arena_tab(service, settings, session, arenas):
         try:
             view = service.new_battle(arena_id, prompt or None)
         except ArenaError as exc:
-            raise gr.Error(str(exc)) from None
+            raise _refusal(exc) from None
         state = {
             "handle": view.handle,
             "modality": view.modality,
@@ -136,7 +149,7 @@ def _arena_tab(service, settings, session, arenas):
         try:
             reveal = service.vote((state or {}).get("handle"), choice, voter)
         except ArenaError as exc:
-            raise gr.Error(str(exc)) from None
+            raise _refusal(exc) from None
         return (
             {**state, "voted": True},
             presenters.reveal_markdown(reveal),
@@ -241,7 +254,19 @@ def main() -> None:
         service.sync.flush_on_sigterm()
     service.start_loading()
     demo = build_demo(service, settings)
-    demo.queue(default_concurrency_limit=8).launch(theme=gr.themes.Soft())
+    FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
+    demo.queue(default_concurrency_limit=8).launch(**launch_options(settings))
+
+
+def launch_options(settings: Settings) -> dict:
+    """``launch()`` arguments: nothing open that the operator did not ask for."""
+    return {
+        "theme": gr.themes.Soft(),
+        # The app takes no uploads: refuse every file with content.
+        "max_file_size": 0,
+        # /monitoring shows function names and success rates to anyone.
+        "enable_monitoring": settings.monitoring,
+    }
 
 
 if __name__ == "__main__":

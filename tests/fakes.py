@@ -47,7 +47,7 @@ class FakeBackend(Backend):
     options_spec = MappingProxyType(dict(VOICE_OPTIONS))
 
     def __init__(self, model, fail=False):
-        super().__init__(model, "text")
+        super().__init__(model, next(iter(self.modalities)))
         self.fail = fail
         #: Fail on prompts containing this text (a prompt the engine cannot speak).
         self.fail_on: str | None = None

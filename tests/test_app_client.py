@@ -1,8 +1,11 @@
 """The launched app driven through gradio_client, as an API user would."""
 
+import re
+import time
 import wave
 from collections import Counter
 
+import httpx
 import numpy as np
 import pytest
 from gradio_client import Client
@@ -95,3 +98,39 @@ def test_hosted_arenas_without_a_token_say_so(client):
         client.predict("chat", "", api_name="/new_battle")
     with pytest.raises(Exception, match="no arena"):
         client.predict("nope", "", api_name="/leaderboard")
+
+
+def test_the_listening_gate_refuses_a_vote_before_the_clips_could_be_heard(running_app, client):
+    # "Played to the end" was enforced only in the browser; /vote took a vote at once.
+    running_app.service.listen_share = 0.3
+    try:
+        client.predict("tts-en", "", api_name="/new_battle")
+        with pytest.raises(Exception, match="Listen to both clips before you vote") as refused:
+            client.predict("a", api_name="/vote")
+    finally:
+        running_app.service.listen_share = 0.0
+    left = float(re.search(r"\((\d+) s left\)", str(refused.value)).group(1))
+    time.sleep(left + 1.0)
+    _, reveal = client.predict("a", api_name="/vote")  # the battle stayed open for its vote
+    assert reveal["counted"]
+
+
+def test_routine_refusals_are_one_log_line_without_a_traceback(client, capfd, caplog):
+    caplog.set_level("INFO", logger="app")
+    client.predict("tts-en", "", api_name="/new_battle")
+    client.predict("tie", api_name="/vote")
+    with pytest.raises(Exception, match="already voted"):
+        client.predict("a", api_name="/vote")
+    assert "Traceback" not in capfd.readouterr().err
+    assert any("refused: You already voted" in r.getMessage() for r in caplog.records)
+
+
+def test_monitoring_and_uploads_are_closed(running_app):
+    # /monitoring showed function names and success rates to anyone; the app takes no
+    # uploads, so Gradio's upload route refuses any file with content.
+    for page in ("monitoring", "monitoring/summary"):
+        answer = httpx.get(running_app.url + page)
+        assert answer.status_code == 403 and "new_battle" not in answer.text
+    answer = httpx.post(running_app.url + "gradio_api/upload",
+                        files={"files": ("x.wav", b"RIFF" + b"\0" * 4096, "audio/wav")})  # fmt: skip
+    assert answer.status_code == 413

@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arena_core.votes.log as vote_log_module
-from arena_core.backends import ModelPool, PoolSettings
+from arena_core.backends import ModelPool, Output, PoolSettings
 from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
 from arena_core.registry import parse_registry
-from arena_core.space.battles import BattleBook
+from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, clean_prompt
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
@@ -295,3 +296,45 @@ def test_a_vote_that_could_not_be_saved_can_be_cast_again(tmp_path, monkeypatch)
     assert service.vote(view.handle, "b", voter="v").vote == "b"  # the battle was reopened
     assert [r["vote"] for r in logged(tmp_path)] == ["b"]
     assert service.board("speech").votes_used == 1
+
+
+def test_the_listening_gate_holds_a_battle_open_until_its_time_has_passed():
+    clock = Clock()
+    book = BattleBook(ttl=1800, clock=clock)
+    handle, _ = book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
+                          category=None)  # fmt: skip
+    book.delivered(handle, listen_seconds=6.0)
+    clock.now += 5.5
+    with pytest.raises(BattleError, match=r"Listen to both clips before you vote \(1 s left\)"):
+        book.close_for_vote(handle)
+    clock.now += 0.5
+    assert book.close_for_vote(handle).model_a == "a"  # the refusal did not close it
+
+
+class SpeakingFake(FakeBackend):
+    """Speaks: a 440 Hz tone lasting 0.1 s per character of the prompt."""
+
+    modalities = frozenset({"audio"})
+
+    def _generate(self, text, timeout, language):
+        self.calls += 1
+        t = np.arange(int(1600 * len(text))) / 16000
+        return Output.from_audio(16000, 0.3 * np.sin(2 * np.pi * 440 * t))
+
+
+def test_the_gate_asks_for_half_of_both_clips_by_default(tmp_path):
+    registry = parse_registry({"arenas": [{**REGISTRY["arenas"][0], "modality": "audio"}]})
+    arena = registry.arenas[0]
+    clock = Clock()
+    backends = {m.id: SpeakingFake(m) for m in arena.models}
+    pool = ModelPool(arena, backends, clock=clock)
+    service = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes"), clock=clock,
+                           rng=np.random.default_rng(0), listen_share=Settings().listen_share)  # fmt: skip
+    service.load()
+    view = service.new_battle("speech", "Hello there.")  # two clips of 1.2 s each
+    assert view.output_a.duration + view.output_b.duration == pytest.approx(2.4)
+    clock.now += 1.15
+    with pytest.raises(ArenaError, match=r"Listen to both clips before you vote \(1 s left\)"):
+        service.vote(view.handle, "a", voter="v")
+    clock.now += 0.1
+    assert service.vote(view.handle, "a", voter="v").counted

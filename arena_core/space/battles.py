@@ -9,6 +9,7 @@ before it expires.
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
@@ -36,6 +37,10 @@ class Battle:
     battle_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     delivered: bool = False
     voted: bool = False
+    #: Clock time the outputs were handed to the visitor.
+    delivered_at: float | None = None
+    #: Seconds after delivery before a vote is taken (the listening gate; 0: none).
+    listen_seconds: float = 0.0
 
 
 class BattleBook:
@@ -57,12 +62,16 @@ class BattleBook:
             self._open[handle] = battle
         return handle, battle
 
-    def delivered(self, handle: str) -> None:
-        """Both outputs reached the visitor: the battle may now take a vote."""
+    def delivered(self, handle: str, listen_seconds: float = 0.0) -> None:
+        """Both outputs reached the visitor: the battle may take a vote once
+        ``listen_seconds`` more have passed (the server's own listening gate: the
+        browser's "played to the end" is the visitor's to fake)."""
         with self._lock:
             battle = self._open.get(handle)
             if battle is not None:
                 battle.delivered = True
+                battle.delivered_at = self._clock()
+                battle.listen_seconds = max(0.0, float(listen_seconds))
 
     def close_for_vote(self, handle: str | None) -> Battle:
         """Mark the battle voted and return it, or refuse with a reason the visitor can read.
@@ -81,6 +90,11 @@ class BattleBook:
                 raise BattleError("You already voted on this battle. Start a new battle.")
             if not battle.delivered:
                 raise BattleError("Both outputs must arrive before you vote.")
+            left = battle.delivered_at + battle.listen_seconds - self._clock()
+            if left > 0:
+                raise BattleError(
+                    f"Listen to both clips before you vote ({math.ceil(left)} s left)."
+                )
             battle.voted = True
             return battle
 

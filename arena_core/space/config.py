@@ -50,6 +50,16 @@ class Settings:
     dataset_license: str = "cc-by-4.0"
     #: SPACE_ID: set by Hugging Face Spaces; enables the login button.
     space_id: str = ""
+    #: ARENA_LISTEN_SHARE: the listening gate. A vote on an audio battle is refused until
+    #: this share of the two clips' total duration has passed since delivery. 0.5 admits
+    #: a visitor who plays both at double speed (the player offers it), or side by side.
+    listen_share: float = 0.5
+    #: ARENA_MONITORING: serve Gradio's /monitoring page (function names, success rates).
+    monitoring: bool = False
+    #: GRADIO_ANALYTICS_ENABLED: Gradio's usage reports (off unless the operator asks).
+    analytics: bool = False
+    #: ARENA_TEMP_MB: size bound of Gradio's folder of served files (audio of battles).
+    temp_mb: int = 512
 
     @property
     def votes_dir(self) -> Path:
@@ -81,10 +91,14 @@ class Settings:
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
             dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=env.get("SPACE_ID", ""),
+            listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share, float, zero=True),
+            monitoring=_flag(env, "ARENA_MONITORING"),
+            analytics=_flag(env, "GRADIO_ANALYTICS_ENABLED"),
+            temp_mb=_number(env, "ARENA_TEMP_MB", cls.temp_mb, int),
         )
 
 
-def _number(env: Mapping[str, str], name: str, default, kind):
+def _number(env: Mapping[str, str], name: str, default, kind, *, zero: bool = False):
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -92,6 +106,14 @@ def _number(env: Mapping[str, str], name: str, default, kind):
         value = kind(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    if not (value >= 0 if zero else value > 0):  # NaN compares false: refused too
+        raise ConfigError(f"{name} must be {'>= 0' if zero else 'positive'}, got {raw!r}")
     return value
+
+
+#: Spellings of "on" for boolean variables; anything else (or unset) is off.
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    return env.get(name, "").strip().lower() in _TRUE

@@ -131,7 +131,8 @@ class ArenaService:
         of local votes are dropped by ``vote_id``.
     sync : HubSync, optional
         The Hub sync, for its status.
-    battle_ttl, rate_limit, rate_window, max_prompt_chars : settings (see ``config.Settings``)
+    battle_ttl, rate_limit, rate_window, max_prompt_chars, listen_share : settings
+        (see ``config.Settings``)
     params : BoardParams
         Board settings; the defaults are the CLI's, so both print the same boards.
     clock, rng : injected for tests.
@@ -139,7 +140,8 @@ class ArenaService:
 
     def __init__(self, registry: Registry, pools: dict[str, ModelPool], vote_log: VoteLog, *,
                  replay_sources: list | None = None, sync=None, battle_ttl: float = 1800.0, rate_limit: int = 30, rate_window: float = 600.0,
-                 max_prompt_chars: int = 500, params: BoardParams | None = None,
+                 max_prompt_chars: int = 500, listen_share: float = 0.0,
+                 params: BoardParams | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  rng: np.random.Generator | None = None):  # fmt: skip
         self.registry = registry
@@ -148,6 +150,7 @@ class ArenaService:
         self.replay_sources = list(replay_sources or [])
         self.sync = sync
         self.max_prompt_chars = max_prompt_chars
+        self.listen_share = listen_share
         self.params = params or BoardParams()
         self.live = {a.id: LiveArena(a, self.params) for a in registry.arenas}
         self.book = BattleBook(battle_ttl, clock)
@@ -241,7 +244,9 @@ class ArenaService:
     def _open(self, arena, ids, outputs, text, prompt_id, category) -> BattleView:
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
                                    prompt_id=prompt_id, category=category)  # fmt: skip
-        self.book.delivered(handle)
+        # Audio must be heard: both clips, at up to double speed or side by side.
+        heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
+        self.book.delivered(handle, self.listen_share * heard)
         return BattleView(handle, arena.id, arena.modality, text, category, *outputs)
 
     def _prompt(self, arena: Arena, prompt: str | None) -> tuple[str, str | None, str | None]:

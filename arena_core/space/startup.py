@@ -65,4 +65,5 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         rate_limit=settings.rate_limit,
         rate_window=settings.rate_window,
         max_prompt_chars=settings.max_prompt_chars,
+        listen_share=settings.listen_share,
     )
