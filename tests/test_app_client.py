@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from gradio_client import Client
 
+import arena_core.votes.log as vote_log_module
 from arena_core.votes.read import read_votes
 
 VOTE_CYCLE = ["a", "b", "tie", "both_bad"]
@@ -134,3 +135,24 @@ def test_monitoring_and_uploads_are_closed(running_app):
     answer = httpx.post(running_app.url + "gradio_api/upload",
                         files={"files": ("x.wav", b"RIFF" + b"\0" * 4096, "audio/wav")})  # fmt: skip
     assert answer.status_code == 413
+
+
+def test_a_full_disk_refuses_the_vote_and_the_app_keeps_serving(running_app, client, monkeypatch):
+    # The shard cannot take another byte: the visitor is told, nothing is acknowledged or
+    # written, and once space is back the same battle takes its vote.
+    logged_before = len(read_votes(running_app.settings.votes_dir))
+    real_write = vote_log_module.os.write
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    client.predict("tts-en", "", api_name="/new_battle")
+    monkeypatch.setattr(vote_log_module.os, "write", full)
+    with pytest.raises(Exception, match=r"could not be saved\. Please vote again"):
+        client.predict("a", api_name="/vote")
+    assert len(read_votes(running_app.settings.votes_dir)) == logged_before
+    assert client.predict("tts-en", "", api_name="/leaderboard")["rows"]  # still serving
+    monkeypatch.setattr(vote_log_module.os, "write", real_write)
+    _, reveal = client.predict("a", api_name="/vote")
+    assert reveal["counted"]
+    assert len(read_votes(running_app.settings.votes_dir)) == logged_before + 1

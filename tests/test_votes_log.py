@@ -181,3 +181,90 @@ def test_a_row_from_the_future_never_moves_the_clock(tmp_path, future):
     assert (
         store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-01-01T00:00:00.000Z"
     )
+
+
+def test_each_vote_is_fsynced_in_its_shard_after_it_is_written(tmp_path, monkeypatch):
+    # Removing the shard's own fsync was caught only by a service test that counted the
+    # folder's fsync: here the file descriptor synced must be the shard's, after the write.
+    events = []
+    real_write, real_fsync = os.write, os.fsync
+
+    def write(fd, data):
+        events.append(("write", os.fstat(fd).st_ino))
+        return real_write(fd, data)
+
+    def fsync(fd):
+        events.append(("fsync", os.fstat(fd).st_ino))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(vote_log.os, "write", write)
+    monkeypatch.setattr(vote_log.os, "fsync", fsync)
+    store = VoteLog(tmp_path)
+    for vote in ("a", "b"):
+        events.clear()
+        store.append(arena="x", model_a="a", model_b="b", vote=vote)
+        shard = store.path.stat().st_ino
+        last_write = max(k for k, e in enumerate(events) if e == ("write", shard))
+        assert ("fsync", shard) in events[last_write + 1 :]
+
+
+def _fail_on(name, errno, *, when=lambda args: True, times=1):
+    """os.<name> that raises ``errno`` on the first ``times`` calls matching ``when``."""
+    real, left = getattr(os, name), [times]
+
+    def fake(*args, **kwargs):
+        if left[0] and when(args):
+            left[0] -= 1
+            raise OSError(errno, os.strerror(errno))
+        return real(*args, **kwargs)
+
+    return fake
+
+
+def _is_shard(args):
+    return str(args[0]).endswith(".jsonl")
+
+
+def _is_folder(args):
+    return os.path.isdir(f"/proc/self/fd/{args[0]}")
+
+
+FAULTS = {
+    # A folder made read-only, or a full disk when the shard is created.
+    "open-eacces": ("open", 13, _is_shard),
+    "open-enospc": ("open", 28, _is_shard),
+    "write-enospc": ("write", 28, lambda args: True),
+    "fsync-eio": ("fsync", 5, lambda args: not _is_folder(args)),
+    # The new shard's directory entry cannot be made durable.
+    "folder-fsync-eio": ("fsync", 5, _is_folder),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("existing", [False, True], ids=["new-shard", "existing-shard"])
+def test_a_vote_that_cannot_be_made_durable_is_refused_and_leaves_nothing(tmp_path, monkeypatch,
+                                                                          fault, existing):  # fmt: skip
+    name, errno, when = FAULTS[fault]
+    store = VoteLog(tmp_path)
+    if existing:
+        store.append(arena="x", model_a="a", model_b="b", vote="a")
+    monkeypatch.setattr(vote_log.os, name, _fail_on(name, errno, when=when))
+    if existing and fault == "folder-fsync-eio":  # an existing shard needs no folder fsync
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+    else:
+        with pytest.raises(VoteWriteError) as err:
+            store.append(arena="x", model_a="a", model_b="b", vote="b")
+        assert err.value.rolled_back
+    monkeypatch.undo()
+    store.append(arena="x", model_a="a", model_b="b", vote="tie")
+    votes = read_votes(tmp_path)
+    expected = ["a", "b"] if existing and fault == "folder-fsync-eio" else ["a"] * existing
+    assert votes.column("vote").to_pylist() == [*expected, "tie"] and not votes.skipped
+
+
+def test_a_vote_whose_rollback_also_fails_is_not_called_rolled_back(tmp_path, monkeypatch):
+    store = VoteLog(tmp_path)
+    monkeypatch.setattr(vote_log.os, "fsync", _fail_on("fsync", 5, times=99))
+    with pytest.raises(VoteWriteError) as err:
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert not err.value.rolled_back  # the service then closes the battle: no second vote

@@ -163,31 +163,52 @@ class VoteLog:
         return now
 
     def _write(self, line: bytes) -> None:
-        """Append one line and fsync it; on failure, cut the shard back and raise VoteWriteError."""
+        """Append one line and fsync it; on failure, cut the shard back and raise VoteWriteError.
+
+        Every failure (a full disk, a folder made read-only, too many open files, an
+        I/O error at fsync) becomes a :class:`VoteWriteError`, so the caller never
+        acknowledges a vote that is not durably in the file.
+        """
         created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            if self._held is None:
-                self._held = os.open(self.path, os.O_RDONLY)
-                fcntl.flock(self._held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise VoteWriteError(f"could not open the vote shard: {exc}", rolled_back=True) from exc
+        try:
             size = os.fstat(fd).st_size
             try:
+                if self._held is None:
+                    self._hold()
                 view = memoryview(line)
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
+                if created:  # make the new directory entry durable too
+                    _fsync_folder(self.folder)
             except OSError as exc:
                 raise VoteWriteError(
                     f"could not write the vote: {exc}", rolled_back=_cut(fd, size)
                 ) from exc
         finally:
             os.close(fd)
-        if created:  # make the new directory entry durable too
-            dir_fd = os.open(self.folder, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+
+    def _hold(self) -> None:
+        """Take the shard's ``flock`` that marks it in use (see :func:`shard_in_use`)."""
+        held = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(held)
+            raise
+        self._held = held
+
+
+def _fsync_folder(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _cut(fd: int, size: int) -> bool:
