@@ -108,6 +108,7 @@ def reveal_data(reveal: Reveal) -> dict:
     """The reveal as plain JSON for API clients."""
     return {
         "vote": reveal.vote,
+        "vote_id": reveal.vote_id,
         "counted": reveal.counted,
         "note": reveal.note,
         "model_a": {"id": reveal.a.model_id, "name": reveal.a.name,

@@ -77,6 +77,8 @@ class Reveal:
     b: Side
     counted: bool
     note: str = ""
+    #: The logged vote's id: a visitor (or a load test) can find it in the public dataset.
+    vote_id: str | None = None
 
 
 @dataclass
@@ -306,12 +308,13 @@ class ArenaService:
             note = ("This vote was over the rate limit: it is kept but not counted."
                     if vote.flags else "Ratings are still loading; your vote is saved and will count.")  # fmt: skip
             return Reveal(vote.vote, Side(a.id, a.name, None, None), Side(b.id, b.name, None, None),
-                          counted=False, note=note)  # fmt: skip
+                          counted=False, note=note, vote_id=vote.vote_id)  # fmt: skip
         return Reveal(
             vote.vote,
             Side(a.id, a.name, step.before_a, step.after_a),
             Side(b.id, b.name, step.before_b, step.after_b),
             counted=True,
+            vote_id=vote.vote_id,
         )
 
     # -- boards -----------------------------------------------------------------------

@@ -1,0 +1,313 @@
+"""Benchmark: the running app under many concurrent visitors, and a check that no vote is lost.
+
+    python bench/load.py --clients 50 --seconds 30
+    python bench/load.py --clients 50 --seconds 30 --replayed 1000000
+    python bench/load.py --clients 50 --seconds 30 --typed-share 0.1 --format json
+
+Starts ``app.py`` in its own process on 127.0.0.1 with a fresh data folder (the
+listening gate and the rate limit switched off: this measures the server's
+capacity, not a listener's patience), waits until the start-up replay and the
+output warm-up are done, then runs ``--clients`` simulated visitors for
+``--seconds``: each loops "new battle (and fetch both clips, as a browser does),
+vote". The clients speak Gradio's queue protocol directly over HTTP with asyncio
+(``gradio_client`` spends more CPU per call than the server does, on the same two
+cores). ``--typed-share`` of the battles use a unique typed prompt, so they
+generate instead of answering from the output cache.
+
+Afterwards it reads the vote log and checks that every acknowledged vote is
+there exactly once and counted on the board. ``--format json`` prints one
+object with ``votes_acked``, ``votes_found``, ``votes_lost``,
+``votes_duplicated``, ``votes_on_board``, ``votes_per_s``, ``battles_per_s``,
+``vote_p50_ms``, ``vote_p99_ms``, ``battle_p50_ms``, ``battle_p99_ms``,
+``fetch_p99_ms`` and ``errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from synth import simulate  # noqa: E402
+
+from arena_core.registry import load_registry  # noqa: E402
+from arena_core.votes.read import read_votes  # noqa: E402
+from arena_core.votes.schema import ARROW_SCHEMA  # noqa: E402
+
+ARENA = "tts-en"
+CHOICES = ("a", "b", "tie", "both_bad")
+#: Seconds to wait for the app to answer and finish its replay and warm-up.
+START_TIMEOUT = 900.0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--replayed", type=int, default=0, help="votes in the log before start")
+    parser.add_argument("--typed-share", type=float, default=0.0)
+    parser.add_argument("--data", help="data folder to reuse (keeps the output cache warm)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="arena-load-") as tmp:
+        data = Path(args.data) if args.data else Path(tmp)
+        result = run(data, args)
+    if args.format == "json":
+        print(json.dumps(result, indent=1))
+    else:
+        print(table(result, args))
+    return 0 if result["votes_lost"] == 0 and result["votes_duplicated"] == 0 else 1
+
+
+def run(data: Path, args) -> dict:
+    votes_dir = data / "votes"
+    for old in votes_dir.glob("votes-*"):  # a reused folder keeps its cache, not its votes
+        old.unlink()
+    if args.replayed:
+        seed_votes(votes_dir, args.replayed, args.seed)
+    warm_cache(data)
+    port = free_port()
+    env = {**os.environ, "ARENA_DATA_DIR": str(data), "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_SERVER_NAME": "127.0.0.1", "ARENA_LISTEN_SHARE": "0",
+           "ARENA_RATE_LIMIT": str(10**9), "ARENA_VOTER_SALT": "load-bench",
+           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    server = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}/"
+        stats = asyncio.run(load(base, args))
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return summarise(stats, votes_dir, args)
+
+
+def seed_votes(folder: Path, n_votes: int, seed: int) -> None:
+    """``n_votes`` synthetic votes between the arena's models, as one Parquet file."""
+    models = [m.id for m in load_registry(ROOT / "registry.yaml").arena(ARENA).models]
+    frames, _ = simulate(n_votes, n_models=len(models), seed=seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    mapping = {f"model-{k:02d}": m for k, m in enumerate(models)}
+    start_us = time.time_ns() // 1000 - 10**12  # all of them in the past
+    with pq.ParquetWriter(folder / "votes-seed.parquet", ARROW_SCHEMA, compression="zstd") as w:
+        for frame in frames:
+            frame["arena"] = ARENA
+            frame["model_a"] = frame["model_a"].map(mapping)
+            frame["model_b"] = frame["model_b"].map(mapping)
+            frame["category"] = None
+            ts = start_us + np.arange(len(frame)) * 1000
+            frame["ts"] = np.char.add(
+                np.datetime_as_string(ts.astype("datetime64[us]"), unit="ms"), "Z"
+            )
+            start_us = int(ts[-1]) + 1000
+            w.write_table(pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False))
+
+
+class Gradio:
+    """The queue protocol of a Gradio 6 app: join an event, read its result from the stream."""
+
+    def __init__(self, http: httpx.AsyncClient, base: str, config: dict):
+        self.http, self.base = http, base
+        self.api = base + config.get("api_prefix", "/gradio_api").strip("/") + "/"
+        self.fn = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+        self.inputs = {
+            d["api_name"]: d["inputs"] for d in config["dependencies"] if d.get("api_name")
+        }
+        self.states = {c["id"] for c in config["components"] if c.get("type") == "state"}
+
+    async def call(self, name: str, *values, session: str) -> list:
+        """Run endpoint ``name`` in ``session``; the output values (states left out)."""
+        values = iter(values)
+        data = [None if i in self.states else next(values) for i in self.inputs[name]]
+        payload = {"data": data, "fn_index": self.fn[name], "session_hash": session,
+                   "event_data": None, "trigger_id": None}  # fmt: skip
+        joined = await self.http.post(self.api + "queue/join", json=payload)
+        joined.raise_for_status()
+        event_id = joined.json()["event_id"]
+        async with self.http.stream("GET", self.api + "queue/data",
+                                    params={"session_hash": session}) as stream:  # fmt: skip
+            async for line in stream.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("event_id") != event_id or message["msg"] != "process_completed":
+                    continue
+                output = message["output"]
+                if not message.get("success", False):
+                    raise RuntimeError(output.get("error") or "event failed")
+                return output["data"]
+        raise RuntimeError("the stream closed before the event completed")
+
+
+async def load(base: str, args) -> dict:
+    limits = httpx.Limits(
+        max_connections=4 * args.clients, max_keepalive_connections=2 * args.clients
+    )
+    async with httpx.AsyncClient(timeout=120.0, limits=limits) as http:
+        config = await wait_until_ready(http, base, args.replayed)
+        gradio = Gradio(http, base, config)
+        (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
+        stats = {"battle_ms": [], "vote_ms": [], "fetch_ms": [], "acked": [], "errors": Counter(),
+                 "votes_before": board["votes_used"]}  # fmt: skip
+        started = time.perf_counter()
+        deadline = started + args.seconds
+        rng = random.Random(args.seed)
+        await asyncio.gather(*(visitor(gradio, http, stats, deadline, random.Random(rng.random()),
+                                       args.typed_share) for _ in range(args.clients)))  # fmt: skip
+        stats["seconds"] = time.perf_counter() - started
+        await asyncio.sleep(0.5)
+        (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
+        stats["votes_after"] = board["votes_used"]
+        return stats
+
+
+async def wait_until_ready(http: httpx.AsyncClient, base: str, replayed: int) -> dict:
+    """The app's config, once it answers and its start-up replay has counted the seeded votes."""
+    until = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < until:
+        try:
+            config = (await http.get(base + "config")).json()
+            (board,) = await Gradio(http, base, config).call("leaderboard", ARENA, "",
+                                                             session=str(uuid.uuid4()))  # fmt: skip
+            if board["votes_used"] >= replayed:
+                return config
+        except (httpx.HTTPError, RuntimeError, KeyError, ValueError):
+            pass
+        await asyncio.sleep(1.0)
+    raise TimeoutError("the app did not become ready")
+
+
+def warm_cache(data: Path) -> int:
+    """Generate every (model, set prompt) output of the arena into the app's output cache.
+
+    The same cache the app reads (``<data>/cache``), filled before it starts, so the
+    load phase measures serving, not synthesis. Returns the outputs generated.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from arena_core.backends import BackendError, ModelPool, OutputCache
+
+    arena = load_registry(ROOT / "registry.yaml").arena(ARENA)
+    pool = ModelPool.from_arena(arena, cache=OutputCache(data / "cache"))
+    jobs = [(m, p) for m in pool.pairable() for p in arena.prompts]
+
+    def one(job) -> int:
+        model_id, prompt = job
+        try:
+            pool.generate(model_id, prompt.text, prompt.category)
+        except BackendError:
+            return 0
+        return 1
+
+    with ThreadPoolExecutor(max_workers=2) as workers, pool:
+        return sum(workers.map(one, jobs))
+
+
+async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float):
+    session = str(uuid.uuid4())
+    while time.perf_counter() < deadline:
+        prompt = (
+            f"Typed prompt {uuid.uuid4().hex[:8]}: the weather is fine."
+            if rng.random() < typed_share
+            else ""
+        )
+        try:
+            t0 = time.perf_counter()
+            outputs = await gradio.call("new_battle", ARENA, prompt, session=session)
+            stats["battle_ms"].append(1000 * (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            for clip in clips(outputs):
+                (await http.get(clip["url"])).raise_for_status()
+            stats["fetch_ms"].append(1000 * (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            outputs = await gradio.call("vote", rng.choice(CHOICES), session=session)
+            (reveal,) = [o for o in outputs if isinstance(o, dict) and "vote_id" in o]
+            stats["vote_ms"].append(1000 * (time.perf_counter() - t0))
+            stats["acked"].append(reveal["vote_id"])
+        except (httpx.HTTPError, RuntimeError, KeyError, TypeError) as exc:
+            stats["errors"][f"{type(exc).__name__}: {str(exc)[:80]}"] += 1
+
+
+def clips(outputs: list) -> list[dict]:
+    """The audio files among a battle's outputs (the state, if sent, is left out)."""
+    return [o for o in outputs if isinstance(o, dict) and "url" in o]
+
+
+def summarise(stats: dict, votes_dir: Path, args) -> dict:
+    logged = Counter(read_votes(votes_dir, columns=["vote_id"]).column("vote_id").to_pylist())
+    acked = stats["acked"]
+    found = sum(1 for v in acked if logged[v] >= 1)
+    seconds = stats["seconds"]
+
+    def pct(values, q):
+        return round(float(np.percentile(values, q)), 1) if values else None
+
+    return {
+        "clients": args.clients,
+        "seconds": round(seconds, 1),
+        "typed_share": args.typed_share,
+        "replayed": args.replayed,
+        "votes_acked": len(acked),
+        "votes_found": found,
+        "votes_lost": len(acked) - found,
+        "votes_duplicated": sum(1 for v in acked if logged[v] > 1),
+        "votes_on_board": stats["votes_after"] - stats["votes_before"],
+        "votes_per_s": round(len(acked) / seconds, 1),
+        "battles_per_s": round(len(stats["battle_ms"]) / seconds, 1),
+        "vote_p50_ms": pct(stats["vote_ms"], 50),
+        "vote_p99_ms": pct(stats["vote_ms"], 99),
+        "battle_p50_ms": pct(stats["battle_ms"], 50),
+        "battle_p99_ms": pct(stats["battle_ms"], 99),
+        "fetch_p99_ms": pct(stats["fetch_ms"], 99),
+        "errors": dict(stats["errors"]),
+    }
+
+
+def table(r: dict, args) -> str:
+    rows = [
+        ("clients, seconds, typed share, votes replayed first",
+         f"{r['clients']}, {r['seconds']}, {r['typed_share']}, {r['replayed']:,}"),
+        ("votes/s (acknowledged)", r["votes_per_s"]),
+        ("battles/s", r["battles_per_s"]),
+        ("/vote p50 / p99 (ms)", f"{r['vote_p50_ms']} / {r['vote_p99_ms']}"),
+        ("/new_battle p50 / p99 (ms)", f"{r['battle_p50_ms']} / {r['battle_p99_ms']}"),
+        ("both clips fetched, p99 (ms)", r["fetch_p99_ms"]),
+        ("votes acknowledged / in the log once / lost / doubled",
+         f"{r['votes_acked']} / {r['votes_found']} / {r['votes_lost']} / {r['votes_duplicated']}"),
+        ("votes added to the board", r["votes_on_board"]),
+        ("errors", r["errors"] or "none"),
+    ]  # fmt: skip
+    return "| measure | value |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
