@@ -83,6 +83,8 @@ def sync_line(sync: SyncStatus) -> str:
     """The Hub's side: when the votes were last pushed, how many wait, what went wrong."""
     pushed = sync.last_push.strftime("%Y-%m-%d %H:%M UTC") if sync.last_push else "not yet"
     line = f"Dataset: last push {pushed} · {sync.waiting} votes waiting to be pushed"
+    if sync.unreachable_since is not None:
+        line += f" · ⚠️ Hub unreachable since {sync.unreachable_since:%Y-%m-%d %H:%M UTC}"
     return line + (f" · ⚠️ {sync.last_error}" if sync.last_error else "")
 
 

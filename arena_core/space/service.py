@@ -161,11 +161,16 @@ class ArenaService:
         self._rng = rng if rng is not None else np.random.default_rng()
         self._rng_lock = threading.Lock()
         self._pending: list[Vote] = []
+        self._replaying = threading.Lock()  # one replay at a time: load, then any reload
 
     # -- start-up ---------------------------------------------------------------------
 
     def load(self) -> LoadProgress:
         """Replay the votes already in the log folder (all shards but this process's own)."""
+        with self._replaying:
+            return self._load()
+
+    def _load(self) -> LoadProgress:
         start = time.perf_counter()
         try:
             own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
@@ -189,6 +194,33 @@ class ArenaService:
             self.progress.done = True
         log.info("replayed %d vote files in %.2f s: used %s, skipped %s", len(files),
                  self.progress.seconds, used, dict(self.progress.skipped))  # fmt: skip
+        return self.progress
+
+    def reload(self) -> LoadProgress | None:
+        """Replay every vote file again, this process's shard included, when votes arrive
+        after start-up (the Hub answered late). None if the start-up replay has not run yet:
+        it will read them.
+
+        Runs under the log's lock (which must be reentrant, as ``HubSync.lock`` is): votes
+        wait meanwhile, so none is counted twice or missed and the live board stays equal
+        to a replay of the files.
+        """
+        with self._replaying:
+            if not self.progress.done:
+                return None
+            start = time.perf_counter()
+            with self.vote_log.lock:
+                files = [p for source in (self.vote_log.folder, *self.replay_sources)
+                         for p, _ in vote_files(source)]  # fmt: skip
+                votes = read_votes(files)
+                used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+                if len(votes):  # later votes are stamped after the newest one replayed
+                    self.vote_log.advance_to(int(votes.ts_us.max()))
+                self.progress.files, self.progress.votes_used = len(files), used
+                self.progress.skipped, self.progress.error = Counter(votes.skipped), None
+                self.progress.seconds = time.perf_counter() - start
+        log.info("replayed %d vote files again in %.2f s: used %s", len(files),
+                 self.progress.seconds, used)  # fmt: skip
         return self.progress
 
     def start_loading(self) -> threading.Thread:

@@ -26,7 +26,10 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     that cannot run on this machine are listed with their reason and never
     paired. With ``ARENA_DATASET_REPO`` and ``HF_TOKEN`` set, the repo's votes
     are downloaded for the replay and new votes are pushed to it (``hf_api``
-    is injected by tests; the real Hub is used otherwise).
+    is injected by tests; the real Hub is used otherwise). A Hub that does
+    not answer does not stop the start: votes go to the local log, and the
+    download, the merge into the live boards and the pushes follow once it
+    answers.
     """
     registry = load_registry(settings.registry)
     check_registry(registry)
@@ -45,17 +48,13 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         api = hf_api or HfApi(token=settings.hf_token)
         sync = HubSync(settings.dataset_repo, settings.data_dir, hf_api=api, every_minutes=settings.push_minutes,
                        license_id=settings.dataset_license, space_id=settings.space_id)  # fmt: skip
-        sources.append(sync.pull())
-        lock = sync.start_uploads(shard).lock
-        try:
-            sync.publish_card(registry)
-        except Exception as exc:  # the card can wait for the next start; votes cannot
-            log.error("could not update the dataset card: %s", exc)
+        sources.append(sync.hub_votes)
+        lock = sync.lock
     elif settings.dataset_repo:
         log.warning(
             "ARENA_DATASET_REPO is set but HF_TOKEN is not: votes stay in %s", settings.votes_dir
         )
-    return ArenaService(
+    service = ArenaService(
         registry,
         pools,
         VoteLog(settings.votes_dir, lock=lock, shard_name=shard),
@@ -67,3 +66,6 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         max_prompt_chars=settings.max_prompt_chars,
         listen_share=settings.listen_share,
     )
+    if sync is not None:  # a Hub that does not answer yet is retried in the background
+        sync.start(shard, registry=registry, on_download=service.reload)
+    return service
