@@ -44,7 +44,7 @@ def setup(tmp_path):
     (tmp_path / "prompts.yaml").write_text(PROMPTS)
     api = LocalHubApi(tmp_path / "hub")
     settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
-                        dataset_repo=REPO, push_minutes=60)  # fmt: skip
+                        dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
     return settings, api
 
 

@@ -155,7 +155,7 @@ def test_a_card_that_cannot_be_published_stops_nothing(tmp_path, caplog):
     (tmp_path / "prompts.yaml").write_text(PROMPTS)
     api = CardRefused(tmp_path / "hub")
     settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data",
-                        voter_salt="s", dataset_repo=REPO, push_minutes=60)  # fmt: skip
+                        voter_salt="s", dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
     service.load()
     assert "could not update the dataset card" in caplog.text

@@ -92,7 +92,7 @@ def test_the_app_takes_votes_while_the_hub_refuses_and_syncs_once_it_answers(tmp
     lines = [json.dumps(row(k)) for k in (3, 4)] + [json.dumps(row(9, vote="b"))]
     earlier.path.write_text("\n".join(lines) + "\n")
     settings = Settings(registry=registry(tmp_path), data_dir=tmp_path / "data", voter_salt="s",
-                        dataset_repo=REPO, push_minutes=0.01)  # fmt: skip
+                        dataset_repo=REPO, push_minutes=0.01, listen_share=0.0)  # fmt: skip
     api = HfApi(endpoint=hub.url, token="hf_test_token_not_used")
 
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
@@ -164,7 +164,7 @@ def test_a_stale_local_copy_never_passes_for_the_hubs(tmp_path, hub, online):
 def test_app_py_listens_while_the_hub_refuses(tmp_path, hub):
     port = free_port()
     env = {**os.environ, "ARENA_REGISTRY": str(registry(tmp_path)), "ARENA_DATA_DIR": str(tmp_path / "data"),
-           "ARENA_VOTER_SALT": "s", "ARENA_DATASET_REPO": REPO, "HF_TOKEN": "hf_test_token_not_used",
+           "ARENA_VOTER_SALT": "s", "ARENA_LISTEN_SHARE": "0", "ARENA_DATASET_REPO": REPO, "HF_TOKEN": "hf_test_token_not_used",
            "HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0", "ARENA_PUSH_MINUTES": "0.01",
            "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}  # fmt: skip
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
