@@ -268,3 +268,49 @@ def test_a_vote_whose_rollback_also_fails_is_not_called_rolled_back(tmp_path, mo
     with pytest.raises(VoteWriteError) as err:
         store.append(arena="x", model_a="a", model_b="b", vote="b")
     assert not err.value.rolled_back  # the service then closes the battle: no second vote
+
+
+def test_concurrent_votes_share_fsyncs_and_keep_their_order(tmp_path, monkeypatch):
+    # Group commit: fifty voters at once must not wait for fifty fsyncs in turn. Every
+    # caller still gets its own vote back, durable, and `then` runs in log order.
+    syncs = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd):
+        syncs.append(fd)
+        threading.Event().wait(0.005)  # a disk's few milliseconds, so votes pile up
+        return real_fsync(fd)
+
+    monkeypatch.setattr(vote_log.os, "fsync", slow_fsync)
+    store = VoteLog(tmp_path)
+    applied, results = [], {}
+    barrier = threading.Barrier(50)
+
+    def voter(k):
+        barrier.wait()
+        results[k] = store.append(arena="x", model_a="a", model_b="b", vote="a", voter=f"v{k}",
+                                  then=lambda v: applied.append(v.vote_id) or v)  # fmt: skip
+
+    threads = [threading.Thread(target=voter, args=(k,)) for k in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    votes = read_votes(tmp_path)
+    assert sorted(votes.column("voter").to_pylist()) == sorted(f"v{k}" for k in range(50))
+    assert {r.voter for r in results.values()} == {f"v{k}" for k in range(50)}
+    assert applied == votes.column("vote_id").to_pylist()  # applied in the log's order
+    assert len(syncs) < 25  # batched (one per vote would be 50, plus the folder's)
+    assert store.written == 50
+
+
+def test_a_bad_record_in_a_batch_fails_only_its_caller(tmp_path):
+    store = VoteLog(tmp_path)
+    store._queue.append(vote_log._Request({"arena": "x", "model_a": "a", "model_b": "a",
+                                           "vote": "a"}, None))  # fmt: skip
+    good = store.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert good.vote == "b"
+    assert read_votes(tmp_path).column("vote").to_pylist() == ["b"]
+
+    with pytest.raises(VoteError, match="differ"):
+        store.append(arena="x", model_a="a", model_b="a", vote="a")
