@@ -14,6 +14,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -49,7 +50,9 @@ class BattleBook:
     def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic):
         self.ttl = ttl
         self._clock = clock
-        self._open: dict[str, Battle] = {}
+        # Insertion order is creation order (the clock never runs back), so expired
+        # battles are always at the front: dropping them costs O(1) per battle.
+        self._open: OrderedDict[str, Battle] = OrderedDict()
         self._lock = threading.Lock()
 
     def open(self, **fields) -> tuple[str, Battle]:
@@ -110,6 +113,8 @@ class BattleBook:
             return len(self._open)
 
     def _drop_expired(self, now: float) -> None:
-        expired = [h for h, b in self._open.items() if now - b.created > self.ttl]
-        for handle in expired:
+        while self._open:
+            handle, battle = next(iter(self._open.items()))
+            if now - battle.created <= self.ttl:
+                return
             del self._open[handle]
