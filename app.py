@@ -240,6 +240,8 @@ def main() -> None:
     if service.sync is not None:
         service.sync.flush_on_sigterm()
     service.start_loading()
+    if service.warmup is not None:
+        service.warmup.start()
     demo = build_demo(service, settings)
     demo.queue(default_concurrency_limit=8).launch(theme=gr.themes.Soft())
 

@@ -50,6 +50,12 @@ class Settings:
     dataset_license: str = "cc-by-4.0"
     #: SPACE_ID: set by Hugging Face Spaces; enables the login button.
     space_id: str = ""
+    #: ARENA_AUDIO_RATE: the one sample rate (Hz) every clip of a speech battle is delivered at.
+    audio_rate: int = 24_000
+    #: ARENA_LOUDNESS: ITU-R BS.1770 loudness (LUFS) every clip is normalised to.
+    loudness: float = -23.0
+    #: ARENA_WARMUP: pre-generate the speech arenas' set prompts at start-up ("0" turns it off).
+    warmup: bool = True
 
     @property
     def votes_dir(self) -> Path:
@@ -58,6 +64,11 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
+
+    @property
+    def shaped_dir(self) -> Path:
+        """Clips shaped for blind delivery (``arena_core.space.blinding``), cached like outputs."""
+        return self.data_dir / "shaped"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -81,6 +92,9 @@ class Settings:
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
             dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=env.get("SPACE_ID", ""),
+            audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate, int),
+            loudness=_loudness(env, "ARENA_LOUDNESS", cls.loudness),
+            warmup=_switch(env, "ARENA_WARMUP", cls.warmup),
         )
 
 
@@ -95,3 +109,29 @@ def _number(env: Mapping[str, str], name: str, default, kind):
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {raw!r}")
     return value
+
+
+def _loudness(env: Mapping[str, str], name: str, default: float) -> float:
+    """A loudness in LUFS: negative, unlike the other numbers, and with room for the peaks
+    (12 dB of headroom under -1 dBFS, see ``arena_core.space.blinding``)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+    if not -40.0 <= value <= -14.0:
+        raise ConfigError(f"{name} must be within -40..-14 LUFS, got {raw!r}")
+    return value
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not one of 1/0, true/false, yes/no, on/off")

@@ -11,8 +11,11 @@ from huggingface_hub import HfApi
 from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
 from arena_core.dataset.hub import HubSync
 from arena_core.registry import load_registry
+from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
+from arena_core.space.pacing import Pacer
 from arena_core.space.service import ArenaService
+from arena_core.space.warmup import Warmup
 from arena_core.votes.log import VoteLog, new_shard_name
 
 log = logging.getLogger(__name__)
@@ -26,7 +29,9 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     that cannot run on this machine are listed with their reason and never
     paired. With ``ARENA_DATASET_REPO`` and ``HF_TOKEN`` set, the repo's votes
     are downloaded for the replay and new votes are pushed to it (``hf_api``
-    is injected by tests; the real Hub is used otherwise).
+    is injected by tests; the real Hub is used otherwise). Audio outputs are
+    delivered blind; the set-prompt warm-up is built (``service.warmup``, None
+    with ``ARENA_WARMUP=0``) and started by the caller, like the vote replay.
     """
     registry = load_registry(settings.registry)
     check_registry(registry)
@@ -55,6 +60,10 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         log.warning(
             "ARENA_DATASET_REPO is set but HF_TOKEN is not: votes stay in %s", settings.votes_dir
         )
+    blinder = Blinder(BlindingParams(sample_rate=settings.audio_rate, loudness=settings.loudness),
+                      cache=OutputCache(settings.shaped_dir, max_bytes=settings.cache_mb * 1024 * 1024))  # fmt: skip
+    pacer = Pacer()
+    warmup = Warmup(registry, pools, blinder, pacer) if settings.warmup else None
     return ArenaService(
         registry,
         pools,
@@ -65,4 +74,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         rate_limit=settings.rate_limit,
         rate_window=settings.rate_window,
         max_prompt_chars=settings.max_prompt_chars,
+        blinder=blinder,
+        pacer=pacer,
+        warmup=warmup,
     )
