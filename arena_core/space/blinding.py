@@ -169,7 +169,7 @@ def shape(output: Output, params: BlindingParams) -> Output:
     x = fade(x[start:stop], rate)
     if not np.any(x):
         return Output.from_audio(rate, np.zeros(1, dtype=np.int16))
-    y = level(x, rate, params.loudness, params.ceiling)
+    y = level(x, rate, params.loudness, params.ceiling, params.margin + params.margin_jitter / 2)
     return Output.from_audio(rate, np.round(y * INT16_FULL_SCALE).astype(np.int16))
 
 
@@ -284,7 +284,9 @@ def limit_peaks(x: np.ndarray, ceiling: float, rate: int) -> np.ndarray:
     return x * np.minimum(gain, need)
 
 
-def level(x: np.ndarray, rate: int, target: float, ceiling: float) -> np.ndarray:
+def level(
+    x: np.ndarray, rate: int, target: float, ceiling: float, margin: float = 0.0
+) -> np.ndarray:
     """``x`` scaled to ``target`` LUFS with its peaks limited towards ``ceiling`` dBFS.
 
     Peaks above the ceiling are brought onto it, by at most :data:`MAX_LIMIT_DB`;
@@ -294,6 +296,12 @@ def level(x: np.ndarray, rate: int, target: float, ceiling: float) -> np.ndarray
     cap follows the peak up).
     """
     ceiling_amp, safety_amp = 10 ** (ceiling / 20), 10 ** (SAFETY_CEILING_DB / 20)
+    # Measured between silences as delivered (``margin`` seconds each side): the gating
+    # blocks that straddle the edges count, which matters for a clip of a second or two.
+    edge = np.zeros(round(margin * rate))
+
+    def measure(y: np.ndarray) -> float:
+        return loudness(np.concatenate([edge, y, edge]), rate)
 
     def attempt(gain_db: float) -> tuple[float, np.ndarray]:
         scaled = x * 10 ** (gain_db / 20)
@@ -303,9 +311,9 @@ def level(x: np.ndarray, rate: int, target: float, ceiling: float) -> np.ndarray
         if peak > cap:  # limited peaks land a hair under the cap: lift them onto it
             y = limit_peaks(scaled, cap, rate)
             y = y * (cap / np.max(np.abs(y)))
-        return loudness(y, rate) - target, y
+        return measure(y) - target, y
 
-    gains = [target - loudness(x, rate)]
+    gains = [target - measure(x)]
     error, y = attempt(gains[0])
     errors = [error]
     while abs(errors[-1]) > LOUDNESS_TOLERANCE and len(gains) < MAX_LEVEL_ROUNDS:
