@@ -253,6 +253,8 @@ def main() -> None:
     if service.sync is not None:
         service.sync.flush_on_sigterm()
     service.start_loading()
+    if service.warmup is not None:
+        service.warmup.start()
     demo = build_demo(service, settings)
     FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
     demo.queue(default_concurrency_limit=8).launch(**launch_options(settings))

@@ -60,6 +60,12 @@ class Settings:
     analytics: bool = False
     #: ARENA_TEMP_MB: size bound of Gradio's folder of served files (audio of battles).
     temp_mb: int = 512
+    #: ARENA_AUDIO_RATE: the one sample rate (Hz) every clip of a speech battle is delivered at.
+    audio_rate: int = 24_000
+    #: ARENA_LOUDNESS: ITU-R BS.1770 loudness (LUFS) every clip is normalised to.
+    loudness: float = -23.0
+    #: ARENA_WARMUP: pre-generate the speech arenas' set prompts at start-up ("0" turns it off).
+    warmup: bool = True
 
     @property
     def votes_dir(self) -> Path:
@@ -68,6 +74,11 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
+
+    @property
+    def shaped_dir(self) -> Path:
+        """Clips shaped for blind delivery (``arena_core.space.blinding``), cached like outputs."""
+        return self.data_dir / "shaped"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -92,9 +103,12 @@ class Settings:
             dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=env.get("SPACE_ID", ""),
             listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share, float, zero=True),
-            monitoring=_flag(env, "ARENA_MONITORING"),
-            analytics=_flag(env, "GRADIO_ANALYTICS_ENABLED"),
+            monitoring=_switch(env, "ARENA_MONITORING", cls.monitoring),
+            analytics=_switch(env, "GRADIO_ANALYTICS_ENABLED", cls.analytics),
             temp_mb=_number(env, "ARENA_TEMP_MB", cls.temp_mb, int),
+            audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate, int),
+            loudness=_loudness(env, "ARENA_LOUDNESS", cls.loudness),
+            warmup=_switch(env, "ARENA_WARMUP", cls.warmup),
         )
 
 
@@ -111,9 +125,27 @@ def _number(env: Mapping[str, str], name: str, default, kind, *, zero: bool = Fa
     return value
 
 
-#: Spellings of "on" for boolean variables; anything else (or unset) is off.
-_TRUE = frozenset({"1", "true", "yes", "on"})
+def _loudness(env: Mapping[str, str], name: str, default: float) -> float:
+    """A loudness in LUFS: negative, unlike the other numbers, and with room for the peaks
+    (12 dB of headroom under -1 dBFS, see ``arena_core.space.blinding``)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+    if not -40.0 <= value <= -14.0:
+        raise ConfigError(f"{name} must be within -40..-14 LUFS, got {raw!r}")
+    return value
 
 
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    return env.get(name, "").strip().lower() in _TRUE
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not one of 1/0, true/false, yes/no, on/off")

@@ -27,7 +27,9 @@ from arena_core.matchmaking import NoPairError, draw_pair
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.blinding import Blinder
 from arena_core.space.live import LiveArena
+from arena_core.space.pacing import Pacer
 from arena_core.space.voters import RateLimiter
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
@@ -137,6 +139,10 @@ class ArenaService:
         (see ``config.Settings``)
     params : BoardParams
         Board settings; the defaults are the CLI's, so both print the same boards.
+    blinder, pacer, warmup : optional
+        Blind delivery of audio outputs, the hold that hides generation time, and
+        the start-up pre-generation (``arena_core.space.blinding``, ``pacing``,
+        ``warmup``); without them outputs leave as the engines made them.
     clock, rng : injected for tests.
     """
 
@@ -144,6 +150,7 @@ class ArenaService:
                  replay_sources: list | None = None, sync=None, battle_ttl: float = 1800.0, rate_limit: int = 30, rate_window: float = 600.0,
                  max_prompt_chars: int = 500, listen_share: float = 0.0,
                  params: BoardParams | None = None,
+                 blinder: Blinder | None = None, pacer: Pacer | None = None, warmup=None,
                  clock: Callable[[], float] = time.monotonic,
                  rng: np.random.Generator | None = None):  # fmt: skip
         self.registry = registry
@@ -162,6 +169,7 @@ class ArenaService:
         self._rng_lock = threading.Lock()
         self._pending: list[Vote] = []
         self._replaying = threading.Lock()  # one replay at a time: load, then any reload
+        self.blinder, self.pacer, self.warmup = blinder, pacer, warmup
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -245,6 +253,7 @@ class ArenaService:
         that fails or times out is left out and the pair redrawn: it does not
         lose the battle.
         """
+        started = self.pacer.clock() if self.pacer else 0.0
         arena = self.arena(arena_id)
         text, prompt_id, category = self._prompt(arena, prompt)
         pool, live = self.pools[arena.id], self.live[arena.id]
@@ -258,12 +267,12 @@ class ArenaService:
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)
-            outputs = pool.generate_pair(*ids, text, category, trusted=trusted)
+            outputs = self._prepare(ids, pool.generate_pair(*ids, text, category, trusted=trusted))
             errors = [
                 (m, o) for m, o in zip(ids, outputs, strict=True) if isinstance(o, BackendError)
             ]
             if not errors:
-                return self._open(arena, ids, outputs, text, prompt_id, category)
+                return self._open(arena, ids, outputs, text, prompt_id, category, started)
             for model_id, error in errors:
                 log.warning(
                     "arena %s: %s failed (%s); redrawing the battle", arena.id, model_id, error
@@ -275,7 +284,25 @@ class ArenaService:
             "Not enough models are answering in this arena right now. Try again in a minute."
         )
 
-    def _open(self, arena, ids, outputs, text, prompt_id, category) -> BattleView:
+    def _prepare(self, ids, outputs) -> list:
+        """Each output shaped for blind delivery; a clip that cannot be shaped fails its model."""
+        if self.blinder is None:
+            return list(outputs)
+        prepared = []
+        for model_id, output in zip(ids, outputs, strict=True):
+            try:
+                ok = not isinstance(output, BackendError)
+                prepared.append(self.blinder.prepare(output) if ok else output)
+            except ValueError as exc:
+                prepared.append(BackendError(model_id, f"output cannot be delivered blind: {exc}"))
+        return prepared
+
+    def _open(self, arena, ids, outputs, text, prompt_id, category, started=0.0) -> BattleView:
+        if self.blinder is not None:
+            outputs = self.blinder.deliver(outputs)
+        if self.pacer is not None:  # the answer's timing must not tell which engines ran
+            self.pacer.hold(started, arena.id, self.pools[arena.id].pairable(category), len(text),
+                            typed=prompt_id is None)  # fmt: skip
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
                                    prompt_id=prompt_id, category=category)  # fmt: skip
         # Audio must be heard: both clips, at up to double speed or side by side.
@@ -372,6 +399,8 @@ class ArenaService:
         return {m.id: pool.median_latency(m.id) for m in self.arena(arena_id).models}
 
     def close(self) -> None:
+        if self.warmup is not None:
+            self.warmup.stop()
         for pool in self.pools.values():
             pool.close()
         self.vote_log.close()

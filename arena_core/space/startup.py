@@ -11,8 +11,11 @@ from huggingface_hub import HfApi
 from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
 from arena_core.dataset.hub import HubSync
 from arena_core.registry import load_registry
+from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
+from arena_core.space.pacing import Pacer
 from arena_core.space.service import ArenaService
+from arena_core.space.warmup import Warmup
 from arena_core.votes.log import VoteLog, new_shard_name
 
 log = logging.getLogger(__name__)
@@ -29,7 +32,9 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     is injected by tests; the real Hub is used otherwise). A Hub that does
     not answer does not stop the start: votes go to the local log, and the
     download, the merge into the live boards and the pushes follow once it
-    answers.
+    answers. Audio outputs are delivered blind; the set-prompt warm-up is built
+    (``service.warmup``, None with ``ARENA_WARMUP=0``) and started by the caller,
+    like the vote replay.
     """
     registry = load_registry(settings.registry)
     check_registry(registry)
@@ -54,6 +59,10 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         log.warning(
             "ARENA_DATASET_REPO is set but HF_TOKEN is not: votes stay in %s", settings.votes_dir
         )
+    blinder = Blinder(BlindingParams(sample_rate=settings.audio_rate, loudness=settings.loudness),
+                      cache=OutputCache(settings.shaped_dir, max_bytes=settings.cache_mb * 1024 * 1024))  # fmt: skip
+    pacer = Pacer()
+    warmup = Warmup(registry, pools, blinder, pacer) if settings.warmup else None
     service = ArenaService(
         registry,
         pools,
@@ -65,6 +74,9 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         rate_window=settings.rate_window,
         max_prompt_chars=settings.max_prompt_chars,
         listen_share=settings.listen_share,
+        blinder=blinder,
+        pacer=pacer,
+        warmup=warmup,
     )
     if sync is not None:  # a Hub that does not answer yet is retried in the background
         sync.start(shard, registry=registry, on_download=service.reload)
