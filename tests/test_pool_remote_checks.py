@@ -43,7 +43,8 @@ def test_hosted_models_are_held_back_until_their_check_passes():
     clock = Clock()
     hosted, local = RemoteFake("hosted", answer), FakeBackend("local", answer)
     with pool_with(hosted, local, clock=clock) as pool:
-        hosted.behave = _blocked = _Gate()
+        gate = _Gate()
+        hosted.behave = gate
         futures = pool.probe_remote()
         assert list(futures) == ["hosted"]  # local engines are not checked
         status = pool.status()["hosted"]
@@ -51,7 +52,7 @@ def test_hosted_models_are_held_back_until_their_check_passes():
         assert pool.pairable() == ["local"]
         with pytest.raises(BackendUnavailable, match=CHECKING):
             pool.generate("hosted", "Hi.")
-        _blocked.open()
+        gate.open()
         futures["hosted"].result(timeout=5)
         assert pool.pairable() == ["hosted", "local"]
         assert pool.status()["hosted"].pause_reason == ""
@@ -68,6 +69,8 @@ def test_a_hosted_model_that_fails_its_check_is_paused_with_the_reason_and_reche
         assert status.pause_reason == "HTTP 503 from the service"
         assert status.retry_in == PAUSE
         assert pool.pairable() == ["local"]
+        with pytest.raises(BackendUnavailable, match="paused after its service check failed"):
+            pool.generate("hosted", "Hi.")
 
         clock.advance(PAUSE + 1)  # the pause ends: checked again, not offered to a battle
         assert pool.pairable() == ["local"]

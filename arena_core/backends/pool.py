@@ -312,8 +312,9 @@ class ModelPool:
             until = self._health[model_id].paused_until
             unverified = self._health[model_id].unverified
         if until is not None and until > now:
+            why = "its service check failed" if unverified else "repeated failures"
             raise BackendUnavailable(
-                model_id, f"paused after repeated failures, retried in {until - now:.0f} s"
+                model_id, f"paused after {why}, retried in {until - now:.0f} s"
             )
         if unverified:
             raise BackendUnavailable(model_id, f"paused: {CHECKING}")
