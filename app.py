@@ -10,7 +10,7 @@ import logging
 import gradio as gr
 from PIL import Image
 
-from arena_core.page import plots, presenters, ui_text
+from arena_core.page import plots, presenters, speed, ui_text
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView
 from arena_core.space.startup import build_service
@@ -50,7 +50,10 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
             with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
                 boards = [_board_tab(service, arena.id, demo) for arena in arenas]
             with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about(service.registry, service.params, service.model_status()))
+                # A function, so each page load shows the models' state now (start-up checks).
+                gr.Markdown(lambda: ui_text.about(service.registry, service.params,
+                                                  service.model_status(), speed.load_rtf(),
+                                                  speed.machine_note()))  # fmt: skip
         _refresh_boards(service, boards, leaderboard_tab)
 
         def leaderboard(arena_id: str, category: str = "") -> dict:

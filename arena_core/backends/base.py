@@ -141,6 +141,8 @@ class Backend(ABC):
     modalities: ClassVar[frozenset[str]]
     #: Option name -> spec; any other key in the backend block is refused.
     options_spec: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({})
+    #: Whether generation calls a remote service (checked once at start-up, see ModelPool.probe_remote).
+    remote: ClassVar[bool] = False
 
     def __init__(self, model: Model, modality: str, env: Mapping[str, str] | None = None):
         problems = self.option_problems(model.backend.options, modality)

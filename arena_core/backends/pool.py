@@ -25,6 +25,13 @@ with what the app needs around each generation:
   like any trusted one. At most one probe per model runs at a time, and at most
   one per ``settings.probe_interval`` seconds, so a flood of bad prompts cannot
   turn into a flood of probes.
+* **Remote models are checked before their first battle.** :meth:`ModelPool.probe_remote`
+  (called once at start-up) marks every available remote model (``Backend.remote``)
+  *unverified* and asks it, in the background, for the arena's shortest prompt it
+  speaks. An unverified model is reported paused ("checking the service") and is
+  never paired; a success clears it, a failure pauses it at once for
+  ``settings.pause_seconds`` with the failure as the reason, and when that pause
+  ends the model is probed again instead of being offered to a battle.
 * **Languages.** ``language`` arguments take the prompt's category. A
   category counts as a language only if some model of the arena declares it
   (``voices:`` keys or ``language:``); then only models that speak it are
@@ -67,6 +74,8 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
+#: Why an unverified remote model is held back while its check runs.
+CHECKING = "checking the service before its first battle"
 #: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
 #: per character (people speak about 14 characters a second; four times slower is
 #: still accepted). Longer audio is a broken engine, not an answer.
@@ -108,6 +117,8 @@ class ModelStatus:
     retry_in: float | None
     consecutive_failures: int
     languages: frozenset[str] | None
+    #: Why the model is paused (the last failure, or the start-up check still running); "" if not.
+    pause_reason: str = ""
 
     @property
     def state(self) -> str:
@@ -131,6 +142,10 @@ class _Health:
     #: Injected-clock time of the last probe started, None before the first.
     last_probe: float | None = None
     probing: bool = False
+    #: Not paired until a probe succeeds (a remote model not yet checked, or that failed its check).
+    unverified: bool = False
+    #: The reason of the last failure, "" after a success.
+    last_error: str = ""
 
 
 class ModelPool:
@@ -187,12 +202,15 @@ class ModelPool:
         """Every model's availability, pause and language coverage, in registry order."""
         now = self._clock()
         with self._lock:
-            health = {m: (h.failures, h.paused_until) for m, h in self._health.items()}
+            health = {m: (h.failures, h.paused_until, h.unverified, h.last_error)
+                      for m, h in self._health.items()}  # fmt: skip
         statuses = {}
         for model_id, backend in self._backends.items():
-            failures, until = health[model_id]
+            failures, until, unverified, last_error = health[model_id]
             paused = until is not None and until > now
             availability = backend.availability()
+            if unverified and not paused:  # the check runs (or is due): held back until it passes
+                until, paused = now, True
             statuses[model_id] = ModelStatus(
                 model_id=model_id,
                 available=availability.ok,
@@ -201,11 +219,16 @@ class ModelPool:
                 retry_in=until - now if paused else None,
                 consecutive_failures=failures,
                 languages=backend.languages,
+                pause_reason=(last_error or CHECKING) if paused else "",
             )
         return statuses
 
     def pairable(self, language: str | None = None) -> list[str]:
-        """Models that may be drawn now: available, not paused, and able to speak the prompt's language."""
+        """Models that may be drawn now: available, not paused, and able to speak the prompt's language.
+
+        Unverified models whose pause has ended get their probe started here.
+        """
+        self._recheck_due()
         return [
             model_id
             for model_id, status in self.status().items()
@@ -259,8 +282,12 @@ class ModelPool:
         return first, second
 
     def _start(self, model_id: str, text: str, language: str | None, trusted: bool = True, *,
-               use_cache: bool = True) -> _Started:  # fmt: skip
-        """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit."""
+               use_cache: bool = True, probe: bool = False) -> _Started:  # fmt: skip
+        """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit.
+
+        ``probe`` (a health check): no cache, and run even if the model is paused.
+        """
+        use_cache = use_cache and not probe
         backend = self._backends[model_id]  # KeyError for a model not in this arena
         availability = backend.availability()
         if not availability.ok:
@@ -270,7 +297,8 @@ class ModelPool:
             cached = self._cache.get(key, self.arena.modality)
             if cached is not None:
                 return _Started(model_id, key, output=cached)
-        self._refuse_if_paused(model_id)
+        if not probe:
+            self._refuse_if_paused(model_id)
         if not backend.serves(language):
             raise BackendUnavailable(model_id, f"does not speak {language!r}")
         began = self._clock()
@@ -282,10 +310,14 @@ class ModelPool:
         now = self._clock()
         with self._lock:
             until = self._health[model_id].paused_until
+            unverified = self._health[model_id].unverified
         if until is not None and until > now:
+            why = "its service check failed" if unverified else "repeated failures"
             raise BackendUnavailable(
-                model_id, f"paused after repeated failures, retried in {until - now:.0f} s"
+                model_id, f"paused after {why}, retried in {until - now:.0f} s"
             )
+        if unverified:
+            raise BackendUnavailable(model_id, f"paused: {CHECKING}")
 
     def _finish(self, started: _Started) -> Output:
         """Wait for a submitted generation, then record its outcome and cache its output."""
@@ -330,14 +362,14 @@ class ModelPool:
             logger.info("%s failed on a typed prompt (not counted): %s", started.model_id, error)
             self._probe(started.model_id)
 
-    def _probe(self, model_id: str) -> concurrent.futures.Future | None:
+    def _probe(self, model_id: str, prompt=None) -> concurrent.futures.Future | None:
         """Ask the model for one of the arena's prompts in the background; its result counts.
 
         Returns the probe's future, or None when a probe runs already, one ran
         less than ``settings.probe_interval`` ago, or the arena has no prompt the
         model speaks.
         """
-        prompt = self._probe_prompt(model_id)
+        prompt = prompt or self._probe_prompt(model_id)
         now = self._clock()
         with self._lock:
             health = self._health[model_id]
@@ -350,7 +382,7 @@ class ModelPool:
         def run() -> None:
             try:
                 language = self.language_of(prompt.category)
-                self._finish(self._start(model_id, prompt.text, language, use_cache=False))
+                self._finish(self._start(model_id, prompt.text, language, probe=True))
             except BackendError:
                 pass  # counted by _finish
             finally:
@@ -371,11 +403,47 @@ class ModelPool:
                 return prompt
         return None
 
+    def probe_remote(self) -> dict[str, concurrent.futures.Future]:
+        """Check every available remote model once, in the background, before it is paired.
+
+        Each is asked for the arena's shortest prompt it speaks (a cheap call);
+        until that succeeds it is held back (see "Remote models" above).
+        Returns the probes' futures by model id (for tests and logs).
+        """
+        futures = {}
+        for model_id, backend in self._backends.items():
+            if not backend.remote or not backend.availability().ok:
+                continue
+            prompt = self._short_prompt(model_id)
+            if prompt is None:
+                continue
+            with self._lock:
+                self._health[model_id].unverified = True
+            future = self._probe(model_id, prompt)
+            if future is not None:
+                futures[model_id] = future
+        return futures
+
+    def _recheck_due(self) -> None:
+        """Start the probe of each unverified model whose pause has ended (rate-limited by _probe)."""
+        now = self._clock()
+        with self._lock:
+            due = [m for m, h in self._health.items() if h.unverified and not h.probing
+                   and (h.paused_until is None or h.paused_until <= now)]  # fmt: skip
+        for model_id in due:
+            self._probe(model_id, self._short_prompt(model_id))
+
+    def _short_prompt(self, model_id: str):
+        """The arena's shortest prompt the model speaks (the cheapest check), or None."""
+        spoken = [p for p in self.arena.prompts if self.serves(model_id, p.category)]
+        return min(spoken, key=lambda p: len(p.text)) if spoken else None
+
     def _record_success(self, model_id: str, seconds: float) -> None:
         with self._lock:
             health = self._health[model_id]
             health.failures = 0
             health.paused_until = None
+            health.unverified, health.last_error = False, ""
             health.latencies.append(max(seconds, 0.0))
 
     def _record_failure(self, model_id: str, error: BackendError) -> None:
@@ -383,8 +451,9 @@ class ModelPool:
         with self._lock:
             health = self._health[model_id]
             health.failures += 1
+            health.last_error = error.reason
             failures = health.failures
-            if failures >= self.settings.failures_before_pause:
+            if failures >= self.settings.failures_before_pause or health.unverified:
                 health.paused_until = now + self.settings.pause_seconds
         logger.warning("generation failed (%d in a row): %s", failures, error)
 

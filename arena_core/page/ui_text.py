@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from arena_core.leaderboard import BoardParams
 from arena_core.registry import Registry
 
@@ -65,27 +67,41 @@ A starting rating (`prior`) needs a published benchmark figure and its `source`.
 """
 
 
-def about(registry: Registry, params: BoardParams, status: dict[str, str] | None = None) -> str:
+RTF_EXPLAINED = """**RTF** is the real-time factor of a local engine: seconds of computing per second of
+speech, the median over sample prompts, measured with `python bench/rtf.py`{note}.
+Below 1 the engine speaks faster than real time. Hosted models run elsewhere and have none."""
+
+
+def about(registry: Registry, params: BoardParams, status: dict[str, str] | None = None,
+          rtf: Mapping[str, float] | None = None, rtf_note: str = "") -> str:  # fmt: skip
     """The About tab: methodology, reproduction, and every model with its licence.
 
-    ``status`` maps ``"<arena>/<model id>"`` to "available" or why the model cannot run
-    on this server (engine missing, no token), shown next to it.
+    ``status`` maps ``"<arena>/<model id>"`` to "available", "paused: <why>" or why the
+    model cannot run on this server (engine missing, no token), shown next to it.
+    ``rtf`` maps model ids to their measured real-time factor (``bench/rtf.py``), and
+    ``rtf_note`` says where it was measured.
     """
     text = METHODOLOGY.format(
         prior_weight=params.prior_weight, rounds=params.bootstrap_rounds,
         width=params.established_ci_width, battles=params.established_min_battles,
     )  # fmt: skip
     sections = [text, "## Models and licences"]
+    if rtf:
+        sections.append(RTF_EXPLAINED.format(note=f" ({rtf_note})" if rtf_note else ""))
     for arena in registry.arenas:
         sections.append(f"### {arena.title} (`{arena.id}`)")
         if arena.description:
             sections.append(arena.description)
         sections.append(
-            "| Model | Id | Params | Licence | On this server |\n| --- | --- | --- | --- | --- |"
+            "| Model | Id | Params | Licence | RTF | On this server |\n"
+            "| --- | --- | --- | --- | --- | --- |"
         )
         for m in arena.models:
             name = f"[{m.name}]({m.url})" if m.url else m.name
             here = (status or {}).get(f"{arena.id}/{m.id}", "")
             licence = m.license or "not stated"
-            sections[-1] += f"\n| {name} | `{m.id}` | {m.params or ''} | {licence} | {here} |"
+            speed = f"{rtf[m.id]:.2f}" if rtf and m.id in rtf else ""
+            sections[-1] += (
+                f"\n| {name} | `{m.id}` | {m.params or ''} | {licence} | {speed} | {here} |"
+            )
     return "\n\n".join(sections)

@@ -386,11 +386,15 @@ class ArenaService:
         return live.board(category, skipped=self.progress.skipped)
 
     def model_status(self) -> dict[str, str]:
-        """``"<arena>/<model>"``: "available", "paused", or why the model cannot run here."""
+        """``"<arena>/<model>"``: "available", "paused: <why>", or why the model cannot run here."""
         out = {}
         for arena_id, pool in self.pools.items():
             for model_id, status in pool.status().items():
-                out[f"{arena_id}/{model_id}"] = status.state if status.available else status.reason
+                out[f"{arena_id}/{model_id}"] = (
+                    status.reason if not status.available
+                    else f"paused: {status.pause_reason}" if status.state == "paused"
+                    else status.state
+                )  # fmt: skip
         return out
 
     def latency(self, arena_id: str) -> dict[str, float | None]:

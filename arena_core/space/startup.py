@@ -48,6 +48,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         for model_id, status in pools[arena.id].status().items():
             if not status.available:
                 log.warning("arena %s: %s unavailable: %s", arena.id, model_id, status.reason)
+    start_remote_checks(pools)
     sync, sources, lock, shard = None, [], None, new_shard_name()
     if settings.dataset_repo and (settings.hf_token or hf_api is not None):
         api = hf_api or HfApi(token=settings.hf_token)
@@ -81,3 +82,15 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     if sync is not None:  # a Hub that does not answer yet is retried in the background
         sync.start(shard, registry=registry, on_download=service.reload)
     return service
+
+
+def start_remote_checks(pools: Mapping[str, ModelPool]) -> None:
+    """Call each available hosted model once on a short prompt, in the background.
+
+    Until its call succeeds a hosted model is not paired; one that fails is
+    paused with the failure as its reason (shown on the About tab) and checked
+    again when the pause ends, so no battle is spent on a service that is down.
+    """
+    for arena_id, pool in pools.items():
+        for model_id in pool.probe_remote():
+            log.info("arena %s: checking %s before its first battle", arena_id, model_id)
