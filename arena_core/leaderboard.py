@@ -262,14 +262,15 @@ def _rows(entrants, elo: EloState, counts: PairCounts, fit: BoardFit, params: Bo
     with_ci = bt and fit.intervals
     best, worst = rank_bands(np.where(ranked, shown, np.nan), fit.low if with_ci else None,
                              fit.high if with_ci else None, np.where(ranked, fit.component, -1))  # fmt: skip
-    rows = []
+    keyed = []
     for i, e in enumerate(entrants):
         here = bool(available.get(e.id, True))
         if here or battles[i] > 0:
             row = _row(i, e, tally, fit, params, (shown[i], elo_ratings[i]), (best[i], worst[i]))
-            rows.append(row if here else replace(row, available=False))
-    rows.sort(key=_order)
-    return rows
+            side = int(fit.side[i]) if battles[i] else graph.FITTED
+            keyed.append((_order(row, side), row if here else replace(row, available=False)))
+    keyed.sort(key=lambda pair: pair[0])
+    return [row for _, row in keyed]
 
 
 def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values,
@@ -305,14 +306,12 @@ def _bounds(i: int, fit: BoardFit) -> tuple[float | None, float | None]:
 
 #: Order of the sections of a component: unbounded above, ranked, unbounded below, apart.
 _SECTION = {graph.ABOVE: 0, graph.FITTED: 1, graph.BELOW: 2, graph.APART: 3}
-_SIDE_OF_NOTE = {note: side for side, note in UNBOUNDED_NOTES.items()}
 
 
-def _order(row: LeaderboardRow) -> tuple:
-    """Ranked groups first (group 1 first), each by rank band then rating; unrated last."""
+def _order(row: LeaderboardRow, side: int) -> tuple:
+    """Groups in order (group 1 first), each by section, rank band, rating; unrated last."""
     if row.component is None:
         return (1, 0, 0, 0, -row.rating if row.rating is not None else 0.0, 0, row.model_id)
-    side = _SIDE_OF_NOTE.get(row.note, graph.FITTED)
     value = row.rating if row.rating is not None else row.ci_low or row.ci_high or 0.0
     return (0, row.component, _SECTION[side], row.rank or 0, -value, -row.battles, row.model_id)
 
