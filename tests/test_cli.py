@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from arena_core.cli import main
 from arena_core.leaderboard import COLUMNS, BoardParams, Entrant, board_from_votes
 from arena_core.registry import load_registry
 from arena_core.votes.log import VoteLog
@@ -165,9 +166,12 @@ def test_plain_mle_with_an_unbeaten_model_still_prints_a_board(tmp_path):
     assert "note: y: never beat" in table and "warning:" in table
 
 
-def test_windows_decay_prior_and_availability_options(log_dir, tmp_path):
+def test_windows_decay_prior_and_availability_options(log_dir, tmp_path, capsys):
+    # In-process (arena_core.cli.main) to keep the suite fast; the subprocess tests above
+    # cover the command as researchers run it.
     def board(*extra):
-        return json.loads(run("leaderboard", "--votes", log_dir, "--format", "json", *extra).stdout)
+        assert main(["leaderboard", "--votes", str(log_dir), "--format", "json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
 
     assert board("--since", "2000-01-01")["votes_used"] == 6
     assert board("--until", "2000-01-01")["votes_used"] == 0
@@ -176,7 +180,8 @@ def test_windows_decay_prior_and_availability_options(log_dir, tmp_path):
     assert board("--prior-weight", "4")["fit"]["prior"] == "4"
     assert board("--half-life", "30")["fit"]["half_life_days"] == 30
     (tmp_path / "registry.yaml").write_text(REGISTRY)
-    gone = board("--registry", tmp_path / "registry.yaml", "--unavailable", "z", "w")
+    gone = board("--registry", str(tmp_path / "registry.yaml"), "--unavailable", "z", "w")
     assert {r["model_id"]: r["available"] for r in gone["rows"]}["z"] is False
-    proc = run("leaderboard", "--votes", log_dir, "--prior-weight", "lots", check=False)
-    assert proc.returncode == 2 and "expected 'fitted' or a number" in proc.stderr
+    with pytest.raises(SystemExit):
+        main(["leaderboard", "--votes", str(log_dir), "--prior-weight", "lots"])
+    assert "expected 'fitted' or a number" in capsys.readouterr().err

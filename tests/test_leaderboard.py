@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import choix
 import numpy as np
 import pytest
+from scipy import stats
 from test_posterior import reference
 
 from arena_core.leaderboard import (
@@ -207,11 +208,16 @@ def test_default_board_agrees_with_an_independent_posterior(tmp_path):
                                                     [0, 0, 2, 0, 1, 3, 0])))  # fmt: skip
     k = math.log(10) / 400
     taus = np.geomspace(2 * k, 800 * k, 41)
-    mean, _, _ = reference(counts, [1000, 1050, 1000], taus,
-                           -0.5 * (taus / (200 * k)) ** 2 + np.log(taus))  # fmt: skip
+    log_hyper = -0.5 * (taus / (200 * k)) ** 2 + np.log(taus)
+    mean, _, _ = reference(counts, [1000, 1050, 1000], taus, log_hyper)
+    wts, mus, sds = reference(counts, [1000, 1050, 1000], taus, log_hyper, parts=True)
     rows = {r.model_id: r for r in board.rows}
     for i, m in enumerate("abc"):
         assert rows[m].rating == pytest.approx(mean[i], abs=0.01)
+        # The 95% interval: the 2.5% and 97.5% quantiles of the reference mixture.
+        for bound, q in ((rows[m].ci_low, 0.025), (rows[m].ci_high, 0.975)):
+            cdf = stats.norm.cdf((bound - mus[:, i]) / sds[:, i])
+            assert float(wts @ cdf) == pytest.approx(q, abs=1e-4)
 
 
 def test_flagged_votes_are_kept_out_unless_asked(tmp_path):
@@ -255,6 +261,9 @@ def test_time_windows_pick_their_votes(tmp_path):
     data = board.to_json()
     assert data["since"] == "2026-11-05T00:00:00.000000Z"
     assert data["until"] == "2026-11-21T12:00:00.000000Z"
+    # Votes stamped exactly at midnight: since is inclusive, until exclusive.
+    edges = board_from_votes(votes, "ar", window=Window.parse("2026-11-11", "2026-11-21"))
+    assert edges.votes_used == 1 and edges.last_vote.startswith("2026-11-11T00:00:00.000")
     recent = Window.recent(15, datetime(2026, 11, 30, 17, 5, tzinfo=UTC))
     assert recent == Window.parse("2026-11-15")
     assert board_from_votes(votes, "ar", window=recent).votes_used == 1
@@ -274,6 +283,17 @@ def test_time_decay_weighs_recent_votes_more(tmp_path):
     assert flat["x"].rating == pytest.approx(flat["y"].rating)
     assert rows["y"].rating > rows["x"].rating
     assert rows["y"].battles == 6 and decayed.to_json()["fit"]["half_life_days"] == 7
+
+    # Ages count back from the window's end when it has one: a week later, every vote
+    # weighs half as much, so the same votes give wider intervals (under a fixed prior).
+    def width(until):
+        params = BoardParams(half_life_days=7, prior_weight=4.0)
+        board = board_from_votes(votes, "ar", params=params,
+                                 window=Window.parse(None, until))  # fmt: skip
+        row = next(r for r in board.rows if r.model_id == "y")
+        return row.ci_high - row.ci_low
+
+    assert width("2027-01-07") > 1.1 * width("2026-12-31T00:00:01Z")
     # A half-life of a million days is no decay, to a hundredth of a point.
     slow = board_from_votes(votes, "ar", params=BoardParams(half_life_days=1e6))
     assert slow.rows[0].rating == pytest.approx(flat[slow.rows[0].model_id].rating, abs=0.01)
