@@ -6,6 +6,7 @@ Nothing happens at import time: ``build_demo`` lays out the page for a given ser
 
 import io
 import logging
+from datetime import UTC, datetime
 
 import gradio as gr
 from PIL import Image
@@ -200,6 +201,8 @@ def _board_tab(service, arena_id, demo):
         with gr.Row():
             category = gr.Dropdown([("All prompts", "")] + [(c, c) for c in arena.categories], value="",
                                    label="Category", visible=bool(arena.categories))  # fmt: skip
+            period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
+                              value="all", label="Period")  # fmt: skip
             provisional = gr.Checkbox(True, label="Show provisional models")
             refresh = gr.Button("Refresh", size="sm")
         summary = gr.Markdown(elem_id=f"summary-{arena_id}")
@@ -208,12 +211,14 @@ def _board_tab(service, arena_id, demo):
         ratings = gr.Plot(show_label=False)
         win_rates = gr.Plot(show_label=False)
         battle_counts = gr.Plot(show_label=False)
+    inputs = [category, provisional, period]
     outputs = [summary, table, ratings, win_rates, battle_counts]
 
-    def show(category_value, show_provisional):
+    def show(category_value, show_provisional, period_value):
         cat = category_value or None
-        board = service.board(arena_id, cat)
-        counts = arena.pair_counts(cat)
+        window = presenters.period_window(period_value or "all", datetime.now(UTC))
+        board = service.board(arena_id, cat, window=window)
+        counts = arena.pair_counts(cat, window)
         ids = [e.id for e in arena.entrants]
         sync = service.sync.status() if service.sync else None
         return (
@@ -224,10 +229,9 @@ def _board_tab(service, arena_id, demo):
             plots.battle_count_heatmap(board, ids, counts),
         )
 
-    gr.on([refresh.click, category.change, provisional.change, tab.select, demo.load], show,
-          inputs=[category, provisional], outputs=outputs, api_visibility="private",
-          concurrency_limit=2)  # fmt: skip
-    return show, [category, provisional], outputs
+    gr.on([refresh.click, category.change, provisional.change, period.change, tab.select, demo.load],
+          show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
+    return show, inputs, outputs
 
 
 def _refresh_boards(service, boards, leaderboard_tab):
@@ -238,9 +242,10 @@ def _refresh_boards(service, boards, leaderboard_tab):
     outputs = [c for _, _, outs in boards for c in outs]
 
     def refresh(*values):
-        updates = []
-        for k, (show, _, _) in enumerate(boards):
-            updates += show(*values[2 * k : 2 * k + 2])
+        updates, start = [], 0
+        for show, ins, _ in boards:
+            updates += show(*values[start : start + len(ins)])
+            start += len(ins)
         return gr.Timer(active=not service.progress.done), *updates
 
     gr.on([timer.tick, leaderboard_tab.select], refresh, inputs=inputs, outputs=[timer, *outputs],

@@ -37,6 +37,7 @@ from arena_core.simulation import SCENARIOS, scenario
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.read import read_votes
+from arena_core.window import Window
 
 log = logging.getLogger("arena_core")
 
@@ -86,15 +87,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     board.add_argument(
         "--prior-weight",
-        type=float,
+        type=_prior_weight,
         default=BoardParams.prior_weight,
-        help="virtual draws against each model's prior (0: plain MLE)",
+        metavar="fitted|W",
+        help="prior around each model's prior rating: 'fitted' (default: its spread learnt from "
+        "the arena), W votes' worth, or 0 for plain maximum likelihood",
     )
     board.add_argument(
         "--bootstrap",
         type=int,
         default=BoardParams.bootstrap_rounds,
-        help="bootstrap rounds for the 95%% intervals (0: none)",
+        help="bootstrap rounds for the intervals of --prior-weight 0 (0: none)",
+    )
+    board.add_argument("--since", help="only votes from this ISO date or time on (UTC if no zone)")
+    board.add_argument("--until", help="only votes before this ISO date or time")
+    board.add_argument(
+        "--half-life",
+        type=float,
+        metavar="DAYS",
+        help="weigh votes by age in the fit: a vote this many days older counts half",
+    )
+    board.add_argument(
+        "--unavailable",
+        nargs="+",
+        default=(),
+        metavar="ID",
+        help="models that cannot run (as the Space marks them): left out if they have no votes",
     )
     board.add_argument("--seed", type=int, default=BoardParams.seed, help="bootstrap seed")
     board.add_argument("--voter-kind", choices=("human", "judge"), help="only these voters' votes")
@@ -227,17 +245,32 @@ def _leaderboard(args) -> int:
         seed=args.seed,
         include_flagged=args.include_flagged,
         voter_kind=args.voter_kind,
+        half_life_days=args.half_life,
     )
+    window = Window.parse(args.since, args.until)
     registry = load_registry(args.registry) if args.registry else None
     votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
     arena_id = args.arena or _only_arena(votes, registry)
     entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
-    board = board_from_votes(
-        votes, arena_id, category=args.category, entrants=entrants, params=params
-    )
+    board = board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
+                             params=params, window=window,
+                             available=dict.fromkeys(args.unavailable, False))  # fmt: skip
+    if args.format != "table":  # the table prints them itself
+        for warning in board.warnings:
+            log.warning("%s", warning)
     _write(board, args.format, sys.stdout)
     return 0
+
+
+def _prior_weight(text: str) -> float | None:
+    """``fitted`` or a number of votes' worth (argparse type)."""
+    if text == "fitted":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'fitted' or a number, got {text!r}") from None
 
 
 def _only_arena(votes, registry) -> str:
@@ -262,24 +295,30 @@ def _write(board: Board, fmt: str, out) -> None:
 
 
 #: Columns of the text table (the full set is in JSON and CSV).
-_TABLE_COLUMNS = ("rank", "rank_ub", "model_id", "rating", "ci_low", "ci_high", "elo",
-                  "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
+_TABLE_COLUMNS = ("rank", "rank_worst", "component", "model_id", "rating", "ci_low", "ci_high",
+                  "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
 
 
 def format_table(board: Board) -> str:
-    """A plain-text table for terminals, with a one-line summary."""
+    """A plain-text table for terminals, with a summary and the board's warnings."""
     cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
     head = [c.metadata["label"] for c in cols]
     body = [[_cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]
     widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
+    text_col = [c.name for c in cols].index("model_id")
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) if i != 2 else v.ljust(w) for i, (v, w) in
+    lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
                         enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
     where = board.arena + (f" / {board.category}" if board.category else "")
+    window = board.window.to_json()
+    if not board.window.all_time:
+        where += f" (votes from {window['since'] or 'the start'} to {window['until'] or 'now'})"
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(board.skipped.items())) or "none"
     lines.append(
         f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
     )
+    lines += [f"note: {r.model_id}: {r.note}" for r in board.rows if r.note]
+    lines += [f"warning: {w}" for w in board.warnings]
     return "\n".join(lines)
 
 

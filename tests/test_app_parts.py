@@ -1,6 +1,7 @@
 """The app's pure parts: settings, voter hashing, rate limit, matchmaking, page text and charts."""
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -8,7 +9,14 @@ import pytest
 from conftest import ROOT
 
 from arena_core.dataset.hub import SyncStatus
-from arena_core.leaderboard import Board, BoardParams, Entrant, compute_board
+from arena_core.leaderboard import (
+    Board,
+    BoardParams,
+    Entrant,
+    LeaderboardRow,
+    Window,
+    compute_board,
+)
 from arena_core.matchmaking import NoPairError, draw_pair
 from arena_core.page import plots, presenters, ui_text
 from arena_core.ratings.counts import count_pairs
@@ -79,9 +87,7 @@ def small_board(battles_each=40):
     b = 1 - a
     o = rng.integers(0, 4, len(a))
     counts = count_pairs(3, a, b, o)
-    rows = compute_board(
-        entrants, sequential_elo(3, (a, b, o)), counts, BoardParams(bootstrap_rounds=200)
-    )
+    rows = compute_board(entrants, sequential_elo(3, (a, b, o)), counts, BoardParams())
     return Board("ar", None, "bt", tuple(rows), len(a), {"flagged": 2}), counts
 
 
@@ -91,10 +97,44 @@ def test_board_table_marks_and_hides_provisional_models():
     assert list(table.columns) == presenters.TABLE_COLUMNS
     assert len(table) == 3
     names = table["Model"].tolist()
-    assert "*Model Z*" in names  # no battles: prior, in italics
+    assert names[-1] == "*Model Z*"  # no battles: in italics, last, not ranked
+    assert table["Rank"].tolist()[-1] == "not yet rated" == table["Status"].tolist()[-1]
     x = table[table["Model"].str.contains("Model X")].iloc[0]
     assert x["Latency (s)"] == 0.52 and x["Params"] == "1M" and x["95% CI"].startswith("+")
     assert presenters.board_table(board, {}, show_provisional=False).empty  # nothing settled yet
+
+
+def test_rank_and_interval_cells_say_what_the_board_knows():
+    row = LeaderboardRow(rank=2, rank_worst=4, component=2, model="M", model_id="m", params=None,
+                         params_m=None, rating=1010.0, ci_low=990.0, ci_high=1040.0, elo=1000.0,
+                         elo_per_m_params=None, battles=30, wins=10, losses=10, ties=5,
+                         both_bad=5, win_rate=0.5, status="provisional", available=False,
+                         note=None)  # fmt: skip
+    assert presenters.rank_text(row) == "2–4" and presenters.rank_text(row, True) == "2–4 (group 2)"
+    assert presenters.interval_text(row) == "+30 / -20"
+    above = replace(row, rating=None, ci_low=1234.4, ci_high=None, rank=None, rank_worst=None)
+    assert presenters.interval_text(above) == "≥ 1234 (never beaten)"
+    assert presenters.rank_text(above) == "–"
+    below = replace(above, ci_low=None, ci_high=876.0)
+    assert presenters.interval_text(below) == "≤ 876 (never won)"
+    board = Board("ar", None, "bt", (row, replace(row, rank=1, rank_worst=1, component=1)), 30, {})
+    table = presenters.board_table(board, {})
+    assert table["Status"].tolist()[0] == "provisional · unavailable here"
+    assert table["Rank"].tolist() == ["2–4 (group 2)", "1 (group 1)"]  # two groups: named
+    one_group = replace(board, rows=(row,))
+    assert presenters.board_table(one_group, {})["Rank"].tolist() == ["2–4"]
+
+
+def test_summary_shows_warnings_and_the_window():
+    board, _ = small_board()
+    board = replace(board, warnings=("The votes form 2 groups of models that never met.",),
+                    window=Window.parse("2026-10-31"))  # fmt: skip
+    text = presenters.board_summary(board, LoadProgress(done=True))
+    assert "⚠️ The votes form 2 groups of models that never met." in text
+    assert "since 2026-10-31 00:00 UTC (`--since 2026-10-31T00:00:00Z`)" in text
+    now = datetime(2026, 11, 30, 17, 5, tzinfo=UTC)
+    assert presenters.period_window("30d", now) == Window.parse("2026-10-31")
+    assert presenters.period_window("all", now).all_time
 
 
 def test_summary_says_what_is_counted_and_what_is_loading():
@@ -125,7 +165,7 @@ def test_charts_follow_the_board_order():
     board, counts = small_board()
     ids = ["x", "y", "z"]
     fig = plots.rating_chart(board)
-    assert list(fig.data[0].x) == [r.model for r in board.rows]
+    assert list(fig.data[0].x) == [r.model for r in board.rows if r.battles]  # Z: no battles
     heat = plots.win_rate_heatmap(board, ids, counts)
     order = [ids.index(r.model_id) for r in board.rows]
     expected = presenters.win_fraction(counts.wins)[np.ix_(order, order)]
@@ -143,7 +183,8 @@ def test_about_lists_every_model_with_its_licence():
     for arena in registry.arenas:
         for model in arena.models:
             assert f"`{model.id}`" in text and (model.license or "not stated") in text
-    assert "python -m arena_core leaderboard" in text and "1000 bootstrap" in text
+    assert "python -m arena_core leaderboard" in text and "learnt from the arena" in text
+    assert "1000 bootstrap" in ui_text.about(registry, BoardParams(prior_weight=0))
 
 
 def test_live_arena_refuses_votes_of_another_arena():

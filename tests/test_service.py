@@ -5,6 +5,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -13,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arena_core.votes.log as vote_log_module
-from arena_core.backends import ModelPool, Output, PoolSettings
-from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
+from arena_core.backends import Availability, ModelPool, Output, PoolSettings
+from arena_core.leaderboard import BoardParams, Entrant, Window, board_from_votes
 from arena_core.registry import parse_registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, clean_prompt
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
-from arena_core.votes.schema import FIELDS
+from arena_core.votes.schema import FIELDS, VOTES
 
 
 def make_service(tmp_path, *, failing=(), clock=None, **kwargs):
@@ -338,3 +339,56 @@ def test_the_gate_asks_for_half_of_both_clips_by_default(tmp_path):
         service.vote(view.handle, "a", voter="v")
     clock.now += 0.1
     assert service.vote(view.handle, "a", voter="v").counted
+
+
+class Missing(FakeBackend):
+    """A model whose engine is not installed here."""
+
+    def _check_availability(self):
+        return Availability.no("engine not installed")
+
+
+def dated_service(tmp_path, days, *, params=None, missing=()):
+    """A service whose vote log stamps vote k at ``days[k]`` days after 1 November 2026."""
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    backends = {m.id: (Missing if m.id in missing else FakeBackend)(m) for m in arena.models}
+    moments = iter(datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=d) for d in days)
+    log = VoteLog(tmp_path / "votes", clock=lambda: next(moments))
+    service = ArenaService(registry, {"speech": ModelPool(arena, backends)}, log,
+                           rng=np.random.default_rng(1), params=params)  # fmt: skip
+    service.load()
+    return service
+
+
+def replayed(tmp_path, service, **kwargs):
+    arena = service.registry.arena("speech")
+    return board_from_votes(read_votes(tmp_path / "votes"), "speech",
+                            entrants=Entrant.from_arena(arena), **kwargs).to_json()  # fmt: skip
+
+
+def test_live_windows_and_decay_equal_the_cli_replay(tmp_path):
+    days = list(range(0, 40, 2))
+    service = dated_service(tmp_path, days, params=BoardParams(half_life_days=5))
+    rng = np.random.default_rng(2)
+    for _ in days:
+        service.vote(service.new_battle("speech").handle, VOTES[int(rng.integers(4))], voter="v")
+    params = BoardParams(half_life_days=5)
+    assert service.board("speech").to_json() == replayed(tmp_path, service, params=params)
+    window = Window.recent(10, datetime(2026, 12, 9, tzinfo=UTC))  # from 29 November on
+    live = service.board("speech", window=window)
+    assert live.votes_used == 6
+    assert live.to_json() == replayed(tmp_path, service, params=params, window=window)
+    counts = service.live["speech"].pair_counts(None, window)
+    assert counts.total() == 6
+    for category in ("en", "de"):
+        assert service.board("speech", category, window=window).to_json() == replayed(
+            tmp_path, service, params=params, window=window, category=category)  # fmt: skip
+
+
+def test_models_that_cannot_run_here_leave_the_board_until_they_have_votes(tmp_path):
+    service = dated_service(tmp_path, range(20), missing={"m3"})
+    rows = {r.model_id for r in service.board("speech").rows}
+    assert "m3" not in rows and {"m0", "m1", "m2"} <= rows
+    cli = replayed(tmp_path, service, available={"m3": False})
+    assert service.board("speech").to_json() == cli

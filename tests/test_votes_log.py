@@ -28,7 +28,8 @@ def test_writes_every_contract_key_in_order(tmp_path):
     (line,) = lines(store)
     data = json.loads(line)
     assert list(data) == [f.name for f in FIELDS]
-    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 1
+    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 2
+    assert data["model_a_version"] is None and data["model_b_version"] is None
     assert data["flags"] == [] and data["judge"] is None and data["voter_kind"] == "human"
     assert data["vote_id"] == vote.vote_id and data["ts"] == vote.ts
     assert store.path.name.startswith("votes-") and store.path.suffix == ".jsonl"
@@ -56,6 +57,8 @@ def test_fsync_happens_before_append_returns(tmp_path, monkeypatch):
         ({"arena": ""}, "arena must be"),
         ({"voter_kind": "bot"}, "voter_kind"),
         ({"flags": [""]}, "flags"),
+        ({"model_a_version": ""}, "model_a_version"),
+        ({"model_b_version": 3}, "model_b_version"),
     ],
 )
 def test_bad_votes_write_nothing(tmp_path, fields, message):
@@ -314,3 +317,14 @@ def test_a_bad_record_in_a_batch_fails_only_its_caller(tmp_path):
 
     with pytest.raises(VoteError, match="differ"):
         store.append(arena="x", model_a="a", model_b="a", vote="a")
+
+
+def test_model_versions_are_written_when_the_backend_reports_them(tmp_path):
+    store = VoteLog(tmp_path)
+    store.append(arena="x", model_a="a", model_b="b", vote="a", model_a_version="piper 1.8.0",
+                 model_b_version="espeak-ng 1.52")  # fmt: skip
+    (line,) = lines(store)
+    data = json.loads(line)
+    assert (data["model_a_version"], data["model_b_version"]) == ("piper 1.8.0", "espeak-ng 1.52")
+    votes = read_votes(tmp_path)
+    assert votes.column("model_a_version").to_pylist() == ["piper 1.8.0"]

@@ -15,7 +15,7 @@ from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
 
 def record(k: int, **over) -> dict:
-    """A valid vote with every field, the k-th of a log."""
+    """A valid vote with every field of schema version 1, the k-th of a log."""
     row = {
         "schema_version": 1,
         "vote_id": f"00000000-0000-4000-8000-{k:012d}",
@@ -73,7 +73,7 @@ DAMAGE = [
     (dumps({k: v for k, v in record(95).items() if k != "model_b"}), reasons.MISSING),
     (dumps(record(96, arena="")), reasons.MISSING),
     (dumps(record(97, vote_id=None)), reasons.MISSING),
-    (dumps(record(98, schema_version=2)), reasons.VERSION),
+    (dumps(record(98, schema_version=3)), reasons.VERSION),
     (dumps(record(99, vote="A")), reasons.BAD_VOTE),
     (dumps(record(100, vote="model_a")), reasons.BAD_VOTE),
     (dumps(record(101, voter_kind="robot")), reasons.BAD_VOTER_KIND),
@@ -307,3 +307,25 @@ def test_a_deeply_nested_fastchat_export_is_one_unreadable_file(tmp_path):
     write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
     votes = read_votes([tmp_path / "battles.json", tmp_path / "votes-x.jsonl"])
     assert len(votes) == 1 and votes.skipped == {reasons.UNREADABLE: 1}
+
+
+def test_version_1_and_version_2_rows_read_together(tmp_path):
+    # Version 2 added model_a_version and model_b_version; a version-1 row, from a JSONL shard
+    # or a Parquet file written before the columns existed, reads with both null.
+    v1 = [record(k) for k in range(3)]
+    v2 = [record(k, schema_version=2, model_a_version="espeak-ng 1.52", model_b_version=None)
+          for k in range(3, 6)]  # fmt: skip
+    write_lines(tmp_path / "votes-a.jsonl", [dumps(r) for r in v1 + v2])
+    added = {"model_a_version", "model_b_version"}
+    old_schema = pa.schema([f for f in ARROW_SCHEMA if f.name not in added])
+    pq.write_table(pa.Table.from_pylist([record(k) for k in range(6, 8)], schema=old_schema),
+                   tmp_path / "part-old.parquet")  # fmt: skip
+    votes = read_votes(tmp_path)
+    assert not votes.skipped and len(votes) == 8
+    assert votes.column("schema_version").to_pylist() == [1, 1, 1, 2, 2, 2, 1, 1]
+    assert (
+        votes.column("model_a_version").to_pylist()
+        == [None] * 3 + ["espeak-ng 1.52"] * 3 + [None] * 2
+    )
+    assert votes.column("model_b_version").to_pylist() == [None] * 8
+    assert votes.table.column_names == [f.name for f in FIELDS]

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from arena_core.leaderboard import Board
-from arena_core.page.presenters import MIN_BATTLES_FOR_INTERVAL, win_fraction
+from arena_core.page.presenters import win_fraction
 from arena_core.ratings.counts import PairCounts
 
 #: Chart height in pixels, enough for twenty model names.
@@ -19,9 +19,8 @@ HEIGHT = 560
 
 
 def rating_chart(board: Board) -> go.Figure:
-    """Each model's rating, best first, with its 95% interval once it has enough battles."""
-    rows = list(board.rows)
-    shown = [r.ci_low is not None and r.battles >= MIN_BATTLES_FOR_INTERVAL for r in rows]
+    """Each rated model's rating, in board order, with its 95% interval."""
+    rows = [r for r in board.rows if r.rating is not None and r.battles > 0]
     fig = go.Figure(
         go.Scatter(
             x=[r.model for r in rows],
@@ -30,20 +29,16 @@ def rating_chart(board: Board) -> go.Figure:
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": [
-                    r.ci_high - r.rating if ok else 0 for r, ok in zip(rows, shown, strict=True)
-                ],
-                "arrayminus": [
-                    r.rating - r.ci_low if ok else 0 for r, ok in zip(rows, shown, strict=True)
-                ],
+                "array": [r.ci_high - r.rating if r.ci_high is not None else 0 for r in rows],
+                "arrayminus": [r.rating - r.ci_low if r.ci_low is not None else 0 for r in rows],
             },
             customdata=[r.battles for r in rows],
             hovertemplate="%{x}<br>rating %{y:.0f}, %{customdata} battles<extra></extra>",
         )
     )
-    title = "Rating with 95% confidence interval"
-    if not all(shown):
-        title += f" (intervals from {MIN_BATTLES_FOR_INTERVAL} battles on)"
+    title = "Rating with 95% interval"
+    if len(rows) < len(board.rows):
+        title += " (models without a rating are left out)"
     fig.update_layout(title=title, yaxis_title="rating", height=HEIGHT, margin={"b": 160})
     return fig
 

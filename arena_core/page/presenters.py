@@ -7,6 +7,7 @@ wording and the table layout be tested without a browser.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -14,22 +15,28 @@ import pandas as pd
 from arena_core.dataset.hub import SyncStatus
 from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
 from arena_core.space.service import LoadProgress, Reveal
+from arena_core.window import ALL_TIME, Window
 
 #: Words for each vote, as the visitor chose it.
 VOTE_WORDS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
-#: Battles before the page shows a model's interval. Bootstrap intervals say
-#: nothing about a handful of votes (one vote, resampled, is always that vote:
-#: an interval of width zero), so below this the interval cell stays empty.
-MIN_BATTLES_FOR_INTERVAL = 10
+#: Periods the leaderboard offers: value -> (label, days back; None: every vote).
+PERIODS = {"all": ("All time", None), "30d": ("Last 30 days", 30)}
 #: Columns of the page's leaderboard table, in order.
-TABLE_COLUMNS = ["Rank", "Rank (UB)", "Model", "Params", "Rating", "95% CI", "Seq. Elo",
-                 "Elo / M params", "Battles", "W / L / T / Both bad", "Win rate",
-                 "Latency (s)", "Status"]  # fmt: skip
+TABLE_COLUMNS = ["Rank", "Model", "Params", "Rating", "95% CI", "Seq. Elo", "Elo / M params",
+                 "Battles", "W / L / T / Both bad", "Win rate", "Latency (s)", "Status"]  # fmt: skip
 #: Relative widths of those columns on the page.
-TABLE_WIDTHS = ["4%", "5%", "22%", "6%", "6%", "8%", "6%", "6%", "6%", "10%", "6%", "6%", "9%"]
+TABLE_WIDTHS = ["8%", "22%", "6%", "6%", "11%", "6%", "6%", "6%", "10%", "6%", "6%", "7%"]
 #: How each column renders (the model name is Markdown, to italicise provisional models).
-TABLE_TYPES = ["number", "str", "markdown", "str", "number", "str", "number", "str", "number",
-               "str", "str", "str", "str"]  # fmt: skip
+TABLE_TYPES = ["str", "markdown", "str", "number", "str", "number", "str", "number", "str",
+               "str", "str", "str"]  # fmt: skip
+#: Rank cell of a model without battles (the group below the ranked ones).
+NOT_YET_RATED = "not yet rated"
+
+
+def period_window(period: str, now: datetime) -> Window:
+    """The time window of a period choice (:data:`PERIODS`), as of ``now``."""
+    _, days = PERIODS[period]
+    return ALL_TIME if days is None else Window.recent(days, now)
 
 
 def board_table(
@@ -37,45 +44,72 @@ def board_table(
 ) -> pd.DataFrame:
     """The leaderboard as the page shows it; provisional models marked or left out."""
     rows = [r for r in board.rows if show_provisional or r.status == ESTABLISHED]
-    data = [_table_row(r, latency.get(r.model_id)) for r in rows]
+    groups = board.components > 1
+    data = [_table_row(r, latency.get(r.model_id), groups) for r in rows]
     return pd.DataFrame(data, columns=TABLE_COLUMNS)
 
 
-def _table_row(r: LeaderboardRow, latency: float | None) -> list:
+def rank_text(r: LeaderboardRow, groups: bool = False) -> str:
+    """The rank band ("3", "2–5"), with the group when the board has several."""
+    if r.battles == 0:
+        return NOT_YET_RATED
+    if r.rank is None:
+        return "–"
+    band = str(r.rank) if r.rank == r.rank_worst else f"{r.rank}–{r.rank_worst}"
+    return f"{band} (group {r.component})" if groups else band
+
+
+def interval_text(r: LeaderboardRow) -> str:
+    """The interval as offsets from the rating, or the one-sided bound of an unbounded model."""
+    if r.rating is None:
+        if r.ci_low is not None:
+            return f"≥ {r.ci_low:.0f} (never beaten)"
+        if r.ci_high is not None:
+            return f"≤ {r.ci_high:.0f} (never won)"
+        return "unbounded"
+    if r.ci_low is None or r.ci_high is None:
+        return ""
+    return f"+{r.ci_high - r.rating:.0f} / -{r.rating - r.ci_low:.0f}"
+
+
+def _table_row(r: LeaderboardRow, latency: float | None, groups: bool) -> list:
     settled = r.status == ESTABLISHED
-    ci = ""
-    if r.ci_low is not None and r.battles >= MIN_BATTLES_FOR_INTERVAL:
-        ci = f"+{r.ci_high - r.rating:.0f} / -{r.rating - r.ci_low:.0f}"
+    status = NOT_YET_RATED if r.battles == 0 else r.status
     return [
-        r.rank,
-        "" if r.rank_ub is None else r.rank_ub,
+        rank_text(r, groups),
         r.model if settled else f"*{r.model}*",  # Markdown: unsettled ratings in italics
         r.params or "",
-        round(r.rating, 1),
-        ci,
+        None if r.rating is None else round(r.rating, 1),
+        interval_text(r) if r.battles else "",
         round(r.elo, 1),
         "" if r.elo_per_m_params is None else round(r.elo_per_m_params, 4),
         r.battles,
         f"{r.wins} / {r.losses} / {r.ties} / {r.both_bad}",
         "" if r.win_rate is None else f"{100 * r.win_rate:.1f}%",
         "" if latency is None else round(latency, 2),
-        r.status,
+        status if r.available else f"{status} · unavailable here",
     ]
 
 
 def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None = None) -> str:
-    """One line above the table: votes counted, last vote, what was left out, Hub sync."""
+    """Above the table: votes counted, window, last vote, what was left out, warnings, Hub sync."""
     if progress.error:
         return f"⚠️ The vote log could not be replayed ({progress.error}); showing new votes only."
     if not progress.done:
         return "⏳ Replaying the vote log… the board fills in when it is done."
     where = f" in category **{board.category}**" if board.category else ""
+    since = board.window.to_json()["since"]
+    if since:
+        where += f" since {since[:10]} {since[11:16]} UTC (`--since {since[:19]}Z`)"
     last = board.last_vote.replace("T", " ")[:19] + " UTC" if board.last_vote else "none yet"
     left_out = sum(board.skipped.values())
     note = f" · {left_out} votes left out ({_reasons(board.skipped)})" if left_out else ""
     line = (
         f"{board.votes_used} votes counted{where} · last vote: {last}{note} · *italic*: provisional"
     )
+    if board.fit is not None and board.fit.spread is not None:
+        line += f" · models spread ±{board.fit.spread:.0f} points around their priors"
+    line += "".join(f"\n\n⚠️ {w}" for w in board.warnings)
     return line + (f"\n\n{sync_line(sync)}" if sync is not None else "")
 
 

@@ -32,14 +32,17 @@ page never knows which models it is playing. A tie and "both are bad" each count
 win for both sides. A voter is identified only by a salted hash; votes above the rate limit
 are kept in the log with a flag and left out of the ratings.
 
-**Ratings.** The board is a Bradley-Terry model fitted by maximum likelihood to all counted
-votes, on a scale where 1000 is the anchor and 400 points mean 10-to-1 odds. Each model also
-gets {prior_weight:g} virtual draws against its starting rating (a published benchmark figure
-where the registry gives one, else 1000), so a model with few votes stays near its start
-instead of jumping to an extreme. The 95% interval comes from {rounds} bootstrap resamples of
-the votes; "Rank (UB)" is 1 + the number of models whose interval lies wholly above this
-one's. "Seq. Elo" is the classic Elo rating replayed vote by vote (new models move by up to
-48 points per vote, settled ones by about 12): it is what moves in the reveal after your vote.
+**Ratings.** The board is a Bradley-Terry model of all counted votes, on a scale where 1000
+is the anchor and 400 points mean 10-to-1 odds. Each model starts from a prior rating (a
+published benchmark figure where the registry gives one, else 1000); {prior}. A rating is the
+posterior mean and its 95% interval the posterior's, so a model with three votes has a wide
+interval and it narrows as votes arrive: across models drawn like this arena's, 95% of the
+intervals hold the true rating. "Rank" is a band: from 1 + the number of models whose interval
+lies wholly above, to the last position not ruled out, so models whose intervals overlap share
+positions. Models without battles are "not yet rated"; groups of models that never met are
+ranked apart. "Seq. Elo" is the classic Elo rating replayed vote by vote (new models move by
+up to 48 points per vote, settled ones by about 12): it is what moves in the reveal after your
+vote.
 
 **Provisional.** A model is *established* once its interval is at most
 {width:g} points wide and it has at least {battles} battles; before that it is
@@ -72,6 +75,17 @@ speech, the median over sample prompts, measured with `python bench/rtf.py`{note
 Below 1 the engine speaks faster than real time. Hosted models run elsewhere and have none."""
 
 
+def _prior_words(params: BoardParams) -> str:
+    """How the board's prior works, in a clause."""
+    if params.prior_weight is None:
+        return ("how far true ratings spread around their priors is learnt from the arena's own "
+                "models")  # fmt: skip
+    if params.prior_weight == 0:
+        return (f"this board uses no prior (plain maximum likelihood, {params.bootstrap_rounds} "
+                "bootstrap resamples for the intervals)")  # fmt: skip
+    return f"the prior counts as {params.prior_weight:g} votes"
+
+
 def about(registry: Registry, params: BoardParams, status: dict[str, str] | None = None,
           rtf: Mapping[str, float] | None = None, rtf_note: str = "") -> str:  # fmt: skip
     """The About tab: methodology, reproduction, and every model with its licence.
@@ -82,8 +96,8 @@ def about(registry: Registry, params: BoardParams, status: dict[str, str] | None
     ``rtf_note`` says where it was measured.
     """
     text = METHODOLOGY.format(
-        prior_weight=params.prior_weight, rounds=params.bootstrap_rounds,
-        width=params.established_ci_width, battles=params.established_min_battles,
+        prior=_prior_words(params), width=params.established_ci_width,
+        battles=params.established_min_battles,
     )  # fmt: skip
     sections = [text, "## Models and licences"]
     if rtf:

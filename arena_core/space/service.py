@@ -34,6 +34,7 @@ from arena_core.space.voters import RateLimiter
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import VOTES, Vote
+from arena_core.window import ALL_TIME, Window
 
 log = logging.getLogger(__name__)
 
@@ -378,12 +379,18 @@ class ArenaService:
 
     # -- boards -----------------------------------------------------------------------
 
-    def board(self, arena_id: str, category: str | None = None) -> Board:
+    def board(self, arena_id: str, category: str | None = None, *,
+              window: Window = ALL_TIME) -> Board:  # fmt: skip
+        """The live board of an arena (a category, a time window), with the models that
+        cannot run here marked, and left out when they have no votes."""
         self.arena(arena_id)
         live = self.live[arena_id]
         if category is not None and category not in live.categories:
             raise ArenaError(f"Arena {arena_id!r} has no category {category!r}.")
-        return live.board(category, skipped=self.progress.skipped)
+        pool = self.pools.get(arena_id)
+        available = {m: s.available for m, s in pool.status().items()} if pool else None
+        return live.board(category, skipped=self.progress.skipped, window=window,
+                          available=available)  # fmt: skip
 
     def model_status(self) -> dict[str, str]:
         """``"<arena>/<model>"``: "available", "paused: <why>", or why the model cannot run here."""
