@@ -38,7 +38,10 @@ def make_log(tmp_path, votes, days=None):
     store = VoteLog(tmp_path, clock=lambda: next(moments))
     for v in votes:
         store.append(**v)
-    return read_votes(tmp_path)
+    # Read as of a fixed day after the last vote, not today: these votes are dated around
+    # November 2026, and rows later than the reader's clock are skipped as future_ts.
+    now = START + timedelta(days=max(days or [0]) + 1)
+    return read_votes(tmp_path, now_us=int(now.timestamp() * 1_000_000))
 
 
 def v(a, b, vote, arena="ar", **extra):

@@ -363,7 +363,9 @@ def dated_service(tmp_path, days, *, params=None, missing=()):
 
 def replayed(tmp_path, service, **kwargs):
     arena = service.registry.arena("speech")
-    return board_from_votes(read_votes(tmp_path / "votes"), "speech",
+    # As of a fixed day after the last vote (day 40), not today: later rows are future_ts.
+    as_of = int(datetime(2026, 12, 20, tzinfo=UTC).timestamp() * 1_000_000)
+    return board_from_votes(read_votes(tmp_path / "votes", now_us=as_of), "speech",
                             entrants=Entrant.from_arena(arena), **kwargs).to_json()  # fmt: skip
 
 
