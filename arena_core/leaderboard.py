@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow.compute as pc
 
+from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.ratings.bt import (
     BTParams,
     NotIdentifiableError,
@@ -32,7 +33,7 @@ from arena_core.ratings.elo import EloParams, EloState, sequential_elo
 from arena_core.ratings.scale import ANCHOR
 from arena_core.registry import Arena
 from arena_core.votes.read import VoteTable
-from arena_core.votes.reasons import FLAGGED, UNKNOWN_MODEL
+from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import VOTES
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,9 @@ log = logging.getLogger(__name__)
 METHODS = ("bt", "elo")
 #: Statuses, from no data to a settled rating.
 PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
-#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``).
-BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind")
+#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``;
+#: ``voter`` for the anomalous-voter test).
+BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "voter")
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,9 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
         flagged = keep & (np.nan_to_num(lengths.astype(float)) > 0)
         skipped[FLAGGED] += int(flagged.sum())
         keep &= ~flagged
+        anomalous = keep & anomalous_votes(votes)  # votes of flagged voters, before their flag too
+        skipped[ANOMALOUS_VOTER] += int(anomalous.sum())
+        keep &= ~anomalous
     model_a, model_b = enc["model_a"], enc["model_b"]
     if entrants is None:
         used = np.union1d(model_a.codes[keep], model_b.codes[keep])

@@ -19,9 +19,9 @@ import pytest
 from hubfake import HubDownError, LocalHubApi
 
 from arena_core.dataset.hub import HubSync
+from arena_core.integrity.identity import voter_hash
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
-from arena_core.space.voters import voter_hash
 from arena_core.votes.log import VoteLog, new_shard_name
 from arena_core.votes.parquet import write_parquet
 from arena_core.votes.read import read_votes

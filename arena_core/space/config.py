@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena_core.integrity.identity import IdentityRule
+
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +52,12 @@ class Settings:
     dataset_license: str = "cc-by-4.0"
     #: SPACE_ID: set by Hugging Face Spaces; enables the login button.
     space_id: str = ""
+    #: ARENA_TRUSTED_PROXIES: proxies in front of the app that append the client address to
+    #: X-Forwarded-For; the voter address is that many entries from the right (0: the socket
+    #: peer). Default 1 on a Space (SPACE_ID set), 0 elsewhere.
+    trusted_proxies: int = 0
+    #: ARENA_REQUIRE_LOGIN: refuse votes from visitors not signed in with Hugging Face.
+    require_login: bool = False
 
     @property
     def votes_dir(self) -> Path:
@@ -59,13 +67,24 @@ class Settings:
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
 
+    @property
+    def identity(self) -> IdentityRule:
+        """How voters are identified (see ``arena_core.integrity.identity``)."""
+        return IdentityRule(trusted_proxies=self.trusted_proxies, require_login=self.require_login)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
         """Build settings from ``env``; a malformed number raises :class:`ConfigError`."""
         salt = env.get("ARENA_VOTER_SALT", "")
         if not salt:
             salt = secrets.token_hex(16)
-            log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart")
+            log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart, so "
+                        "the rate limit and the anomalous-voter test start afresh each time")  # fmt: skip
+        space_id = env.get("SPACE_ID", "")
+        require_login = _flag(env, "ARENA_REQUIRE_LOGIN")
+        if require_login and not space_id:
+            raise ConfigError("ARENA_REQUIRE_LOGIN needs Hugging Face sign-in, which only a Space "
+                              "offers (SPACE_ID is not set): every vote would be refused")  # fmt: skip
         return cls(
             registry=Path(env.get("ARENA_REGISTRY", cls.registry)),
             data_dir=Path(env.get("ARENA_DATA_DIR", cls.data_dir)),
@@ -80,7 +99,9 @@ class Settings:
             hf_token=env.get("HF_TOKEN", ""),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
             dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
-            space_id=env.get("SPACE_ID", ""),
+            space_id=space_id,
+            trusted_proxies=_count(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
+            require_login=require_login,
         )
 
 
@@ -95,3 +116,24 @@ def _number(env: Mapping[str, str], name: str, default, kind):
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {raw!r}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number >= 0 (``_number`` refuses 0, which is meaningful here)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.strip().isascii() and raw.strip().isdigit()):
+        raise ConfigError(f"{name} must be a whole number >= 0, got {raw!r}")
+    return int(raw)
+
+
+#: Accepted spellings of an on/off environment variable.
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw not in _TRUE + _FALSE:
+        raise ConfigError(f"{name} must be one of {', '.join(_TRUE + _FALSE[1:])}, got {raw!r}")
+    return raw in _TRUE
