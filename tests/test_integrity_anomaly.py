@@ -5,7 +5,9 @@ plain-Python re-implementation of the test written from the paper's definition
 (``naive_test`` below), never from the module under test.
 """
 
+import gc
 import math
+import weakref
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 
@@ -181,6 +183,10 @@ def test_a_log_without_voters_flags_no_one_and_the_result_is_remembered():
     table = table_of(votes)
     assert detection_of(table) is detection_of(table)
     assert detection_of(table_of(votes)) is not detection_of(table)
+    first = weakref.ref(detection_of(table))
+    del table
+    gc.collect()
+    assert first() is None  # forgotten with its table
     anonymous = table_of([Vote(**{**v.to_dict(), "flags": (), "voter": None}) for v in votes])
     assert not anomalous_votes(anonymous).any()
     no_column = clean(

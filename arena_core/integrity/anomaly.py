@@ -200,24 +200,38 @@ def detect(votes: VoteTable, params: AnomalyParams = AnomalyParams(), *,
     return replace(result, voters=voters, pairs=pairs)
 
 
-_memo: tuple[weakref.ref, AnomalyParams, Detection] | None = None
-_memo_lock = threading.Lock()
+class _LastDetection:
+    """The detection of the last vote table asked about: a replay asks once per board."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._last: tuple[weakref.ref, AnomalyParams, Detection] | None = None
+
+    def get(self, votes: VoteTable, params: AnomalyParams, every_voter: bool) -> Detection:
+        with self._lock:
+            last = self._last
+        if (last is not None and last[0]() is votes and last[1] == params
+                and (last[2].every_voter or not every_voter)):  # fmt: skip
+            return last[2]  # a detection of every voter also answers about the flags alone
+        result = detect(votes, params, every_voter=every_voter)
+        with self._lock:
+            self._last = (weakref.ref(votes, self._forget), params, result)
+        return result
+
+    def _forget(self, ref: weakref.ref) -> None:
+        """The table is gone: so goes its detection (tens of megabytes for a million votes)."""
+        with self._lock:
+            if self._last is not None and self._last[0] is ref:
+                self._last = None
+
+
+_last_detection = _LastDetection()
 
 
 def detection_of(votes: VoteTable, params: AnomalyParams = AnomalyParams(), *,
                  every_voter: bool = False) -> Detection:  # fmt: skip
-    """:func:`detect`, remembered for the last table asked about (a replay asks once per
-    board; a detection for every voter also answers a question about the flags only)."""
-    global _memo
-    with _memo_lock:
-        memo = _memo
-        if (memo is not None and memo[0]() is votes and memo[1] == params
-                and (memo[2].every_voter or not every_voter)):  # fmt: skip
-            return memo[2]
-    result = detect(votes, params, every_voter=every_voter)
-    with _memo_lock:
-        _memo = (weakref.ref(votes), params, result)
-    return result
+    """:func:`detect`, remembered for the last table asked about while that table lives."""
+    return _last_detection.get(votes, params, every_voter)
 
 
 def anomalous_votes(votes: VoteTable, params: AnomalyParams = AnomalyParams()) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 Pure functions on integer counts. A p-value is kept as an exact ratio of
 integers (:func:`p_value_parts`); its logarithm is turned into fixed point
-(:data:`FIXED_ONE`) by :func:`fisher_terms`, the one function that the replay
-(on arrays) and the live app (one vote at a time) both call, so the two agree
-bit for bit.
+(:data:`FIXED_ONE`) by :func:`terms_of`, the one function that the replay (on
+arrays) and the live app (one vote at a time, through :func:`fisher_terms`)
+both call, so the two agree bit for bit.
 """
 
 from __future__ import annotations

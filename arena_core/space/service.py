@@ -52,7 +52,7 @@ _KEPT_FORMAT = {"\u200c", "\u200d"}
 _NOT_COUNTED = {
     RATE_LIMITED: "This vote was over the rate limit: it is kept but not counted.",
     ANOMALOUS_FLAG: "Votes from this voter differ too much from everyone else's on the same "
-    "pairs (see About): they are kept but not counted.",
+    "pairs: they are kept but not counted.",
     None: "Ratings are still loading; your vote is saved and will count.",
 }
 
