@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 import gradio as gr
 from PIL import Image
 
+from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
 from arena_core.page import plots, presenters, speed, ui_text
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView
 from arena_core.space.startup import build_service
 from arena_core.space.tempfiles import FolderBudget
-from arena_core.space.voters import voter_hash, voter_identity
 from arena_core.votes.schema import VOTES
 
 #: Generations running at once (each battle runs both sides in parallel inside).
@@ -30,7 +30,7 @@ DELETE_CACHE = (300, 900)
 log = logging.getLogger("app")
 
 
-def _refusal(exc: ArenaError) -> gr.Error:
+def _refusal(exc: ArenaError | IdentityError) -> gr.Error:
     """A refusal the visitor reads ("you already voted"): one log line, no traceback."""
     log.info("refused: %s", exc)
     return gr.Error(str(exc), print_exception=False)
@@ -146,13 +146,16 @@ def _arena_tab(service, settings, session, arenas):
         outputs[side][0].stop(played(k), inputs=[session], outputs=[session, *buttons],
                               api_visibility="private")  # fmt: skip
 
-    def cast(state, choice, request: gr.Request):
-        voter = voter_hash(settings.voter_salt, voter_identity(
-            username=request.username, headers=request.headers,
-            client_host=request.client.host if request.client else None))  # fmt: skip
+    def cast(state, choice, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
+        # address the trusted proxies saw. Only the salted hash leaves this function.
+        username = profile.username if profile is not None else request.username
         try:
+            voter = voter_hash(settings.voter_salt, voter_identity(
+                settings.identity, username=username, headers=request.headers,
+                client_host=request.client.host if request.client else None))  # fmt: skip
             reveal = service.vote((state or {}).get("handle"), choice, voter)
-        except ArenaError as exc:
+        except (ArenaError, IdentityError) as exc:
             raise _refusal(exc) from None
         return (
             {**state, "voted": True},
@@ -164,8 +167,8 @@ def _arena_tab(service, settings, session, arenas):
         return *[gr.update(interactive=False)] * 4, gr.update(visible=True)
 
     def vote_for(choice):
-        def handler(state, request: gr.Request):
-            return cast(state, choice, request)
+        def handler(state, request: gr.Request, profile: gr.OAuthProfile | None = None):
+            return cast(state, choice, request, profile)
 
         return handler
 

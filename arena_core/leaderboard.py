@@ -47,8 +47,9 @@ __all__ = [
 METHODS = ("bt", "elo")
 #: Statuses, from no data to a settled rating.
 PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
-#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``).
-BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind")
+#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``;
+#: ``voter`` for the anomalous-voter test).
+BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "voter")
 #: Why an unbounded model has no rating, by its side (see ``arena_core.ratings.graph``).
 UNBOUNDED_NOTES = {
     graph.ABOVE: "never beaten by the rest of its group, directly or through others: no finite "

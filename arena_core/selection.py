@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow.compute as pc
 
+from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.elo import EloState, sequential_elo
 from arena_core.ratings.scale import ANCHOR
 from arena_core.registry import Arena
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.reasons import FLAGGED, UNKNOWN_MODEL
+from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import VOTES
 from arena_core.window import ALL_TIME, Window
 
@@ -102,6 +103,9 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
         flagged = keep & (np.nan_to_num(lengths.astype(float)) > 0)
         skipped[FLAGGED] += int(flagged.sum())
         keep &= ~flagged
+        anomalous = keep & anomalous_votes(votes)  # votes of flagged voters, before their flag too
+        skipped[ANOMALOUS_VOTER] += int(anomalous.sum())
+        keep &= ~anomalous
     model_a, model_b = enc["model_a"], enc["model_b"]
     if entrants is None:
         used = np.union1d(model_a.codes[keep], model_b.codes[keep])

@@ -1,4 +1,4 @@
-"""The app's pure parts: settings, voter hashing, rate limit, matchmaking, page text and charts."""
+"""The app's pure parts: settings, matchmaking, page text and charts."""
 
 from collections import Counter
 from dataclasses import replace
@@ -25,7 +25,6 @@ from arena_core.registry import load_registry
 from arena_core.space.config import ConfigError, Settings
 from arena_core.space.live import LiveArena
 from arena_core.space.service import LoadProgress, Reveal, Side
-from arena_core.space.voters import RateLimiter, voter_hash, voter_identity
 from arena_core.votes.schema import Vote
 
 
@@ -40,28 +39,6 @@ def test_settings_from_the_environment():
         Settings.from_env({"ARENA_TIMEOUT": "soon"})
     with pytest.raises(ConfigError, match="positive"):
         Settings.from_env({"ARENA_RATE_LIMIT": "0"})
-
-
-def test_voter_identity_prefers_the_user_then_the_first_forwarded_hop():
-    assert voter_identity(username="ada", headers={}, client_host="1.2.3.4") == "user:ada"
-    fwd = {"x-forwarded-for": "9.9.9.9, 10.0.0.1"}
-    assert voter_identity(username=None, headers=fwd, client_host="10.0.0.1") == "ip:9.9.9.9"
-    assert voter_identity(username=None, headers={}, client_host="1.2.3.4") == "ip:1.2.3.4"
-
-
-def test_voter_hash_is_salted_and_never_the_raw_identity():
-    one = voter_hash("salt-1", "ip:1.2.3.4")
-    assert one == voter_hash("salt-1", "ip:1.2.3.4") != voter_hash("salt-2", "ip:1.2.3.4")
-    assert "1.2.3.4" not in one and len(one) == 20
-
-
-def test_rate_limit_slides_with_time():
-    now = [0.0]
-    limiter = RateLimiter(limit=2, window=60, clock=lambda: now[0])
-    assert [limiter.allow("v") for _ in range(3)] == [True, True, False]
-    assert limiter.allow("w")
-    now[0] = 61
-    assert limiter.allow("v")
 
 
 def test_matchmaking_draws_distinct_candidates_both_ways_favouring_rare_pairs():

@@ -27,9 +27,9 @@ from hubfake import (
     writer,
 )
 
+from arena_core.integrity.identity import voter_hash
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
-from arena_core.space.voters import voter_hash
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena_core.integrity.identity import IdentityRule
+
 log = logging.getLogger(__name__)
 
 
@@ -66,6 +68,12 @@ class Settings:
     loudness: float = -23.0
     #: ARENA_WARMUP: pre-generate the speech arenas' set prompts at start-up ("0" turns it off).
     warmup: bool = True
+    #: ARENA_TRUSTED_PROXIES: proxies in front of the app that append the client address to
+    #: X-Forwarded-For; the voter address is that many entries from the right (0: the socket
+    #: peer). Default 1 on a Space (SPACE_ID set), 0 elsewhere.
+    trusted_proxies: int = 0
+    #: ARENA_REQUIRE_LOGIN: refuse votes from visitors not signed in with Hugging Face.
+    require_login: bool = False
 
     @property
     def votes_dir(self) -> Path:
@@ -80,13 +88,24 @@ class Settings:
         """Clips shaped for blind delivery (``arena_core.space.blinding``), cached like outputs."""
         return self.data_dir / "shaped"
 
+    @property
+    def identity(self) -> IdentityRule:
+        """How voters are identified (see ``arena_core.integrity.identity``)."""
+        return IdentityRule(trusted_proxies=self.trusted_proxies, require_login=self.require_login)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
         """Build settings from ``env``; a malformed number raises :class:`ConfigError`."""
         salt = env.get("ARENA_VOTER_SALT", "")
         if not salt:
             salt = secrets.token_hex(16)
-            log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart")
+            log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart, so "
+                        "the rate limit and the anomalous-voter test start afresh each time")  # fmt: skip
+        space_id = env.get("SPACE_ID", "")
+        require_login = _switch(env, "ARENA_REQUIRE_LOGIN", cls.require_login)
+        if require_login and not space_id:
+            raise ConfigError("ARENA_REQUIRE_LOGIN needs Hugging Face sign-in, which only a Space "
+                              "offers (SPACE_ID is not set): every vote would be refused")  # fmt: skip
         return cls(
             registry=Path(env.get("ARENA_REGISTRY", cls.registry)),
             data_dir=Path(env.get("ARENA_DATA_DIR", cls.data_dir)),
@@ -101,7 +120,9 @@ class Settings:
             hf_token=env.get("HF_TOKEN", ""),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
             dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
-            space_id=env.get("SPACE_ID", ""),
+            space_id=space_id,
+            trusted_proxies=_count(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
+            require_login=require_login,
             listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share, float, zero=True),
             monitoring=_switch(env, "ARENA_MONITORING", cls.monitoring),
             analytics=_switch(env, "GRADIO_ANALYTICS_ENABLED", cls.analytics),
@@ -149,3 +170,13 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw.strip().lower() in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name}={raw!r} is not one of 1/0, true/false, yes/no, on/off")
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number >= 0 (``_number`` refuses 0, which is meaningful here)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.strip().isascii() and raw.strip().isdigit()):
+        raise ConfigError(f"{name} must be a whole number >= 0, got {raw!r}")
+    return int(raw)

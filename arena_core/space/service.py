@@ -18,10 +18,15 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
+import pyarrow as pa
 
 from arena_core.backends import BackendError, ModelPool, Output
+from arena_core.integrity.anomaly import ANOMALOUS_FLAG, detection_of
+from arena_core.integrity.detector import AnomalyDetector
+from arena_core.integrity.limiter import RateLimiter
 from arena_core.leaderboard import Board, BoardParams
 from arena_core.matchmaking import NoPairError, draw_pair
 from arena_core.ratings.elo import EloStep
@@ -30,7 +35,7 @@ from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.blinding import Blinder
 from arena_core.space.live import LiveArena
 from arena_core.space.pacing import Pacer
-from arena_core.space.voters import RateLimiter
+from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import VOTES, Vote
@@ -44,6 +49,15 @@ MAX_DRAWS = 4
 RATE_LIMITED = "rate_limited"
 #: Characters allowed from Unicode's "format" class: joiners some scripts need.
 _KEPT_FORMAT = {"\u200c", "\u200d"}
+
+
+#: Why a vote was not counted (None: it will be, once the ratings are loaded).
+_NOT_COUNTED = {
+    RATE_LIMITED: "This vote was over the rate limit: it is kept but not counted.",
+    ANOMALOUS_FLAG: "Votes from this voter differ too much from everyone else's on the same "
+    "pairs: they are kept but not counted.",
+    None: "Ratings are still loading; your vote is saved and will count.",
+}
 
 
 class ArenaError(ValueError):
@@ -145,6 +159,8 @@ class ArenaService:
         the start-up pre-generation (``arena_core.space.blinding``, ``pacing``,
         ``warmup``); without them outputs leave as the engines made them.
     clock, rng : injected for tests.
+    wall_clock : callable returning the current UTC datetime; ages the log's recent votes
+        when the rate limiter is restored at start-up (injected for tests).
     """
 
     def __init__(self, registry: Registry, pools: dict[str, ModelPool], vote_log: VoteLog, *,
@@ -153,7 +169,8 @@ class ArenaService:
                  params: BoardParams | None = None,
                  blinder: Blinder | None = None, pacer: Pacer | None = None, warmup=None,
                  clock: Callable[[], float] = time.monotonic,
-                 rng: np.random.Generator | None = None):  # fmt: skip
+                 rng: np.random.Generator | None = None,
+                 wall_clock: Callable[[], datetime] | None = None):  # fmt: skip
         self.registry = registry
         self.pools = pools
         self.vote_log = vote_log
@@ -165,6 +182,8 @@ class ArenaService:
         self.live = {a.id: LiveArena(a, self.params) for a in registry.arenas}
         self.book = BattleBook(battle_ttl, clock)
         self.limiter = RateLimiter(rate_limit, rate_window, clock)
+        self.detector = AnomalyDetector()
+        self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self.progress = LoadProgress()
         self._rng = rng if rng is not None else np.random.default_rng()
         self._rng_lock = threading.Lock()
@@ -185,7 +204,9 @@ class ArenaService:
             own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
             files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
             votes = read_votes(files)
+            self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+            self._restore_limiter(votes)
             if len(votes):
                 self.vote_log.advance_to(int(votes.ts_us.max()))
         except Exception as exc:  # the app must come up, showing what went wrong
@@ -193,16 +214,21 @@ class ArenaService:
             self.progress.error = f"{type(exc).__name__}: {exc}"
             files, used, votes = [], {}, None
         with self.vote_log.lock:  # votes cast during the replay were queued: apply them now
+            rebuild = False
             for vote in self._pending:
+                rebuild |= self.detector.observe(vote) and not vote.flags
                 self.live[vote.arena].apply(vote)
             self._pending.clear()
+            if rebuild:
+                self._rebuild()
             self.progress.files = len(files)
             self.progress.votes_used = used
             self.progress.skipped = Counter(votes.skipped) if votes is not None else Counter()
             self.progress.seconds = time.perf_counter() - start
             self.progress.done = True
-        log.info("replayed %d vote files in %.2f s: used %s, skipped %s", len(files),
-                 self.progress.seconds, used, dict(self.progress.skipped))  # fmt: skip
+        log.info("replayed %d vote files in %.2f s: used %s, skipped %s; anomalous voters: %d",
+                 len(files), self.progress.seconds, used, dict(self.progress.skipped),
+                 len(self.detector.flagged))  # fmt: skip
         return self.progress
 
     def reload(self) -> LoadProgress | None:
@@ -219,18 +245,49 @@ class ArenaService:
                 return None
             start = time.perf_counter()
             with self.vote_log.lock:
-                files = [p for source in (self.vote_log.folder, *self.replay_sources)
-                         for p, _ in vote_files(source)]  # fmt: skip
-                votes = read_votes(files)
-                used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+                files, votes, used = self._rebuild()
                 if len(votes):  # later votes are stamped after the newest one replayed
                     self.vote_log.advance_to(int(votes.ts_us.max()))
                 self.progress.files, self.progress.votes_used = len(files), used
-                self.progress.skipped, self.progress.error = Counter(votes.skipped), None
+                self.progress.error = None
                 self.progress.seconds = time.perf_counter() - start
         log.info("replayed %d vote files again in %.2f s: used %s", len(files),
                  self.progress.seconds, used)  # fmt: skip
         return self.progress
+
+    def _restore_limiter(self, votes: VoteTable) -> None:
+        """Give the rate limiter the votes each voter had counted in the last window."""
+        if "voter" not in votes.table.column_names or not len(votes):
+            return
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        recent = np.flatnonzero(votes.ts_us > now_us - int(self.limiter.window * 1_000_000))
+        rows = votes.table.take(pa.array(recent)).select(["voter", "flags", "voter_kind"])
+        counted = [
+            (row["voter"], (now_us - int(ts)) / 1_000_000)
+            for row, ts in zip(rows.to_pylist(), votes.ts_us[recent], strict=True)
+            if row["voter"] and (row["voter_kind"] or "human") == "human"
+            and RATE_LIMITED not in (row["flags"] or ())
+        ]  # fmt: skip
+        log.info("rate limiter restored with %d recent votes", self.limiter.restore(counted))
+
+    def _rebuild(self) -> tuple[list, VoteTable, dict[str, int]]:
+        """Replay every board, and the anomalous-voter test, from every vote file, this
+        process's shard included; returns the files, the votes and the votes used per arena.
+
+        The caller holds the log's lock: when a voter has just been flagged (their earlier
+        votes leave the ratings, exactly as a replay of the log leaves them out), and when
+        the Hub's votes arrive late (:meth:`reload`).
+        """
+        start = time.perf_counter()
+        files = [p for source in (self.vote_log.folder, *self.replay_sources)
+                 for p, _ in vote_files(source)]  # fmt: skip
+        votes = read_votes(files)
+        self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
+        used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+        self.progress.skipped = Counter(votes.skipped)
+        log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
+                 len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
+        return files, votes, used
 
     def start_loading(self) -> threading.Thread:
         """Replay in the background so visitors can battle while it runs."""
@@ -339,6 +396,8 @@ class ArenaService:
         except BattleError as exc:
             raise ArenaError(str(exc)) from None
         flags = () if self.limiter.allow(voter) else (RATE_LIMITED,)
+        if self.detector.is_flagged(voter):
+            flags += (ANOMALOUS_FLAG,)
         try:
             vote, step = self.vote_log.append(
                 arena=battle.arena, model_a=battle.model_a, model_b=battle.model_b, vote=choice,
@@ -359,14 +418,19 @@ class ArenaService:
         if not self.progress.done:
             self._pending.append(vote)
             return vote, None
+        if self.detector.observe(vote) and not vote.flags:  # its voter was just flagged
+            self._rebuild()
+            return vote, None
         return vote, self.live[vote.arena].apply(vote)
 
     def _reveal(self, vote: Vote, step: EloStep | None) -> Reveal:
         arena = self.registry.arena(vote.arena)
         a, b = arena.model(vote.model_a), arena.model(vote.model_b)
         if step is None:
-            note = ("This vote was over the rate limit: it is kept but not counted."
-                    if vote.flags else "Ratings are still loading; your vote is saved and will count.")  # fmt: skip
+            if self.detector.is_flagged(vote.voter):
+                note = _NOT_COUNTED[ANOMALOUS_FLAG]
+            else:
+                note = _NOT_COUNTED[RATE_LIMITED if RATE_LIMITED in vote.flags else None]
             return Reveal(vote.vote, Side(a.id, a.name, None, None), Side(b.id, b.name, None, None),
                           counted=False, note=note, vote_id=vote.vote_id)  # fmt: skip
         return Reveal(

@@ -38,6 +38,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     """
     registry = load_registry(settings.registry)
     check_registry(registry)
+    log.info("voters are identified by %s", settings.identity.describe())
     cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024)
     pool_settings = PoolSettings(timeout=settings.timeout)
     pools = {

@@ -16,3 +16,4 @@ UNREADABLE = "unreadable_file"  #: a whole file could not be read (counted once 
 NOT_ANONY = "not_anony"  #: FastChat battle where the voter saw the model names
 FLAGGED = "flagged"  #: kept in the log but left out of ratings (e.g. rate limited)
 UNKNOWN_MODEL = "unknown_model"  #: a model not in the registry's arena
+ANOMALOUS_VOTER = "anomalous_voter"  #: a vote of a voter the anomalous-voter test flagged
