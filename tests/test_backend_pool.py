@@ -483,3 +483,11 @@ def test_garbage_from_a_backend_is_a_failure_never_an_output(behave, why):
         assert pool.status()["bad"].consecutive_failures == 1
         left, right = pool.generate_pair("good", "bad", "Hello")
         assert isinstance(left, Output) and isinstance(right, BackendError)
+
+
+def test_model_versions_name_the_engine_and_hosted_models_report_none():
+    local = FakeBackend("local", answer, version="2.5")
+    with pool_of(local, FakeBackend("other", answer)) as pool:
+        assert pool.model_version("local") == "fake 2.5"
+    local.remote = True  # a hosted model reports no version of its weights
+    assert local.model_version is None

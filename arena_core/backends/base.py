@@ -209,15 +209,26 @@ class Backend(ABC):
     @property
     def version(self) -> str:
         """Engine, voice and settings version: part of the cache key, so new engines regenerate."""
+        settings = json.dumps(dict(self.options), sort_keys=True, default=str)
+        return f"{self._engine()} {settings}"
+
+    def _engine(self) -> str:
+        """``<type> <engine version>``, asked of the engine once."""
         with self._lock:
             if self._version is None:
                 try:
                     engine = self._engine_version()
                 except Exception as exc:  # e.g. a package without metadata: still a usable key
                     engine = f"unknown ({describe_exception(exc)})"
-                settings = json.dumps(dict(self.options), sort_keys=True, default=str)
-                self._version = f"{self.type_name} {engine} {settings}"
+                self._version = f"{self.type_name} {engine}"
             return self._version
+
+    @property
+    def model_version(self) -> str | None:
+        """What the vote record calls this model's version (``model_a_version``): the engine
+        and voice packages that made the output, e.g. ``piper 1.8.0, 1.0.0``. None when the
+        model runs elsewhere and reports none (hosted backends)."""
+        return None if self.remote else self._engine()  # settings are in the registry
 
     @abstractmethod
     def _engine_version(self) -> str:

@@ -245,6 +245,10 @@ class ModelPool:
             return None
         return normalize_language(category)
 
+    def model_version(self, model_id: str) -> str | None:
+        """The model's version for the vote record (see :attr:`Backend.model_version`)."""
+        return self._backends[model_id].model_version
+
     def median_latency(self, model_id: str) -> float | None:
         """Median seconds of recent successful uncached generations, or None before the first."""
         with self._lock:

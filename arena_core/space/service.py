@@ -396,6 +396,7 @@ class ArenaService:
         except BattleError as exc:
             raise ArenaError(str(exc)) from None
         flags = () if self.limiter.allow(voter) else (RATE_LIMITED,)
+        pool = self.pools[battle.arena]
         if self.detector.is_flagged(voter):
             flags += (ANOMALOUS_FLAG,)
         try:
@@ -403,6 +404,8 @@ class ArenaService:
                 arena=battle.arena, model_a=battle.model_a, model_b=battle.model_b, vote=choice,
                 battle_id=battle.battle_id, prompt_id=battle.prompt_id, prompt=battle.prompt,
                 category=battle.category, voter=voter, voter_kind="human", flags=flags,
+                model_a_version=pool.model_version(battle.model_a),
+                model_b_version=pool.model_version(battle.model_b),
                 then=self._apply,
             )  # fmt: skip
         except VoteWriteError as exc:
