@@ -4,8 +4,10 @@ Run ``python app.py``; configuration comes from the environment (README, "Config
 Nothing happens at import time: ``build_demo`` lays out the page for a given service.
 """
 
+import asyncio
 import io
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import gradio as gr
@@ -19,8 +21,11 @@ from arena_core.space.startup import build_service
 from arena_core.space.tempfiles import FolderBudget
 from arena_core.votes.schema import VOTES
 
-#: Generations running at once (each battle runs both sides in parallel inside).
-BATTLE_CONCURRENCY = 4
+#: Threads that open battles (each waits for its two generations, bounded by the pools).
+BATTLE_WORKERS = 32
+#: Threads that record votes: their own, so battles that generate or wait for their hold
+#: never delay a vote (concurrent votes share an fsync, see ``VoteLog``).
+VOTE_WORKERS = 8
 #: Seconds between checks of the start-up replay while it runs.
 LOADING_POLL = 2.0
 #: Gradio's own clean-up of served files: every 5 minutes, those older than 15 (the
@@ -65,6 +70,14 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
                 raise _refusal(exc) from None
 
         gr.api(leaderboard, api_name="leaderboard", concurrency_limit=2)
+
+        def status() -> dict:
+            """Start-up state, for health checks and load tests: replay and warm-up done."""
+            warmup = service.warmup
+            return {"replay_done": service.progress.done,
+                    "warmup_done": warmup is None or warmup.progress.done}  # fmt: skip
+
+        gr.api(status, api_name="status", queue=False)
     return demo
 
 
@@ -97,11 +110,24 @@ def _arena_tab(service, settings, session, arenas):
     media = [*outputs["A"], *outputs["B"]]
     media = [media[0], media[3], media[1], media[4], media[2], media[5]]  # audio, text, image pairs
 
-    def start(state, arena_id, prompt):
+    # The API endpoints /new_battle and /vote run outside Gradio's queue (queue=False): the
+    # queue's bookkeeping doubles a request's server time, which capped the arena well below
+    # 100 votes a second on two cores. The page's own clicks go through the queue (its
+    # refusal toasts need it; people click slowly) and call the same handlers. Both are
+    # async and run the work on executors of their own, so a flood of typed prompts cannot
+    # take the threads votes need, and the typed-prompt hold is awaited, not slept.
+    battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
+    vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
+
+    async def start(state, arena_id, prompt):
         try:
-            view = service.new_battle(arena_id, prompt or None)
+            view = await asyncio.get_running_loop().run_in_executor(
+                battle_workers, service.new_battle, arena_id, prompt or None
+            )
         except ArenaError as exc:
             raise _refusal(exc) from None
+        if view.hold > 0:
+            await asyncio.sleep(view.hold)
         state = {
             "handle": view.handle,
             "modality": view.modality,
@@ -127,11 +153,15 @@ def _arena_tab(service, settings, session, arenas):
 
     gr.on([new.click, next_battle.click], lambda: (ui_text.WORKING, *[gr.update(interactive=False)] * 4),
           outputs=[status, *buttons], api_visibility="private", queue=False)  # fmt: skip
-    gr.on([new.click, next_battle.click], start, inputs=[session, arena_in, prompt_in],
-          outputs=[session, prompt_shown, *media], api_name="new_battle",
-          concurrency_limit=BATTLE_CONCURRENCY).then(
+    battle_in, battle_out = [session, arena_in, prompt_in], [session, prompt_shown, *media]
+    gr.on([new.click, next_battle.click], start, inputs=battle_in, outputs=battle_out,
+          api_visibility="private", concurrency_limit=BATTLE_WORKERS, concurrency_id="battle").then(
         ready, inputs=[session], outputs=[*buttons, status, next_battle, *media], api_visibility="private"
     )  # fmt: skip
+    api_battle = gr.Button(visible=False)
+    api_battle.click(
+        start, inputs=battle_in, outputs=battle_out, api_name="new_battle", queue=False
+    )
 
     def played(side):
         def handler(state):
@@ -146,7 +176,7 @@ def _arena_tab(service, settings, session, arenas):
         outputs[side][0].stop(played(k), inputs=[session], outputs=[session, *buttons],
                               api_visibility="private")  # fmt: skip
 
-    def cast(state, choice, request: gr.Request, profile: gr.OAuthProfile | None = None):
+    async def cast(state, choice, request: gr.Request, profile: gr.OAuthProfile | None = None):
         # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
         # address the trusted proxies saw. Only the salted hash leaves this function.
         username = profile.username if profile is not None else request.username
@@ -154,7 +184,9 @@ def _arena_tab(service, settings, session, arenas):
             voter = voter_hash(settings.voter_salt, voter_identity(
                 settings.identity, username=username, headers=request.headers,
                 client_host=request.client.host if request.client else None))  # fmt: skip
-            reveal = service.vote((state or {}).get("handle"), choice, voter)
+            reveal = await asyncio.get_running_loop().run_in_executor(
+                vote_workers, service.vote, (state or {}).get("handle"), choice, voter
+            )
         except (ArenaError, IdentityError) as exc:
             raise _refusal(exc) from None
         return (
@@ -167,19 +199,21 @@ def _arena_tab(service, settings, session, arenas):
         return *[gr.update(interactive=False)] * 4, gr.update(visible=True)
 
     def vote_for(choice):
-        def handler(state, request: gr.Request, profile: gr.OAuthProfile | None = None):
-            return cast(state, choice, request, profile)
+        async def handler(state, request: gr.Request, profile: gr.OAuthProfile | None = None):
+            return await cast(state, choice, request, profile)
 
         return handler
 
     reveal_out = [session, status, reveal_json]
     for choice, button in zip(VOTES, buttons, strict=True):
-        button.click(vote_for(choice), inputs=[session], outputs=reveal_out, api_visibility="private").then(
+        button.click(vote_for(choice), inputs=[session], outputs=reveal_out, api_visibility="private",
+                     concurrency_limit=VOTE_WORKERS, concurrency_id="vote").then(
             after_vote, outputs=[*buttons, next_battle], api_visibility="private")  # fmt: skip
     choice_in = gr.Radio(list(VOTES), visible=False)
     api_vote = gr.Button(visible=False)
-    api_vote.click(cast, inputs=[session, choice_in], outputs=reveal_out, api_name="vote").then(
-        after_vote, outputs=[*buttons, next_battle], api_visibility="private")  # fmt: skip
+    api_vote.click(
+        cast, inputs=[session, choice_in], outputs=reveal_out, api_name="vote", queue=False
+    )
 
 
 def _media(view: BattleView) -> list:

@@ -88,6 +88,7 @@ def run(data: Path, args) -> dict:
     warm_cache(data)
     port = free_port()
     env = {**os.environ, "ARENA_DATA_DIR": str(data), "GRADIO_SERVER_PORT": str(port),
+           "ARENA_REGISTRY": str(arena_registry(data)),
            "GRADIO_SERVER_NAME": "127.0.0.1", "ARENA_LISTEN_SHARE": "0",
            "ARENA_RATE_LIMIT": str(10**9), "ARENA_VOTER_SALT": "load-bench",
            "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}  # fmt: skip
@@ -235,7 +236,7 @@ async def load(base: str, args) -> dict:
         max_connections=4 * args.clients, max_keepalive_connections=2 * args.clients
     )
     async with httpx.AsyncClient(timeout=120.0, limits=limits) as http:
-        config = await wait_until_ready(http, base, args.replayed)
+        config = await wait_until_ready(http, base)
         gradio = Gradio(http, base, config)
         (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
         stats = {"battle_ms": [], "vote_ms": [], "fetch_ms": [], "acked": [], "errors": Counter(),
@@ -252,15 +253,14 @@ async def load(base: str, args) -> dict:
         return stats
 
 
-async def wait_until_ready(http: httpx.AsyncClient, base: str, replayed: int) -> dict:
-    """The app's config, once it answers and its start-up replay has counted the seeded votes."""
+async def wait_until_ready(http: httpx.AsyncClient, base: str) -> dict:
+    """The app's config, once it answers and its start-up replay and warm-up are done."""
     until = time.monotonic() + START_TIMEOUT
     while time.monotonic() < until:
         try:
             config = (await http.get(base + "config")).json()
-            (board,) = await Gradio(http, base, config).call("leaderboard", ARENA, "",
-                                                             session=str(uuid.uuid4()))  # fmt: skip
-            if board["votes_used"] >= replayed:
+            (state,) = await Gradio(http, base, config).call("status", session=str(uuid.uuid4()))
+            if state["replay_done"] and state["warmup_done"]:
                 return config
         except (httpx.HTTPError, RuntimeError, KeyError, ValueError):
             pass
@@ -268,30 +268,37 @@ async def wait_until_ready(http: httpx.AsyncClient, base: str, replayed: int) ->
     raise TimeoutError("the app did not become ready")
 
 
-def warm_cache(data: Path) -> int:
-    """Generate every (model, set prompt) output of the arena into the app's output cache.
+def arena_registry(data: Path) -> Path:
+    """The default registry reduced to the benchmarked arena (the others' warm-up, Kokoro's
+    above all, would otherwise run during the measurement)."""
+    import yaml
 
-    The same cache the app reads (``<data>/cache``), filled before it starts, so the
-    load phase measures serving, not synthesis. Returns the outputs generated.
+    registry = yaml.safe_load((ROOT / "registry.yaml").read_text(encoding="utf-8"))
+    (arena,) = [a for a in registry["arenas"] if a["id"] == ARENA]
+    if isinstance(arena.get("prompts"), str):
+        arena["prompts"] = str(ROOT / arena["prompts"])
+    path = data / "registry-load.yaml"
+    data.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"arenas": [arena]}, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def warm_cache(data: Path) -> None:
+    """Generate and shape every (model, set prompt) output of the speech arenas, with the
+    app's own warm-up, into the data folder the app will use (kept across runs with --data).
+
+    The app warms up at start-up too, but in the background, one generation at a time;
+    done here first, the app finds everything cached and the load phase measures serving.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import build_service
 
-    from arena_core.backends import BackendError, ModelPool, OutputCache
-
-    arena = load_registry(ROOT / "registry.yaml").arena(ARENA)
-    pool = ModelPool.from_arena(arena, cache=OutputCache(data / "cache"))
-    jobs = [(m, p) for m in pool.pairable() for p in arena.prompts]
-
-    def one(job) -> int:
-        model_id, prompt = job
-        try:
-            pool.generate(model_id, prompt.text, prompt.category)
-        except BackendError:
-            return 0
-        return 1
-
-    with ThreadPoolExecutor(max_workers=2) as workers, pool:
-        return sum(workers.map(one, jobs))
+    settings = Settings(registry=arena_registry(data), data_dir=data, voter_salt="load-bench")
+    service = build_service(settings)
+    try:
+        service.warmup.run()
+    finally:
+        service.close()
 
 
 async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float):

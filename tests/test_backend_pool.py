@@ -491,3 +491,17 @@ def test_model_versions_name_the_engine_and_hosted_models_report_none():
         assert pool.model_version("local") == "fake 2.5"
     local.remote = True  # a hosted model reports no version of its weights
     assert local.model_version is None
+
+
+def test_the_memory_layer_serves_hits_without_reading_files_and_keeps_its_budget(tmp_path):
+    cache = OutputCache(tmp_path, memory_bytes=2_500)
+    clips = [Output.from_audio(8000, (np.arange(500) % 50 - 25).astype(np.int16) * 100)
+             for _ in range(3)]  # 1,000 bytes of samples each  # fmt: skip
+    keys = [cache.key("m", f"text {k}", "1") for k in range(3)]
+    for key, clip in zip(keys, clips, strict=True):
+        cache.put(key, clip)
+    for path in tmp_path.glob("*.wav"):
+        path.unlink()  # from here on only memory can answer
+    assert cache.get(keys[0], "audio") is None  # the oldest left memory (budget 2,500 bytes)
+    assert cache.get(keys[1], "audio") is clips[1] and cache.get(keys[2], "audio") is clips[2]
+    assert cache.get(keys[2], "text") is None  # a modality mismatch is a miss

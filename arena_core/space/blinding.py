@@ -340,8 +340,12 @@ def level(
 
 def quantise(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Floats in [-1, 1] to int16 with triangular dither of ±1 LSB drawn from ``rng``."""
-    dither = rng.random(len(x)) - rng.random(len(x))
-    scaled = np.round(np.asarray(x) * INT16_FULL_SCALE + dither)
+    n = len(x)
+    # float32 throughout: a battle dithers two clips of seconds of audio, and float64 random
+    # draws were the largest single cost of serving a cached battle.
+    dither = rng.random(n, dtype=np.float32) - rng.random(n, dtype=np.float32)
+    scaled = np.asarray(x, dtype=np.float32) * np.float32(INT16_FULL_SCALE) + dither
+    np.rint(scaled, out=scaled)
     return np.clip(scaled, -INT16_FULL_SCALE - 1, INT16_FULL_SCALE).astype(np.int16)
 
 

@@ -43,6 +43,9 @@ class Settings:
     max_prompt_chars: int = 500
     #: ARENA_CACHE_MB: size bound of the output cache.
     cache_mb: int = 1024
+    #: ARENA_CACHE_MEMORY_MB: outputs, and clips shaped for delivery, kept in memory too
+    #: (each of the two caches up to this much), so set-prompt battles read no file.
+    cache_memory_mb: int = 256
     #: ARENA_DATASET_REPO and HF_TOKEN: the Hub dataset the votes sync to (empty: local only).
     dataset_repo: str = ""
     hf_token: str = ""
@@ -116,6 +119,7 @@ class Settings:
             timeout=_number(env, "ARENA_TIMEOUT", cls.timeout, float),
             max_prompt_chars=_number(env, "ARENA_MAX_PROMPT_CHARS", cls.max_prompt_chars, int),
             cache_mb=_number(env, "ARENA_CACHE_MB", cls.cache_mb, int),
+            cache_memory_mb=_count(env, "ARENA_CACHE_MEMORY_MB", cls.cache_memory_mb),
             dataset_repo=env.get("ARENA_DATASET_REPO", ""),
             hf_token=env.get("HF_TOKEN", ""),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),

@@ -132,16 +132,23 @@ class Pacer:
         slowest = max((self.speed(arena_id, m).seconds(chars) for m in candidates), default=0.0)
         return math.ceil(slowest * self.margin / self.quantum) * self.quantum
 
-    def hold(self, started: float, arena_id: str, candidates: Iterable[str], chars: int, *,
-             typed: bool) -> float:  # fmt: skip
-        """Sleep until the battle that began at ``started`` (on ``clock``) may be answered.
+    def due(self, started: float, arena_id: str, candidates: Iterable[str], chars: int, *,
+            typed: bool) -> float:  # fmt: skip
+        """When (on ``clock``) the battle that began at ``started`` may be answered.
 
-        Returns the seconds slept. Set-prompt battles of a warm arena are not held.
+        Set-prompt battles of a warm arena are due at once (``started``). The caller
+        waits without holding a thread (the app awaits it), so a flood of typed prompts
+        cannot tie up the workers that votes need.
         """
         if not typed and self.is_warm(arena_id):
-            return 0.0
+            return started
         elapsed = self.clock() - started
-        wait = release_at(elapsed, self.floor(arena_id, candidates, chars), self.quantum) - elapsed
+        return started + release_at(elapsed, self.floor(arena_id, candidates, chars), self.quantum)
+
+    def hold(self, started: float, arena_id: str, candidates: Iterable[str], chars: int, *,
+             typed: bool) -> float:  # fmt: skip
+        """Sleep until :meth:`due`; returns the seconds slept (for callers that may block)."""
+        wait = self.due(started, arena_id, candidates, chars, typed=typed) - self.clock()
         if wait > 0:
             self._sleep(wait)
         return max(wait, 0.0)

@@ -75,6 +75,9 @@ class BattleView:
     category: str | None
     output_a: Output
     output_b: Output
+    #: Seconds the caller must still wait before handing the outputs over (the typed-prompt
+    #: hold of ``pacing``): the app awaits it without holding a thread.
+    hold: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -358,15 +361,18 @@ class ArenaService:
     def _open(self, arena, ids, outputs, text, prompt_id, category, started=0.0) -> BattleView:
         if self.blinder is not None:
             outputs = self.blinder.deliver(outputs)
+        held = 0.0
         if self.pacer is not None:  # the answer's timing must not tell which engines ran
-            self.pacer.hold(started, arena.id, self.pools[arena.id].pairable(category), len(text),
-                            typed=prompt_id is None)  # fmt: skip
+            due = self.pacer.due(started, arena.id, self.pools[arena.id].pairable(category),
+                                 len(text), typed=prompt_id is None)  # fmt: skip
+            held = max(0.0, due - self.pacer.clock())
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
                                    prompt_id=prompt_id, category=category)  # fmt: skip
-        # Audio must be heard: both clips, at up to double speed or side by side.
+        # Audio must be heard: both clips, at up to double speed or side by side, after
+        # the hold (the visitor gets them only then).
         heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
-        self.book.delivered(handle, self.listen_share * heard)
-        return BattleView(handle, arena.id, arena.modality, text, category, *outputs)
+        self.book.delivered(handle, self.listen_share * heard + held)
+        return BattleView(handle, arena.id, arena.modality, text, category, *outputs, hold=held)
 
     def _prompt(self, arena: Arena, prompt: str | None) -> tuple[str, str | None, str | None]:
         if prompt is None or prompt == "":

@@ -39,7 +39,9 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     registry = load_registry(settings.registry)
     check_registry(registry)
     log.info("voters are identified by %s", settings.identity.describe())
-    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024)
+    memory = settings.cache_memory_mb * 1024 * 1024
+    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024,
+                        memory_bytes=memory)  # fmt: skip
     pool_settings = PoolSettings(timeout=settings.timeout)
     pools = {
         arena.id: ModelPool.from_arena(arena, env=env, cache=cache, settings=pool_settings)
@@ -62,7 +64,8 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
             "ARENA_DATASET_REPO is set but HF_TOKEN is not: votes stay in %s", settings.votes_dir
         )
     blinder = Blinder(BlindingParams(sample_rate=settings.audio_rate, loudness=settings.loudness),
-                      cache=OutputCache(settings.shaped_dir, max_bytes=settings.cache_mb * 1024 * 1024))  # fmt: skip
+                      cache=OutputCache(settings.shaped_dir, max_bytes=settings.cache_mb * 1024 * 1024,
+                                        memory_bytes=memory))  # fmt: skip
     pacer = Pacer()
     warmup = Warmup(registry, pools, blinder, pacer) if settings.warmup else None
     service = ArenaService(
