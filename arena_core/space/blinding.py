@@ -394,8 +394,9 @@ class Blinder:
             return tuple(prepared)
         if kinds != {"audio"}:
             raise BlindingError(f"a battle mixes {sorted(kinds)} outputs")
-        with self._rng_lock:
-            return deliver(prepared, self.params, self._rng)
+        with self._rng_lock:  # only the seed is drawn under the lock: deliveries run in parallel
+            seed = int(self._rng.integers(2**63))
+        return deliver(prepared, self.params, np.random.default_rng(seed))
 
     def blind(self, outputs: Sequence[Output]) -> tuple[Output, ...]:
         """:meth:`prepare` each output, then :meth:`deliver` them together."""
