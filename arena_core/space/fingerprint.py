@@ -20,6 +20,14 @@ It scores every ordered pair of known models (naive Bayes) and names the best.
 It does not memorise a clip's *sound* per prompt (its energy or waveform): a
 listener who remembers the clips can do that too, and no delivery can hide it
 (see the blinding module docstring).
+
+**The listener's baseline.** Blind means that nothing a client receives names a
+model *better than listening does*. A listener hears each engine's voice: its
+timbre. ``timbre`` evidence is a crude stand-in for that ear, the clip's
+long-term spectrum in 16 bands (level removed), learnt per model like the
+signatures. Peak and RMS level after loudness normalisation are properties of
+the voice too (its crest factor and spectral tilt), so the test holds the
+attacker's best, from everything the client sees, to this baseline.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import math
 import wave
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -39,6 +48,13 @@ IDENTIFIER_WEIGHT = 50.0
 MIN_SD = {"peak_db": 0.05, "rms_db": 0.05, "log_seconds": 0.01}
 #: Bytes of a WAV file's header (RIFF, fmt and data chunk headers of a plain PCM file).
 WAV_HEADER_BYTES = 44
+#: The listener's baseline: bands of the long-term spectrum, log-spaced over speech (Hz).
+TIMBRE_BANDS, TIMBRE_LOW, TIMBRE_HIGH = 16, 100.0, 8000.0
+#: Frame length of that spectrum (samples), and the share of the loudest frames it averages
+#: (the speech, not the silence around it).
+TIMBRE_FRAME, TIMBRE_LOUDEST = 1024, 0.5
+#: Smallest standard deviation of a timbre band (log10 power).
+MIN_TIMBRE_SD = 0.02
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,8 @@ class Clip:
     samples: int
     peak_db: float
     rms_db: float
+    #: Long-term spectrum in :data:`TIMBRE_BANDS` bands, log10, mean removed (the level).
+    timbre: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,7 +90,24 @@ def clip_features(url: str, data: bytes) -> Clip:
     peak = float(np.max(np.abs(x))) if len(x) else 0.0
     rms = float(np.sqrt(np.mean(np.square(x)))) if len(x) else 0.0
     return Clip(url=url, digest=hashlib.sha256(data).hexdigest(), header=data[:WAV_HEADER_BYTES],
-                rate=rate, samples=len(x), peak_db=_db(peak), rms_db=_db(rms))  # fmt: skip
+                rate=rate, samples=len(x), peak_db=_db(peak), rms_db=_db(rms),
+                timbre=timbre(x, rate))  # fmt: skip
+
+
+def timbre(x: np.ndarray, rate: int) -> tuple[float, ...]:
+    """The long-term spectrum of the loudest frames in log-spaced bands (see ``Clip.timbre``)."""
+    frames = len(x) // TIMBRE_FRAME
+    if frames < 2:
+        return (0.0,) * TIMBRE_BANDS
+    blocks = x[: frames * TIMBRE_FRAME].reshape(frames, TIMBRE_FRAME) * np.hanning(TIMBRE_FRAME)
+    energy = np.square(blocks).sum(axis=1)
+    loud = blocks[energy >= np.quantile(energy, 1 - TIMBRE_LOUDEST)]
+    power = np.square(np.abs(np.fft.rfft(loud, axis=1))).mean(axis=0)
+    freqs = np.fft.rfftfreq(TIMBRE_FRAME, 1 / rate)
+    edges = np.geomspace(TIMBRE_LOW, min(TIMBRE_HIGH, rate / 2), TIMBRE_BANDS + 1)
+    bands = np.array([power[(freqs >= lo) & (freqs < hi)].sum() for lo, hi in pairwise(edges)])
+    logs = np.log10(np.maximum(bands, 1e-12))
+    return tuple(float(v) for v in logs - logs.mean())
 
 
 def _db(amplitude: float) -> float:
@@ -87,9 +122,11 @@ class FingerprintTable:
     """
 
     ALL = ("url", "digest", "header", "length", "rate", "peak_db", "rms_db", "seconds")
+    #: The listener's baseline (not part of ALL: it is what hearing reveals).
+    LISTENER = ("timbre",)
 
     def __init__(self, use: tuple[str, ...] = ALL):
-        unknown = set(use) - set(self.ALL)
+        unknown = set(use) - set(self.ALL) - set(self.LISTENER)
         if unknown:
             raise ValueError(f"unknown evidence {sorted(unknown)}")
         self.use = tuple(use)
@@ -108,6 +145,8 @@ class FingerprintTable:
             self._values[(model, "peak_db")].append(clip.peak_db)
             self._values[(model, "rms_db")].append(clip.rms_db)
             self._values[(model, "log_seconds")].append(math.log(max(seen.seconds, 1e-4)))
+            for band, value in enumerate(clip.timbre):
+                self._values[(model, f"timbre{band}")].append(value)
 
     def name(self, seen: Sighting) -> tuple[str, str]:
         """The most likely (model A, model B) of an unrevealed battle."""
@@ -135,6 +174,9 @@ class FingerprintTable:
         for feature in ("peak_db", "rms_db"):
             if feature in self.use:
                 score += self._gaussian(model, feature, getattr(clip, feature))
+        if "timbre" in self.use:
+            score += sum(self._gaussian(model, f"timbre{band}", value)
+                         for band, value in enumerate(clip.timbre))  # fmt: skip
         return score
 
     def _timing(self, seconds: float, model: str) -> float:
@@ -146,7 +188,8 @@ class FingerprintTable:
         values = self._values.get((model, feature))
         if not values:
             return 0.0
-        mean, sd = float(np.mean(values)), max(float(np.std(values)), MIN_SD[feature])
+        floor = MIN_TIMBRE_SD if feature.startswith("timbre") else MIN_SD[feature]
+        mean, sd = float(np.mean(values)), max(float(np.std(values)), floor)
         return -0.5 * ((x - mean) / sd) ** 2 - math.log(sd)
 
 
