@@ -138,3 +138,48 @@ def test_settings_default_to_the_space_proxy_only_on_a_space():
 def test_identity_settings_that_cannot_work_stop_the_start(env, message):
     with pytest.raises(ConfigError, match=message):
         Settings.from_env({"ARENA_VOTER_SALT": "s", **env})
+
+
+def test_without_trusted_proxies_the_voter_is_the_socket_peer():
+    # Through voter_identity, as the app calls it: the peer address, whatever the header says.
+    got = voter_identity(LOCAL, username=None, headers=fwd("6.6.6.6"), client_host="203.0.113.9")
+    assert got == "ip:203.0.113.9"
+    assert (
+        voter_identity(LOCAL, username="", headers={}, client_host="::1") == "ip:::/64"
+    )  # ::1 lies in ::/64
+
+
+def test_the_rule_descriptions_are_the_documented_lines():
+    assert IdentityRule(require_login=True).describe() == (
+        "the signed-in Hugging Face user; votes without sign-in are refused"
+    )
+    assert LOCAL.describe() == (
+        "the signed-in Hugging Face user, else the client address: the socket peer address "
+        "(X-Forwarded-For ignored; ARENA_TRUSTED_PROXIES=0)"
+    )
+    assert IdentityRule(trusted_proxies=2).describe() == (
+        "the signed-in Hugging Face user, else the client address: entry 2 from the right of "
+        "X-Forwarded-For (ARENA_TRUSTED_PROXIES=2)"
+    )
+
+
+def test_the_visitor_is_told_exactly_what_to_do():
+    required = IdentityRule(require_login=True)
+    with pytest.raises(IdentityError) as err:
+        voter_identity(required, username=None, headers={}, client_host="203.0.113.9")
+    assert str(err.value) == "Sign in with Hugging Face (button at the top) to vote in this arena."
+    with pytest.raises(IdentityError) as err:
+        client_address(SPACE, {}, "203.0.113.9")
+    assert str(err.value) == (
+        "We could not tell where this vote comes from, so it was not recorded. "
+        "Sign in with Hugging Face if the arena offers it, or try again later."
+    )
+
+
+@pytest.mark.parametrize("bad", [-1, 1.0, "1", True])
+def test_trusted_proxies_must_be_a_whole_number_of_proxies(bad):
+    if bad is True:  # bool is an int in Python: True means one proxy, as the env parser gives
+        assert IdentityRule(trusted_proxies=bad).trusted_proxies == 1
+        return
+    with pytest.raises(ValueError, match=r"^trusted_proxies must be an integer >= 0, got "):
+        IdentityRule(trusted_proxies=bad)

@@ -100,3 +100,56 @@ def test_idle_voters_are_forgotten():
 def test_a_limit_must_be_positive(limit, window):
     with pytest.raises(ValueError, match="positive"):
         RateLimiter(limit, window)
+
+
+def test_a_window_may_be_shorter_than_a_second():
+    clock = Clock()
+    limiter = RateLimiter(limit=1, window=0.5, clock=clock)
+    assert votes_at(limiter, clock, [0.0, 0.4, 0.5]) == [True, False, True]
+
+
+def test_a_limit_refusal_says_what_is_wrong():
+    with pytest.raises(ValueError, match=r"^rate limit and window must be positive$"):
+        RateLimiter(0, 10)
+
+
+def test_a_restored_vote_leaves_the_window_exactly_window_seconds_after_it_was_cast():
+    # Cast 0.5 s before the restart (an age under a second must not be rounded), window 100:
+    # it leaves at restart + 99.5, not a moment before.
+    clock = Clock(1000.0)
+    limiter = RateLimiter(limit=1, window=100, clock=clock)
+    assert limiter.restore([("v", 0.5)]) == 1
+    clock.now = 1099.4
+    assert not limiter.allow("v")
+    clock.now = 1099.5
+    assert limiter.allow("v")
+
+
+def test_a_vote_exactly_one_window_old_is_not_restored():
+    clock = Clock(1000.0)
+    limiter = RateLimiter(limit=1, window=100, clock=clock)
+    assert limiter.restore([("v", 100.0), ("v", 99.0)]) == 1
+
+
+def test_restored_votes_in_any_order_leave_the_window_oldest_first():
+    clock = Clock(1000.0)
+    limiter = RateLimiter(limit=2, window=100, clock=clock)
+    assert limiter.restore([("v", 10.0), ("v", 60.0)]) == 2  # the log gives newest first here
+    clock.now = 1040.0  # the vote of 60 s ago left at 1040
+    assert limiter.allow("v") and not limiter.allow("v")
+
+
+def test_idle_voters_are_swept_at_most_once_per_window():
+    # Worked by hand, window 10, the limiter made at t=0: the sweep at t=10 (one window
+    # after the last) forgets "a" (last vote at 0 <= 10 - 10) and keeps "b" (voted at 5).
+    # The next sweep is due at t=20: at t=16 "b" (idle since 5 <= 16 - 10) is still there.
+    clock = Clock()
+    limiter = RateLimiter(limit=5, window=10, clock=clock)
+    votes_at(limiter, clock, [0.0], voter="a")
+    votes_at(limiter, clock, [5.0], voter="b")
+    votes_at(limiter, clock, [10.0], voter="c")
+    assert len(limiter) == 2  # b, c
+    votes_at(limiter, clock, [16.0], voter="d")
+    assert len(limiter) == 3  # b, c, d
+    votes_at(limiter, clock, [20.0], voter="e")
+    assert len(limiter) == 2  # b (last at 5) and c (last at 10 <= 20 - 10) forgotten: d, e
