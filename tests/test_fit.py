@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from arena_core.ratings import graph
-from arena_core.ratings.counts import A_WINS, PairCounts, count_pairs
+from arena_core.ratings.counts import A_WINS, BOTH_BAD, TIE, PairCounts, count_pairs
 from arena_core.ratings.decay import DAY_US, decay_weights
-from arena_core.ratings.fit import fit_board
+from arena_core.ratings.fit import fit_board, unbounded_bound
 
 POINTS = 400 / math.log(10)  # rating points per natural log-odds unit
 
@@ -85,3 +85,72 @@ def test_an_empty_board_fits():
     np.testing.assert_allclose(fit.rating, [1000, 1100])
     fit = fit_board(2, PairCounts.zeros(2), prior_weight=0, rounds=10)
     assert fit.component.tolist() == [-1, -1]
+
+
+def test_unbounded_models_that_played_each_other_leave_the_fitted_group_alone():
+    # x (0) beat y (1) 4-2: alone, maximum likelihood puts them ln(4/2) apart around 1000.
+    # u1 (2) and u2 (3) beat each other, tied and were both bad once, and beat x, y (u1 x
+    # twice, u2 y once) without ever losing to them: both above, their votes between
+    # themselves as irrelevant to x and y as their wins over them. Bounds worked by hand:
+    # u1's two wins over x have probability 2.5% at R = theta_x + logit(0.025 ** (1/2)).
+    counts = votes(4, *[(0, 1, A_WINS)] * 4, *[(1, 0, A_WINS)] * 2, (2, 3, A_WINS),
+                   (3, 2, A_WINS), (2, 3, TIE), (2, 3, BOTH_BAD), (2, 0, A_WINS), (2, 0, A_WINS),
+                   (3, 1, A_WINS))  # fmt: skip
+    fit = fit_board(4, counts, prior_weight=0, rounds=200, rng=np.random.default_rng(3))
+    half = math.log(2) / 2
+    np.testing.assert_allclose(fit.rating[:2], [1000 + half * POINTS, 1000 - half * POINTS],
+                               atol=1e-6)  # fmt: skip
+    assert fit.side.tolist() == [graph.FITTED, graph.FITTED, graph.ABOVE, graph.ABOVE]
+    assert fit.low[2] == pytest.approx(1000 + (half + logit(0.025**0.5)) * POINTS, abs=1e-6)
+    assert fit.low[3] == pytest.approx(1000 + (-half + logit(0.025)) * POINTS, abs=1e-6)
+    # A fitted group of two has intervals around its ratings.
+    assert np.all(fit.low[:2] < fit.rating[:2]) and np.all(fit.rating[:2] < fit.high[:2])
+
+
+def test_models_with_no_direct_vote_against_the_fitted_group_get_no_bound():
+    # x (0), y (1) beat each other twice; u (2) beat x once; v (3) beat only u (above, but
+    # never met x or y); w (4) only lost to u (neither above nor below x and y: apart).
+    counts = votes(5, (0, 1, A_WINS), (0, 1, A_WINS), (1, 0, A_WINS), (1, 0, A_WINS),
+                   (2, 0, A_WINS), (3, 2, A_WINS), (2, 4, A_WINS))  # fmt: skip
+    fit = fit_board(5, counts, prior_weight=0, rounds=0)
+    assert fit.side.tolist() == [graph.FITTED, graph.FITTED, graph.ABOVE, graph.ABOVE,
+                                 graph.APART]  # fmt: skip
+    assert fit.low[2] == pytest.approx(1000 + logit(0.025) * POINTS, abs=1e-6)
+    assert np.isnan(fit.low[3:]).all() and np.isnan(fit.high[2:]).all()
+    assert np.isnan(unbounded_bound(counts, fit.rating, 4, graph.APART, 0.025))
+
+
+def test_when_every_replicate_is_dropped_the_fitted_models_have_no_interval():
+    # Two decayed votes of weight 0.3, one each way: each replicate redraws round(0.6) = 1
+    # vote, which can never make the pair beat each other both ways: all are dropped.
+    a, b, o = np.array([0, 1]), np.array([1, 0]), np.array([A_WINS, A_WINS])
+    counts = count_pairs(2, a, b, o, weights=np.array([0.3, 0.3]))
+    fit = fit_board(2, counts, prior_weight=0, rounds=20, rng=np.random.default_rng(0))
+    np.testing.assert_allclose(fit.rating, [1000, 1000], atol=1e-9)
+    assert fit.dropped == 20 and fit.intervals
+    assert np.isnan(fit.low).all() and np.isnan(fit.high).all()
+
+
+def test_a_model_without_battles_does_not_make_a_lone_fitted_model_a_group():
+    # 0 beat 1 once (1 is below, 0 fitted alone); 2 never played.
+    fit = fit_board(3, votes(3, (0, 1, A_WINS)), prior_weight=0, rounds=20,
+                    rng=np.random.default_rng(0))  # fmt: skip
+    assert fit.component.tolist() == [0, 0, -1]
+    assert fit.rating[0] == pytest.approx(1000)
+    assert np.isnan(fit.low[0]) and np.isnan(fit.high[0])
+
+
+def test_the_bootstrap_draws_from_the_generator_it_is_given():
+    counts = votes(3, *[(0, 1, A_WINS)] * 5, *[(1, 0, A_WINS)] * 3, *[(1, 2, A_WINS)] * 4,
+                   *[(2, 1, A_WINS)] * 2, (2, 0, A_WINS), (0, 2, A_WINS))  # fmt: skip
+
+    def fit(seed):
+        return fit_board(3, counts, prior_weight=0, rounds=50, rng=np.random.default_rng(seed))
+
+    np.testing.assert_array_equal(fit(7).low, fit(7).low)
+    assert not np.array_equal(fit(7).low, fit(8).low)
+
+
+def test_a_half_life_under_a_day_is_allowed():
+    # Twelve hours old with a half-life of half a day: half a vote.
+    assert decay_weights(np.array([0]), 0.5, DAY_US // 2)[0] == pytest.approx(0.5)
