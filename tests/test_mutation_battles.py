@@ -13,6 +13,11 @@ import pytest
 from arena_core.space.battles import HANDLE_BYTES, BattleBook, BattleError
 
 TTL = 600.0
+# What the visitor reads, word for word (regular expressions: the dots escaped).
+NO_BATTLE = r"There is no open battle to vote on\. Start a new battle\."
+EXPIRED = r"This battle has expired\. Start a new battle\."
+ALREADY = r"You already voted on this battle\. Start a new battle\."
+NOT_DELIVERED = r"Both outputs must arrive before you vote\."
 
 
 class Clock:
@@ -64,20 +69,20 @@ def test_a_delivered_battle_takes_exactly_one_vote(book, clock):
     assert battle.delivered and battle.delivered_at == clock.now and battle.listen_seconds == 0.0
     assert book.close_for_vote(handle) is battle
     assert battle.voted
-    with pytest.raises(BattleError, match="already voted"):
+    with pytest.raises(BattleError, match=rf"^{ALREADY}$"):
         book.close_for_vote(handle)
 
 
 @pytest.mark.parametrize("handle", [None, "", "no-such-handle"])
 def test_a_vote_without_an_open_battle_is_refused(book, handle):
     book.open(**fields())
-    with pytest.raises(BattleError, match="no open battle"):
+    with pytest.raises(BattleError, match=rf"^{NO_BATTLE}$"):
         book.close_for_vote(handle)
 
 
 def test_a_vote_before_both_outputs_arrived_is_refused(book):
     handle, battle = book.open(**fields())
-    with pytest.raises(BattleError, match="Both outputs must arrive"):
+    with pytest.raises(BattleError, match=rf"^{NOT_DELIVERED}$"):
         book.close_for_vote(handle)
     assert not battle.voted  # a refused vote does not use the battle up
     book.delivered(handle)
@@ -88,7 +93,7 @@ def test_the_listening_gate_opens_at_its_second_and_says_how_long_is_left(book, 
     handle, _ = book.open(**fields())
     book.delivered(handle, listen_seconds=7.5)
     clock.now += 2.0  # 5.5 s left: rounded up, never told "0 s"
-    with pytest.raises(BattleError, match=r"\(6 s left\)"):
+    with pytest.raises(BattleError, match=r"^Listen to both clips before you vote \(6 s left\)\.$"):
         book.close_for_vote(handle)
     clock.now += 5.0  # 0.5 s left
     with pytest.raises(BattleError, match=r"\(1 s left\)"):
@@ -130,10 +135,10 @@ def test_a_battle_expires_one_tick_after_its_ttl(book, clock):
     clock.now += TTL  # exactly the ttl: still open
     assert book.close_for_vote(first).voted
     clock.now += 0.001
-    with pytest.raises(BattleError, match="expired"):
+    with pytest.raises(BattleError, match=rf"^{EXPIRED}$"):
         book.close_for_vote(second)
     assert len(book) == 1  # the expired battle is dropped; the voted one stays until its ttl
-    with pytest.raises(BattleError, match="no open battle"):
+    with pytest.raises(BattleError, match=rf"^{NO_BATTLE}$"):
         book.close_for_vote(second)
 
 
@@ -151,7 +156,7 @@ def test_opening_drops_every_expired_battle_and_keeps_the_rest(book, clock):
         book.delivered(handle)
         assert book.close_for_vote(handle).voted
     for handle in old:
-        with pytest.raises(BattleError, match="no open battle"):
+        with pytest.raises(BattleError, match=rf"^{NO_BATTLE}$"):
             book.close_for_vote(handle)
 
 

@@ -30,8 +30,8 @@ def test_votes_export_as_fastchat_battles(tmp_path):
         vote_row(1, vote="a", category="en", prompt_id="p1"),
         vote_row(2, vote="b", voter=None),
         vote_row(3, vote="tie", model_a="m/c"),
-        vote_row(4, vote="both_bad", arena="other"),
-        vote_row(5, vote="a", flags=["rate_limited"]),
+        vote_row(4, vote="a", flags=["rate_limited"]),  # left out of ratings: not exported
+        vote_row(5, vote="both_bad", arena="other"),
     ]
     votes = read_votes(write_jsonl(tmp_path / "v.jsonl", rows))
     battles = to_battles(votes)
@@ -44,4 +44,5 @@ def test_votes_export_as_fastchat_battles(tmp_path):
     assert [b["winner"] for b in battles] == ["model_a", "model_b", "tie", "tie (bothbad)"]
     assert battles[1]["judge"] == ""  # no voter hash: an empty judge, as FastChat's rows have
     assert battles[2]["model_a"] == "m/c" and battles[3]["arena"] == "other"
+    assert [b["vote_id"][-1] for b in battles] == list("1235")
     assert [b["vote_id"][-1] for b in to_battles(votes, include_flagged=True)] == list("12345")
