@@ -29,9 +29,11 @@ from hubfake import (
     writer,
 )
 
-from arena_core.dataset.uploader import LineCount, complete_lines, utc_now
+from arena_core.dataset.hub import HubSync, compact_repo
+from arena_core.dataset.uploader import LineCount, SyncStatus, complete_lines, utc_now
 from arena_core.registry import load_registry
 from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes
 
 
 @pytest.fixture
@@ -113,7 +115,7 @@ def test_sigterm_flushes_then_hands_over_to_the_previous_handler(tmp_path):
     append(log, "a")
     append(log, "b")
     called = []
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: called.append(signum))
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: called.append((signum, frame)))
     try:
         sync.flush_on_sigterm()
         with pytest.raises(SystemExit) as stop:
@@ -121,7 +123,8 @@ def test_sigterm_flushes_then_hands_over_to_the_previous_handler(tmp_path):
         assert stop.value.code == 0
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert called == [signal.SIGTERM]
+    ((signum, frame),) = called
+    assert signum == signal.SIGTERM and frame is not None  # handed on as received
     assert sorted(repo_votes(api).column("vote").to_pylist()) == ["a", "b"]
     assert sync.uploader is not None and sync._stopped.is_set()
 
@@ -262,3 +265,178 @@ def test_complete_lines_leave_an_unfinished_line_for_later(tmp_path):
 
 def test_status_times_are_utc():
     assert utc_now().utcoffset() == timedelta(0)
+
+
+class StrictHubApi(LocalHubApi):
+    """LocalHubApi holding each call to what the real Hub needs for a dataset repo.
+
+    The real Hub addresses a dataset only with ``repo_type="dataset"`` (without it, the
+    same name is a model repo), answers 409 to a second ``create_repo`` unless
+    ``exist_ok``, and serves the files of the commit ``revision`` names. LocalHubApi
+    ignores these arguments; here a call without them fails as it would on the Hub.
+    ``block`` makes commits (or ``create_repo``) hang for that many seconds.
+    """
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.calls: list[tuple[str, dict]] = []
+        self.block_commit = 0.0
+        self.block_create = 0.0
+        self.fail_create_after: int | None = None
+
+    def _check(self, name, repo_type, **kwargs):
+        self.calls.append((name, {"repo_type": repo_type, **kwargs}))
+        if repo_type != "dataset":
+            raise HubDownError(f"{name}: 404, no model repo of that name")
+
+    def create_repo(self, repo_id, *, repo_type=None, exist_ok=False, **kwargs):
+        self._check("create_repo", repo_type)
+        time.sleep(self.block_create)
+        if not exist_ok and self.repo_dir(repo_id).is_dir():
+            raise HubDownError("409 Conflict: You already created this dataset repo")
+        if self.fail_create_after is not None and len(self.created) >= self.fail_create_after:
+            raise HubDownError("503 Service Unavailable (simulated)")
+        return super().create_repo(repo_id, repo_type=repo_type, exist_ok=exist_ok, **kwargs)
+
+    def repo_info(self, repo_id, *, repo_type=None, **kwargs):
+        self._check("repo_info", repo_type)
+        return super().repo_info(repo_id, repo_type=repo_type, **kwargs)
+
+    def snapshot_download(self, repo_id, *, repo_type=None, revision=None, **kwargs):
+        self._check("snapshot_download", repo_type, revision=revision)
+        return super().snapshot_download(repo_id, repo_type=repo_type, **kwargs)
+
+    def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, **kwargs):
+        self._check("create_commit", repo_type)
+        time.sleep(self.block_commit)
+        return super().create_commit(repo_id, operations, commit_message=commit_message,
+                                     repo_type=repo_type, **kwargs)  # fmt: skip
+
+    def list_repo_tree(self, repo_id, path_in_repo=None, *, recursive=False, expand=False,
+                       repo_type=None, **kw):  # fmt: skip
+        self._check("list_repo_tree", repo_type, path_in_repo=path_in_repo, recursive=recursive,
+                    expand=expand)  # fmt: skip
+        if not (recursive and expand and path_in_repo == "data"):
+            raise HubDownError("compaction needs every file of data/ with its last commit")
+        return super().list_repo_tree(repo_id, path_in_repo, recursive=recursive, expand=expand,
+                                      repo_type=repo_type, **kw)  # fmt: skip
+
+
+def test_a_restart_downloads_the_repos_votes_and_card_and_nothing_else(tmp_path, registry):
+    api = StrictHubApi(tmp_path / "hub")
+    seed_repo(api, [row(k) for k in range(3)])
+    repo = api.repo_dir(REPO)
+    (repo / "README.md").write_text("---\nlicense: cc-by-4.0\n---\n")
+    (repo / "registry").mkdir()
+    (repo / "registry" / "registry.yaml").write_text(REGISTRY)
+    (repo / "notes.txt").write_text("not ours")
+    (tmp_path / "data" / "hub" / "data").mkdir(parents=True)  # left by an earlier run
+    downloaded = []
+    sync = HubSync(REPO, tmp_path / "data", hf_api=api)
+    assert sync.mirror == tmp_path / "data" / "hub"
+    assert sync.start("votes-me.jsonl", registry=registry,
+                      on_download=lambda: downloaded.append(len(read_votes(sync.hub_votes))))  # fmt: skip
+    assert downloaded == [3]
+    mirrored = sorted(p.relative_to(sync.mirror).as_posix() for p in sync.mirror.rglob("*")
+                      if p.is_file() and ".cache" not in p.parts)  # fmt: skip
+    assert mirrored == ["README.md", "data/votes-earlier-000001.parquet"]
+    assert sync.connect()  # connected already: nothing more happens
+    # The commit is asked for first, and the download names it (a stale local copy never
+    # passes for the Hub's).
+    assert [name for name, _ in api.calls[:3]] == ["create_repo", "repo_info", "snapshot_download"]
+    assert api.calls[2][1]["revision"] == f"{1:040x}"
+    # The card named the arena, and was published with the registry when the Hub answered.
+    card = (repo / "README.md").read_text()
+    assert "Arenas: `speech`." in card and "license: cc-by-4.0" in card
+    assert (repo / "registry" / "prompts.yaml").read_text() == PROMPTS
+    sync.flush()
+
+
+def test_before_start_there_is_nothing_to_connect_and_nothing_waiting(tmp_path):
+    sync = HubSync(REPO, tmp_path / "data", hf_api=StrictHubApi(tmp_path / "hub"))
+    assert sync.status() == SyncStatus()
+    assert sync.retry_seconds == 60.0  # pushes every 5 minutes: retried every minute
+    assert HubSync(REPO, tmp_path, hf_api=None, every_minutes=0.5).retry_seconds == 30.0
+    assert HubSync(REPO, tmp_path, hf_api=None, retry_seconds=2.5).retry_seconds == 2.5
+    with pytest.raises(RuntimeError, match=r"^HubSync.start\(\) names the shard before connect"):
+        sync.connect()
+    sync.flush()  # nothing started: nothing to do, no error
+
+
+def test_a_hub_down_at_start_is_retried_in_a_daemon_thread(tmp_path, caplog):
+    api = StrictHubApi(tmp_path / "hub")
+    api.down = HubDownError("connection refused")
+    now = datetime(2026, 11, 29, 17, 0, tzinfo=UTC)
+    sync = HubSync(REPO, tmp_path / "data", hf_api=api, clock=lambda: now, retry_seconds=0.05)
+    log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name="votes-me.jsonl")
+    assert sync.start("votes-me.jsonl") is False
+    (thread,) = [t for t in threading.enumerate() if t.name == "hub-connect"]
+    assert thread.daemon  # a Space that stops must not wait for the Hub
+    append(log)
+    status = sync.status()
+    assert status == SyncStatus(waiting=1, last_error="HubDownError: connection refused",
+                                unreachable_since=now)  # fmt: skip
+    assert f"could not download {REPO}" in caplog.text
+    api.down = None
+    thread.join(timeout=30)
+    assert sync.uploader is not None and sync.status().unreachable_since is None
+    sync.flush()
+    assert len(repo_votes(api)) == 1
+
+
+def test_a_scheduler_that_cannot_start_is_reported_and_retried(tmp_path, caplog):
+    api = StrictHubApi(tmp_path / "hub")
+    api.fail_create_after = 1  # the download works; CommitScheduler's create_repo fails
+    sync = HubSync(REPO, tmp_path / "data", hf_api=api, retry_seconds=3600)
+    assert not sync.start("votes-me.jsonl")
+    assert sync.status().last_error == "HubDownError: 503 Service Unavailable (simulated)"
+    assert f"could not start pushing to {REPO}" in caplog.text
+    api.fail_create_after = None
+    assert sync.connect()
+    sync.flush()
+
+
+def test_a_live_neighbours_shard_is_left_to_it(tmp_path):
+    api = LocalHubApi(tmp_path / "hub")
+    first, first_log = writer(tmp_path / "data", api)
+    for vote in "ab":
+        append(first_log, vote)
+    second, _ = writer(tmp_path / "data", api)  # starts while the first still runs, unpushed
+    first.flush()
+    second.flush()
+    votes = repo_votes(api)
+    assert len(votes) == 2 and not votes.skipped  # no copy adopted by the second process
+
+
+def test_flush_gives_up_at_its_timeout(tmp_path):
+    api = StrictHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    append(log)
+    api.block_commit = 1.0
+    started = time.monotonic()
+    sync.flush(timeout=0.2)
+    assert time.monotonic() - started < 0.8
+
+
+def test_flush_gives_up_reaching_a_hanging_hub_at_its_timeout(tmp_path):
+    api = StrictHubApi(tmp_path / "hub")
+    api.down = HubDownError("refused")
+    sync = HubSync(REPO, tmp_path / "data", hf_api=api, retry_seconds=3600)
+    sync.start("votes-me.jsonl")
+    api.down, api.block_create = None, 1.0
+    started = time.monotonic()
+    sync.flush(timeout=0.2)
+    assert time.monotonic() - started < 0.8
+    while sync.uploader is None:  # the attempt goes on in the background: let it end
+        time.sleep(0.05)
+    sync.uploader.stop()
+
+
+def test_compaction_reads_the_whole_data_folder_of_the_dataset_repo(tmp_path):
+    api = StrictHubApi(tmp_path / "hub")
+    seed_repo(api, [row(k) for k in range(3)])
+    report = compact_repo(api, REPO, tmp_path / "work", min_age_minutes=60)
+    assert report.votes == 0  # just written: too young to roll up
+    assert ("list_repo_tree", {"repo_type": "dataset", "path_in_repo": "data", "recursive": True,
+                               "expand": True}) in api.calls  # fmt: skip
