@@ -424,7 +424,7 @@ def test_flush_gives_up_reaching_a_hanging_hub_at_its_timeout(tmp_path):
     api.down = HubDownError("refused")
     sync = HubSync(REPO, tmp_path / "data", hf_api=api, retry_seconds=3600)
     sync.start("votes-me.jsonl")
-    api.down, api.block_create = None, 1.0
+    api.down, api.block_create = None, 0.5  # twice: connect, then the scheduler
     started = time.monotonic()
     sync.flush(timeout=0.2)
     assert time.monotonic() - started < 0.8
