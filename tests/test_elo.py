@@ -138,3 +138,27 @@ def test_bad_input_is_refused():
         sequential_elo(2, (np.array([0]), np.array([2]), np.array([0])))
     with pytest.raises(ValueError, match="prior"):
         EloState.start(3, prior=[1000, 1000])
+
+
+def test_the_plain_replay_reads_votes_a_chunk_at_a_time(monkeypatch):
+    # Chunks of 3 votes (a million in production): every vote applied once, in order.
+    monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    monkeypatch.setattr(elo_module, "_CHUNK", 3)
+    a, b = np.array([0, 1, 2, 0, 1, 2, 0, 3]), np.array([1, 2, 3, 3, 0, 1, 2, 1])
+    outcome = np.array([0, 1, 2, 3, 0, 0, 1, 2])
+    live = EloState.start(4)
+    for i, j, o in zip(a, b, outcome, strict=True):
+        live.step(int(i), int(j), int(o))
+    assert sequential_elo(4, (a, b, outcome)).ratings == live.ratings
+
+
+def test_votes_of_unequal_lengths_are_refused(monkeypatch):
+    monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    with pytest.raises(ValueError, match="zip"):
+        sequential_elo(3, (np.array([0, 1]), np.array([1, 2]), np.array([0])))
+
+
+def test_a_self_battle_is_refused_with_its_reason():
+    state = EloState.start(2)
+    with pytest.raises(ValueError, match=r"^a model cannot battle itself$"):
+        state.step(1, 1, 0)

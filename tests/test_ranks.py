@@ -48,3 +48,20 @@ def test_overlapping_intervals_always_share_a_rank(models):
             if group[i] == group[j] and mid[i] - half[i] > mid[j] + half[j]:
                 # Clearly above: every model clearly above i is clearly above j, and so is i.
                 assert best[i] < best[j] and worst[i] < worst[j]
+
+
+def test_an_unrated_model_takes_no_rank_and_pushes_no_one_down():
+    # Ordinal ranks; model 1 has no finite rating, model 3 is in no component.
+    best, worst = rank_bands([1100.0, np.nan, 1000.0, 1200.0], None, None, [0, 0, 0, -1])
+    assert best.tolist() == [1, 0, 2, 0] and worst.tolist() == [1, 0, 2, 0]
+    # Intervals given on one side only are no intervals: ordinal ranks again.
+    best, _ = rank_bands([1100.0, 1000.0], [1050.0, 950.0], None, [0, 0])
+    assert best.tolist() == [1, 2]
+
+
+def test_a_model_without_a_lower_bound_overlaps_everyone_below_its_upper_bound():
+    # Model 0 is unbounded below (low NaN) with its upper bound at 1100: it cannot be
+    # ranked above model 1 (1050..1150), nor model 1 above it.
+    nan = np.nan
+    best, worst = rank_bands([1000.0, 1100.0], [nan, 1050.0], [1100.0, 1150.0], [0, 0])
+    assert best.tolist() == [1, 1] and worst.tolist() == [2, 2]

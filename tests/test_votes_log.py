@@ -328,3 +328,23 @@ def test_model_versions_are_written_when_the_backend_reports_them(tmp_path):
     assert (data["model_a_version"], data["model_b_version"]) == ("piper 1.8.0", "espeak-ng 1.52")
     votes = read_votes(tmp_path)
     assert votes.column("model_a_version").to_pylist() == ["piper 1.8.0"]
+
+
+def test_a_shard_that_does_not_exist_is_not_in_use(tmp_path):
+    assert not shard_in_use(tmp_path / "votes-gone.jsonl")
+
+
+def test_a_failed_write_says_what_failed(tmp_path, monkeypatch):
+    store = VoteLog(tmp_path)
+    monkeypatch.setattr(vote_log.os, "fsync", _fail_on("fsync", 5, times=99))
+    with pytest.raises(VoteWriteError, match=r"^could not write the vote: \[Errno 5\] "):
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+
+
+def test_a_floor_exactly_at_the_clocks_slack_is_followed(tmp_path):
+    # Ten minutes ahead is within what readers accept: the next vote is stamped after it.
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    store = VoteLog(tmp_path, clock=lambda: t)
+    store.advance_to(parse_ts("2026-01-01T00:10:00.000Z"))
+    vote = store.append(arena="x", model_a="a", model_b="b", vote="a")
+    assert vote.ts == "2026-01-01T00:10:00.001Z"
