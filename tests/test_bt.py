@@ -261,3 +261,48 @@ def test_invalid_arguments():
         bradley_terry(2, PairCounts.zeros(2), [1000, float("nan")])
     with pytest.raises(ValueError, match="rounds"):
         bootstrap_bradley_terry(2, PairCounts.zeros(2), rounds=0)
+
+
+def test_argument_errors_say_exactly_what_is_wrong():
+    with pytest.raises(ValueError, match=r"^prior_weight must be >= 0, got -1$"):
+        BTParams(prior_weight=-1)
+    with pytest.raises(ValueError, match=r"^prior_weight must be >= 0, got nan$"):
+        BTParams(prior_weight=float("nan"))
+    with pytest.raises(ValueError, match=r"^rounds must be at least 1$"):
+        bootstrap_bradley_terry(2, PairCounts.zeros(2), rounds=0)
+    with pytest.raises(ValueError, match=r"^prior must be 2 finite ratings$"):
+        bradley_terry(2, PairCounts.zeros(2), [1000.0])
+    counts = count_pairs(2, np.zeros(3, int), np.ones(3, int), np.zeros(3, int))
+    with pytest.raises(NotIdentifiableError, match=r"^with prior_weight 0 the maximum-likelihood "
+                       r"ratings are infinite: models at index \[1\] were never beaten"):  # fmt: skip
+        bradley_terry(2, counts, params=BTParams(prior_weight=0))
+
+
+def test_bootstrap_defaults_are_a_thousand_rounds_from_seed_zero():
+    counts = count_pairs(2, np.array([0, 1, 0]), np.array([1, 0, 1]), np.zeros(3, int))
+    boot = bootstrap_bradley_terry(2, counts)
+    assert boot.samples.shape == (1000, 2) and boot.dropped == 0
+    seeded = bootstrap_bradley_terry(2, counts, rng=np.random.default_rng(0))
+    np.testing.assert_array_equal(boot.samples, seeded.samples)
+    assert bootstrap_bradley_terry(2, counts, rounds=1).samples.shape == (1, 2)
+
+
+def test_bootstrap_with_a_prior_centres_on_the_fit_with_that_prior():
+    # One vote each way: the prior decides where the pair sits. Prior 1100 / 900 at weight 4
+    # keeps the fit near the prior; the replicates scatter around that fit, not around 1000.
+    counts = count_pairs(2, np.array([0, 1]), np.array([1, 0]), np.zeros(2, int))
+    prior = [1100.0, 900.0]
+    fit = bradley_terry(2, counts, prior)
+    assert fit[0] > 1050 and fit[1] < 950
+    boot = bootstrap_bradley_terry(2, counts, prior, rounds=400, rng=np.random.default_rng(2))
+    assert np.all(np.abs(np.median(boot.samples, axis=0) - fit) < 30)
+
+
+def test_a_bootstrap_of_no_votes_repeats_the_fit():
+    prior = [1100.0, 900.0]
+    with_prior = bootstrap_bradley_terry(2, PairCounts.zeros(2), prior, rounds=5)
+    np.testing.assert_allclose(with_prior.samples, [prior] * 5)  # the posterior is the prior
+    plain = bootstrap_bradley_terry(2, PairCounts.zeros(2), prior, BTParams(prior_weight=0),
+                                    rounds=5)  # fmt: skip
+    np.testing.assert_allclose(plain.samples, [[1000.0, 1000.0]] * 5)  # no prior, no votes
+    assert plain.dropped == 0
