@@ -306,3 +306,17 @@ def test_a_bootstrap_of_no_votes_repeats_the_fit():
                                     rounds=5)  # fmt: skip
     np.testing.assert_allclose(plain.samples, [[1000.0, 1000.0]] * 5)  # no prior, no votes
     assert plain.dropped == 0
+
+
+def test_plain_replicates_are_centred_per_component_whatever_the_warm_start():
+    # Two components, of three models (0-1-2) and two (3-4), every pair won both ways. A warm
+    # start far off the anchor (all at 1300) must not shift them: each component of each
+    # replicate has mean 1000, as bradley_terry reports it.
+    pairs = [(0, 1), (1, 0), (1, 2), (2, 1), (0, 1), (3, 4), (4, 3), (3, 4)]
+    a, b = (np.array(x) for x in zip(*pairs, strict=True))
+    counts = count_pairs(5, a, b, np.zeros(len(pairs), int))
+    boot = bootstrap_bradley_terry(5, counts, params=BTParams(prior_weight=0), rounds=50,
+                                   rng=np.random.default_rng(4), initial=[1300.0] * 5)  # fmt: skip
+    assert len(boot.samples) > 0
+    np.testing.assert_allclose(boot.samples[:, :3].mean(axis=1), 1000.0, atol=1e-6)
+    np.testing.assert_allclose(boot.samples[:, 3:].mean(axis=1), 1000.0, atol=1e-6)
