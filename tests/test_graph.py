@@ -72,3 +72,38 @@ def test_fitted_groups_are_strongly_connected_and_unbounded_models_are_not_in_th
     # Each component with votes keeps at least one fitted model.
     for k in set(split.component[split.component >= 0].tolist()):
         assert split.fitted[split.component == k].any()
+
+
+def test_equally_busy_components_are_numbered_by_their_lowest_model():
+    # {0, 3} and {1, 2} each met twice: the one holding model 0 comes first.
+    counts = votes(4, (0, 3, A_WINS), (3, 0, A_WINS), (1, 2, A_WINS), (2, 1, A_WINS))
+    np.testing.assert_array_equal(graph.components(counts), [0, 1, 1, 0])
+
+
+def test_the_fitted_group_need_not_hold_the_lowest_index():
+    # 0 beat 1 once and was never beaten: above. 1 and 2 beat each other twice: the busier
+    # strongly connected group, fitted, though model 0 has the lowest index.
+    counts = votes(3, (0, 1, A_WINS), (1, 2, A_WINS), (2, 1, A_WINS), (1, 2, A_WINS),
+                   (2, 1, A_WINS))  # fmt: skip
+    assert graph.split_unbounded(counts).side.tolist() == [graph.ABOVE, graph.FITTED,
+                                                            graph.FITTED]  # fmt: skip
+
+
+def test_met_in_a_replicate_means_a_positive_total():
+    # Three pairs met in the data; in this replicate the middle one drew no vote.
+    counts = votes(4, (0, 1, A_WINS), (1, 2, A_WINS), (2, 3, A_WINS))
+    pairs = PairData.from_counts(counts)
+    adj = graph.met(4, pairs, batch=1, totals=np.array([[2.0, 0.0, 1.0]]))[0]
+    assert adj[0, 1] and adj[1, 0] and adj[2, 3] and adj[3, 2]
+    assert not adj[1, 2] and not adj[2, 1]
+    # Fractional totals (decayed votes) under one vote still count as met.
+    assert graph.met(4, pairs, totals=np.array([[0.5, 0.5, 0.5]]))[0][1, 2]
+
+
+def test_reachability_closes_a_chain_of_seventeen_steps():
+    # 0 beat 1, 1 beat 2, ..., 16 beat 17: 17 steps need five squarings (2**4 = 16 < 17).
+    adj = np.zeros((1, 18, 18), dtype=bool)
+    adj[0, np.arange(17), np.arange(1, 18)] = True
+    reach = graph.reachability(adj)[0]
+    assert reach[0, 17] and not reach[17, 0]
+    assert reach[np.triu_indices(18)].all() and not reach[np.tril_indices(18, -1)].any()
