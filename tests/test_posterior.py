@@ -16,6 +16,7 @@ from arena_core.ratings.posterior import (
     GRID_POINTS,
     SPREAD_RANGE,
     SPREAD_SCALE,
+    PosteriorParams,
     normal_cdf,
     posterior_bradley_terry,
 )
@@ -253,3 +254,62 @@ def test_intervals_cover_newcomers_and_established_models():
     established, newcomers = coverage_run(seed=5)
     assert 0.925 <= established <= 0.975
     assert 0.90 <= newcomers.mean() <= 0.99
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"grid_points": 1}, {"spread_range": (800.0, 2.0)}, {"spread_range": (0.0, 800.0)},
+     {"spread_range": (100.0, 100.0)}, {"spread_scale": 0.0}],
+)  # fmt: skip
+def test_impossible_spread_settings_are_refused(kwargs):
+    with pytest.raises(ValueError, match=r"^spread_range must be 0 < low < high, with a positive "
+                       r"scale and grid$"):  # fmt: skip
+        PosteriorParams(**kwargs)
+
+
+def test_the_smallest_allowed_spread_settings_are_accepted():
+    PosteriorParams(grid_points=2, spread_scale=0.5, spread_range=(0.5, 0.75))
+
+
+def test_with_no_votes_the_posterior_is_the_prior_with_no_dispersion():
+    post = posterior_bradley_terry(2, PairCounts.zeros(2), [1100.0, 900.0])
+    np.testing.assert_allclose(post.mean, [1100.0, 900.0])
+    assert np.isnan(post.sd).all() and post.spread is None and post.dispersion == 1.0
+
+
+def test_the_fitted_spread_is_the_posterior_mean_of_the_grid():
+    counts = count_pairs(3, np.array([0, 1, 2, 0]), np.array([1, 2, 0, 2]), np.zeros(4, int))
+    post = posterior_bradley_terry(3, counts)
+    grid = np.geomspace(SPREAD_RANGE[0], SPREAD_RANGE[1], GRID_POINTS)  # points, log-spaced
+    assert post.spread == pytest.approx(float(post.weights @ grid), rel=1e-9)
+    assert SPREAD_RANGE[0] < post.spread < SPREAD_RANGE[1]
+
+
+def test_a_two_point_grid_still_gives_the_mixtures_quantiles():
+    counts = count_pairs(3, np.array([0, 1, 2, 0, 1]), np.array([1, 2, 0, 2, 0]),
+                         np.zeros(5, int))  # fmt: skip
+    post = posterior_bradley_terry(3, counts, params=PosteriorParams(grid_points=2))
+    assert len(post.weights) == 2
+    low, high = post.interval()
+    for i in range(3):
+
+        def cdf(x, i=i):
+            return float(post.weights @ stats.norm.cdf((x - post.means[:, i]) / post.sds[:, i]))
+
+        assert low[i] == pytest.approx(optimize.brentq(lambda x: cdf(x) - 0.025, -5e3, 5e3),
+                                       abs=1e-3)  # fmt: skip
+        assert high[i] == pytest.approx(optimize.brentq(lambda x: cdf(x) - 0.975, -5e3, 5e3),
+                                        abs=1e-3)  # fmt: skip
+
+
+def test_intervals_narrower_than_a_point_are_still_quantiles():
+    # Two million votes, 60/40: the rating gap is 400 log10(1.5) = 70.4 points, and each
+    # model's sd under a point. The interval is still mean -+ 1.96 sd, not a bracket's width.
+    wins = PairCounts(np.array([[0, 1_200_000], [800_000, 0]]), np.zeros((2, 2), int),
+                      np.zeros((2, 2), int))  # fmt: skip
+    post = posterior_bradley_terry(2, wins)
+    assert post.mean[0] - post.mean[1] == pytest.approx(400 * math.log10(1.5), abs=0.05)
+    assert np.all(post.sd < 1.0)
+    low, high = post.interval()
+    z = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(high - low, 2 * z * post.sd, rtol=1e-3)
