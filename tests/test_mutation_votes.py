@@ -16,7 +16,7 @@ import pytest
 from arena_core.votes import reasons
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.parquet import contract_table, parquet_bytes
-from arena_core.votes.read import read_votes
+from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA
 
 
@@ -87,3 +87,72 @@ def test_a_mistyped_parquet_file_is_refused_whole_and_says_which_column(tmp_path
     votes = read_votes(tmp_path / "bad.parquet")
     assert len(votes) == 0 and votes.skipped == Counter({reasons.UNREADABLE: 1})
     assert "column 'vote' has type int64" in caplog.text
+
+
+def test_a_line_holding_two_records_is_one_invalid_line_on_both_paths():
+    one = json.dumps(vote_row(1))
+    skipped = Counter()
+    table = parse_jsonl(f"{one}{json.dumps(vote_row(2))}\n{json.dumps(vote_row(3))}\n".encode(),
+                        skipped)  # fmt: skip
+    assert table.column("vote_id").to_pylist() == [vote_row(3)["vote_id"]]
+    assert skipped == Counter({reasons.INVALID_JSON: 1})
+
+
+def test_bytes_that_are_not_utf8_in_an_unknown_field_do_not_cost_the_row(tmp_path):
+    # A damaged line elsewhere sends the file down the line-by-line path, which, like
+    # Arrow, judges only the contract's fields.
+    good = json.dumps(vote_row(1)).encode()
+    odd = json.dumps(vote_row(2) | {"note": "X"}).encode().replace(b'"X"', b'"\xff\xfe"')
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(good + b"\n" + odd + b"\n" + b"{broken\n")
+    votes = read_votes(path)
+    assert len(votes) == 2 and votes.skipped == Counter({reasons.INVALID_JSON: 1})
+
+
+def parquet_of(path, columns: dict, types: dict | None = None):
+    rows = [vote_row(1), vote_row(2, vote="b")]
+    arrays = {}
+    for name in columns:
+        kind = (types or {}).get(name)
+        values = [r[name] for r in rows]
+        arrays[name] = pa.array(values, kind) if kind is not None else pa.array(values)
+    pq.write_table(pa.table(arrays), path)
+    return path
+
+
+REQUIRED_COLUMNS = ["schema_version", "vote_id", "ts", "arena", "model_a", "model_b", "vote"]
+
+
+def test_parquet_with_only_the_required_columns_reads_the_rest_as_null(tmp_path):
+    votes = read_votes(parquet_of(tmp_path / "v.parquet", REQUIRED_COLUMNS))
+    assert votes.column("vote").to_pylist() == ["a", "b"]
+    assert votes.column("prompt").null_count == 2 and votes.column("flags").null_count == 2
+
+
+def test_parquet_from_other_writers_string_types_is_read(tmp_path):
+    # Dictionary strings (pandas categoricals), large strings and large lists (polars).
+    types = {"vote": pa.dictionary(pa.int8(), pa.string()), "arena": pa.large_string(),
+             "model_a": pa.string_view(), "flags": pa.large_list(pa.string())}  # fmt: skip
+    path = parquet_of(tmp_path / "v.parquet", [*REQUIRED_COLUMNS, "flags"], types)
+    votes = read_votes(path)
+    assert votes.column("vote").to_pylist() == ["a", "b"] and not votes.skipped
+    assert votes.column("arena").to_pylist() == ["speech"] * 2
+
+
+def test_parquet_with_flags_as_plain_strings_is_refused_whole(tmp_path, caplog):
+    path = parquet_of(tmp_path / "v.parquet", REQUIRED_COLUMNS)
+    table = pq.read_table(path).append_column("flags", pa.array(["x", "y"]))
+    pq.write_table(table, path)
+    votes = read_votes(path)
+    assert len(votes) == 0 and votes.skipped == Counter({reasons.UNREADABLE: 1})
+    assert "column 'flags' has type string" in caplog.text
+
+
+def test_parquet_holding_bytes_that_are_not_utf8_is_refused_whole(tmp_path):
+    path = parquet_of(tmp_path / "v.parquet", REQUIRED_COLUMNS)
+    table = pq.read_table(path)
+    bad = pa.array([b"m/a", b"m\xff"], pa.binary()).view(pa.string())
+    pq.write_table(table.set_column(table.schema.get_field_index("model_a"), "model_a", bad),
+                   path)  # fmt: skip
+    votes = read_votes(path)
+    assert len(votes) == 0 and votes.skipped == Counter({reasons.UNREADABLE: 1})
