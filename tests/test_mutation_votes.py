@@ -5,16 +5,21 @@ and winner strings from its ``clean_battle`` format), never re-derived by the co
 under test.
 """
 
+import hashlib
 import io
 import json
+import tempfile
+import time
+import uuid
 from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from arena_core.votes import reasons
-from arena_core.votes.fastchat import to_battles
+from arena_core.votes.fastchat import read_export, to_battles
 from arena_core.votes.parquet import contract_table, parquet_bytes
 from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA
@@ -156,3 +161,78 @@ def test_parquet_holding_bytes_that_are_not_utf8_is_refused_whole(tmp_path):
                    path)  # fmt: skip
     votes = read_votes(path)
     assert len(votes) == 0 and votes.skipped == Counter({reasons.UNREADABLE: 1})
+
+
+#: The namespace of FastChat-derived vote ids (a public contract: re-imports map to the
+#: same ids), and one battle in FastChat's clean_battle form.
+FASTCHAT_NAMESPACE = uuid.UUID("6f1c3f5e-2b1a-4c55-9d0e-6a1e0c7b9a11")
+BATTLE = {"model_a": "x", "model_b": "y", "winner": "tie (bothbad)", "tstamp": 1700000000.5,
+          "anony": True, "judge": "arena_user_42", "language": "German", "question_id": 7}  # fmt: skip
+
+
+def fastchat_id(battle, n=1):
+    return str(uuid.uuid5(FASTCHAT_NAMESPACE, f"{json.dumps(battle, sort_keys=True)}#{n}"))
+
+
+def test_a_fastchat_battle_becomes_this_vote_row(tmp_path):
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps([BATTLE]))
+    (row,) = read_votes(path).table.to_pylist()
+    assert row == {
+        "schema_version": 2, "vote_id": fastchat_id(BATTLE), "battle_id": None,
+        "ts": "2023-11-14T22:13:20.500000Z",  # 19675 days and 80000.5 s after the epoch
+        "arena": "fastchat", "model_a": "x", "model_b": "y", "model_a_version": None,
+        "model_b_version": None, "vote": "both_bad", "prompt_id": "7", "prompt": None,
+        "category": "German",
+        "voter": "fastchat:" + hashlib.sha256(b"arena_user_42").hexdigest()[:16],
+        "voter_kind": "human", "judge": None, "flags": [],
+    }  # fmt: skip
+
+
+def test_fastchat_timestamps_do_not_depend_on_the_machines_zone(tmp_path, monkeypatch):
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        path = tmp_path / "e.json"
+        path.write_text(json.dumps([BATTLE]))
+        assert read_votes(path).column("ts").to_pylist() == ["2023-11-14T22:13:20.500000Z"]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_identical_battles_both_stay_and_a_reimport_adds_nothing(tmp_path):
+    (tmp_path / "one.json").write_text(json.dumps([BATTLE, BATTLE]))
+    (tmp_path / "two.json").write_text(json.dumps([BATTLE | {"model_b": "z"}]))
+    (tmp_path / "again.json").write_text(json.dumps([BATTLE, BATTLE]))
+    paths = [tmp_path / n for n in ("one.json", "two.json", "again.json")]
+    votes = read_votes(paths)
+    assert sorted(votes.column("vote_id").to_pylist()) == sorted(
+        [fastchat_id(BATTLE, 1), fastchat_id(BATTLE, 2), fastchat_id(BATTLE | {"model_b": "z"})]
+    )
+    assert votes.skipped == Counter({reasons.DUPLICATE: 2})
+
+
+def test_fastchat_rows_that_cannot_be_votes_are_skipped_one_by_one(tmp_path):
+    rows = ["not a battle", BATTLE | {"tstamp": "yesterday"}, 3, BATTLE | {"tstamp": True},
+            BATTLE | {"anony": False}, {k: v for k, v in BATTLE.items() if k != "tstamp"},
+            {k: v for k, v in BATTLE.items() if k not in ("judge", "question_id")}]  # fmt: skip
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(rows))
+    skipped = Counter()
+    table = read_export(path, skipped)  # anonymous battles only, by default
+    assert skipped == Counter({reasons.NOT_OBJECT: 2, reasons.WRONG_TYPE: 2,
+                               reasons.NOT_ANONY: 1})  # fmt: skip
+    assert table.num_rows == 2 and table.column("ts").to_pylist() == [None,
+                                                                     "2023-11-14T22:13:20.500000Z"]  # fmt: skip
+    last = table.to_pylist()[1]
+    assert last["voter"] is None and last["prompt_id"] is None
+    votes = read_votes(path)  # the battle without a time is then skipped as incomplete
+    assert len(votes) == 1 and votes.skipped[reasons.MISSING] == 1
+
+
+def test_an_export_that_is_not_a_list_is_refused():
+    path = Path(tempfile.mkdtemp()) / "e.json"
+    path.write_text(json.dumps({"battles": [BATTLE]}))
+    with pytest.raises(ValueError, match=r"^a FastChat export is a JSON list of battles$"):
+        read_export(path, Counter())
