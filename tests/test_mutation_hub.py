@@ -26,8 +26,10 @@ from hubfake import (
     repo_votes,
     row,
     seed_repo,
+    write_votes,
     writer,
 )
+from huggingface_hub.hf_api import RepoFolder
 
 from arena_core.dataset.hub import HubSync, compact_repo
 from arena_core.dataset.uploader import LineCount, SyncStatus, complete_lines, utc_now
@@ -73,6 +75,7 @@ def test_the_card_and_the_registry_snapshot_are_published_once_and_again_only_wh
     assert files["registry/prompts.yaml"] == PROMPTS.encode()
     card = files["README.md"].decode()
     assert card.startswith("---\n") and REPO in card and "speech" in card
+    assert "the arena Space" in card and "huggingface.co/spaces" not in card  # none named
     assert api.commits[0]["message"] == "Update dataset card and registry snapshot"
     # The mirror now holds what the repo holds (a restart downloads it): nothing to send.
     api.snapshot_download(repo_id=REPO, repo_type="dataset", local_dir=sync.mirror)
@@ -300,6 +303,8 @@ class StrictHubApi(LocalHubApi):
 
     def repo_info(self, repo_id, *, repo_type=None, **kwargs):
         self._check("repo_info", repo_type)
+        if not self.repo_dir(str(repo_id)).is_dir():
+            raise HubDownError(f"404: no dataset {repo_id}")
         return super().repo_info(repo_id, repo_type=repo_type, **kwargs)
 
     def snapshot_download(self, repo_id, *, repo_type=None, revision=None, **kwargs):
@@ -318,8 +323,14 @@ class StrictHubApi(LocalHubApi):
                     expand=expand)  # fmt: skip
         if not (recursive and expand and path_in_repo == "data"):
             raise HubDownError("compaction needs every file of data/ with its last commit")
-        return super().list_repo_tree(repo_id, path_in_repo, recursive=recursive, expand=expand,
-                                      repo_type=repo_type, **kw)  # fmt: skip
+        # The Hub lists folders too (RepoFolder, without a last commit), before their files.
+        base = self.repo_dir(repo_id) / path_in_repo
+        for folder in sorted(p for p in base.rglob("*") if p.is_dir()):
+            yield RepoFolder(
+                path=folder.relative_to(self.repo_dir(repo_id)).as_posix(), oid="0" * 40
+            )
+        yield from super().list_repo_tree(repo_id, path_in_repo, recursive=recursive,
+                                          expand=expand, repo_type=repo_type, **kw)  # fmt: skip
 
 
 def test_a_restart_downloads_the_repos_votes_and_card_and_nothing_else(tmp_path, registry):
@@ -355,7 +366,7 @@ def test_a_restart_downloads_the_repos_votes_and_card_and_nothing_else(tmp_path,
 def test_before_start_there_is_nothing_to_connect_and_nothing_waiting(tmp_path):
     sync = HubSync(REPO, tmp_path / "data", hf_api=StrictHubApi(tmp_path / "hub"))
     assert sync.status() == SyncStatus()
-    assert sync.retry_seconds == 60.0  # pushes every 5 minutes: retried every minute
+    assert sync.every == 5.0 and sync.retry_seconds == 60.0  # push every 5 minutes, retry every 1
     assert HubSync(REPO, tmp_path, hf_api=None, every_minutes=0.5).retry_seconds == 30.0
     assert HubSync(REPO, tmp_path, hf_api=None, retry_seconds=2.5).retry_seconds == 2.5
     with pytest.raises(RuntimeError, match=r"^HubSync.start\(\) names the shard before connect"):
@@ -433,10 +444,24 @@ def test_flush_gives_up_reaching_a_hanging_hub_at_its_timeout(tmp_path):
     sync.uploader.stop()
 
 
-def test_compaction_reads_the_whole_data_folder_of_the_dataset_repo(tmp_path):
+def test_compaction_rolls_old_files_of_the_dataset_repo_up_in_one_commit(tmp_path):
     api = StrictHubApi(tmp_path / "hub")
-    seed_repo(api, [row(k) for k in range(3)])
+    data = api.repo_dir(REPO) / "data"
+    for k in range(2):  # two files of October votes, pushed two hours ago
+        write_votes(data / "2026-10" / f"votes-w{k}-000001.parquet",
+                    [row(2 * k), row(2 * k + 1)])  # fmt: skip
+        api.commit_dates[f"data/2026-10/votes-w{k}-000001.parquet"] = datetime.now(UTC) - timedelta(
+            hours=2
+        )
+    young = compact_repo(api, REPO, tmp_path / "work0", min_age_minutes=180)
+    assert young.votes == 0 and not api.commits  # younger than asked: left alone
     report = compact_repo(api, REPO, tmp_path / "work", min_age_minutes=60)
-    assert report.votes == 0  # just written: too young to roll up
-    assert ("list_repo_tree", {"repo_type": "dataset", "path_in_repo": "data", "recursive": True,
-                               "expand": True}) in api.calls  # fmt: skip
+    assert report.votes == 4 and len(report.rolled) == 2
+    (commit,) = api.commits
+    assert commit["message"] == "Compact 4 votes from 2 files"
+    assert commit["repo_type"] == "dataset"
+    assert sorted(p for p, v in commit["files"].items() if v is None) == [
+        "data/2026-10/votes-w0-000001.parquet",
+        "data/2026-10/votes-w1-000001.parquet",
+    ]
+    assert len(repo_votes(api)) == 4
