@@ -162,3 +162,31 @@ def test_a_self_battle_is_refused_with_its_reason():
     state = EloState.start(2)
     with pytest.raises(ValueError, match=r"^a model cannot battle itself$"):
         state.step(1, 1, 0)
+
+
+def test_a_custom_k_schedule_is_used_live_and_in_replay():
+    # K fixed at 32: one win between equals moves each side by 32 * (1 - 1/2) = 16 points.
+    params = EloParams(k_max=32.0, k_min=32.0, k_half=15.0)
+    state = EloState.start(2, params=params)
+    state.step(0, 1, 0)
+    assert state.ratings == [1016.0, 984.0]
+    replay = sequential_elo(2, (np.array([0]), np.array([1]), np.array([0])), params=params)
+    assert replay.ratings == [1016.0, 984.0]
+    assert replay.battles == [1, 1] and all(type(n) is int for n in replay.battles)
+
+
+@pytest.mark.parametrize(
+    ("votes", "message"),
+    [((np.array([0]), np.array([0]), np.array([0])), r"^a model cannot battle itself$"),
+     ((np.array([0]), np.array([3]), np.array([0])), r"^model index out of range 0\.\.2$"),
+     ((np.array([0]), np.array([1]), np.array([4])), r"^outcome codes must be 0 \(a wins\)"),
+     ((np.array([0]), np.array([1]), np.array([-1])), r"^outcome codes must be 0 \(a wins\)")],
+)  # fmt: skip
+def test_replay_refuses_what_is_not_a_vote(votes, message):
+    with pytest.raises(ValueError, match=message):
+        sequential_elo(3, votes)
+
+
+def test_an_arena_without_models_replays_to_nothing():
+    empty = np.array([], dtype=np.int64)
+    assert sequential_elo(0, (empty, empty, empty)).ratings == []

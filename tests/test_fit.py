@@ -9,6 +9,7 @@ from arena_core.ratings import graph
 from arena_core.ratings.counts import A_WINS, BOTH_BAD, TIE, PairCounts, count_pairs
 from arena_core.ratings.decay import DAY_US, decay_weights
 from arena_core.ratings.fit import fit_board, unbounded_bound
+from arena_core.ratings.posterior import PosteriorParams, posterior_bradley_terry
 
 POINTS = 400 / math.log(10)  # rating points per natural log-odds unit
 
@@ -154,3 +155,21 @@ def test_the_bootstrap_draws_from_the_generator_it_is_given():
 def test_a_half_life_under_a_day_is_allowed():
     # Twelve hours old with a half-life of half a day: half a vote.
     assert decay_weights(np.array([0]), 0.5, DAY_US // 2)[0] == pytest.approx(0.5)
+
+
+def test_fit_board_passes_its_settings_through():
+    counts = votes(3, (0, 1, A_WINS), (1, 2, A_WINS), (2, 0, A_WINS), (0, 1, A_WINS))
+    plain = fit_board(3, counts, prior_weight=0, rng=np.random.default_rng(0))
+    assert plain.rounds == 1000  # the default bootstrap
+    # A prior worth half a vote is still a prior: the posterior, not maximum likelihood.
+    half = fit_board(3, counts, prior_weight=0.5)
+    assert half.spread == pytest.approx(2 / math.sqrt(0.5) * POINTS) and half.rounds == 0
+    # The posterior's settings reach it: a spread grid pinned between 100 and 101 points.
+    narrow = fit_board(3, counts, posterior=PosteriorParams(spread_range=(100.0, 101.0)))
+    assert 100.0 <= narrow.spread <= 101.0
+    assert (
+        narrow.dispersion
+        == posterior_bradley_terry(
+            3, counts, params=PosteriorParams(spread_range=(100.0, 101.0))
+        ).dispersion
+    )
