@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 import threading
 from datetime import UTC, datetime
 
@@ -348,3 +349,41 @@ def test_a_floor_exactly_at_the_clocks_slack_is_followed(tmp_path):
     store.advance_to(parse_ts("2026-01-01T00:10:00.000Z"))
     vote = store.append(arena="x", model_a="a", model_b="b", vote="a")
     assert vote.ts == "2026-01-01T00:10:00.001Z"
+
+
+def test_a_failing_then_reaches_its_caller_and_the_vote_stays_saved(tmp_path):
+    store = VoteLog(tmp_path)
+
+    def apply(vote):
+        raise RuntimeError("the board could not take it")
+
+    with pytest.raises(RuntimeError, match="the board could not take it"):
+        store.append(arena="x", model_a="a", model_b="b", vote="a", then=apply)
+    assert read_votes(tmp_path).column("vote").to_pylist() == ["a"] and store.written == 1
+
+
+def test_a_second_writer_on_a_held_shard_is_refused_and_writes_nothing(tmp_path):
+    first = VoteLog(tmp_path, shard_name="votes-one.jsonl")
+    first.append(arena="x", model_a="a", model_b="b", vote="a")
+    second = VoteLog(tmp_path, shard_name="votes-one.jsonl")
+    with pytest.raises(VoteWriteError) as err:
+        second.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert err.value.rolled_back
+    assert read_votes(tmp_path).column("vote").to_pylist() == ["a"]
+
+
+def test_a_shard_that_cannot_be_opened_says_so(tmp_path, monkeypatch):
+    store = VoteLog(tmp_path)
+    monkeypatch.setattr(vote_log.os, "open", _fail_on("open", 13, when=_is_shard))
+    with pytest.raises(VoteWriteError, match=r"^could not open the vote shard: \[Errno 13\] "):
+        store.append(arena="x", model_a="a", model_b="b", vote="a")
+
+
+def test_a_new_shard_is_readable_by_all_and_writable_by_its_owner(tmp_path):
+    old = os.umask(0o022)
+    try:
+        store = VoteLog(tmp_path)
+        store.append(arena="x", model_a="a", model_b="b", vote="a")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o644
