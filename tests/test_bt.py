@@ -274,7 +274,9 @@ def test_argument_errors_say_exactly_what_is_wrong():
         bradley_terry(2, PairCounts.zeros(2), [1000.0])
     counts = count_pairs(2, np.zeros(3, int), np.ones(3, int), np.zeros(3, int))
     with pytest.raises(NotIdentifiableError, match=r"^with prior_weight 0 the maximum-likelihood "
-                       r"ratings are infinite: models at index \[1\] were never beaten"):  # fmt: skip
+                       r"ratings are infinite: models at index \[1\] were never beaten \(or never "
+                       r"won\), directly or through others, against the rest of their group "
+                       r"\(use prior_weight > 0\)$"):  # fmt: skip
         bradley_terry(2, counts, params=BTParams(prior_weight=0))
 
 
@@ -320,3 +322,11 @@ def test_plain_replicates_are_centred_per_component_whatever_the_warm_start():
     assert len(boot.samples) > 0
     np.testing.assert_allclose(boot.samples[:, :3].mean(axis=1), 1000.0, atol=1e-6)
     np.testing.assert_allclose(boot.samples[:, 3:].mean(axis=1), 1000.0, atol=1e-6)
+
+
+def test_non_convergence_says_how_many_fits_still_move():
+    # Three models, one fit: one Newton step from the prior cannot reach the tolerance.
+    counts = count_pairs(3, np.array([0, 1, 2, 0]), np.array([1, 2, 0, 1]), np.zeros(4, int))
+    with pytest.raises(ConvergenceError, match=r"^Bradley-Terry did not converge to 1e-10 in 1 "
+                       r"steps \(1 of 1 fits still moving\)$"):  # fmt: skip
+        bradley_terry(3, counts, params=BTParams(max_iter=1))
