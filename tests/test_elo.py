@@ -175,12 +175,15 @@ def test_a_custom_k_schedule_is_used_live_and_in_replay():
     assert replay.battles == [1, 1] and all(type(n) is int for n in replay.battles)
 
 
+OUTCOMES = r"^outcome codes must be 0 \(a wins\), 1 \(b wins\), 2 \(tie\) or 3 \(both bad\)$"
+
+
 @pytest.mark.parametrize(
     ("votes", "message"),
     [((np.array([0]), np.array([0]), np.array([0])), r"^a model cannot battle itself$"),
      ((np.array([0]), np.array([3]), np.array([0])), r"^model index out of range 0\.\.2$"),
-     ((np.array([0]), np.array([1]), np.array([4])), r"^outcome codes must be 0 \(a wins\)"),
-     ((np.array([0]), np.array([1]), np.array([-1])), r"^outcome codes must be 0 \(a wins\)")],
+     ((np.array([0]), np.array([1]), np.array([4])), OUTCOMES),
+     ((np.array([0]), np.array([1]), np.array([-1])), OUTCOMES)],
 )  # fmt: skip
 def test_replay_refuses_what_is_not_a_vote(votes, message):
     with pytest.raises(ValueError, match=message):

@@ -387,3 +387,29 @@ def test_a_new_shard_is_readable_by_all_and_writable_by_its_owner(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize(("field", "value"), [("ts", "2026-01-01T00:00:00.000Z"),
+                                               ("schema_version", 1), ("vote_id", "mine")])  # fmt: skip
+def test_no_field_the_log_assigns_can_be_forced(tmp_path, field, value):
+    with pytest.raises(TypeError, match=rf"^{field} is assigned by the log$"):
+        VoteLog(tmp_path).append(arena="x", model_a="a", model_b="b", vote="a", **{field: value})
+    assert not list(tmp_path.glob("*.jsonl"))
+
+
+def test_flags_may_be_any_iterable_and_are_kept_as_given(tmp_path):
+    vote = VoteLog(tmp_path).append(arena="x", model_a="a", model_b="b", vote="a",
+                                    flags=(f for f in ["rate_limited"]))  # fmt: skip
+    assert vote.flags == ("rate_limited",)
+    assert read_votes(tmp_path).column("flags").to_pylist() == [["rate_limited"]]
+
+
+def test_the_lock_given_is_the_one_writes_hold(tmp_path):
+    lock = threading.RLock()
+    assert VoteLog(tmp_path, lock=lock).lock is lock
+
+
+def test_timestamps_are_cut_to_the_millisecond_not_rounded(tmp_path):
+    t = datetime(2026, 11, 29, 17, 34, 36, 987654, tzinfo=UTC)
+    vote = VoteLog(tmp_path, clock=lambda: t).append(arena="x", model_a="a", model_b="b", vote="a")
+    assert vote.ts == "2026-11-29T17:34:36.987Z"
