@@ -371,7 +371,7 @@ class ArenaService:
         # Audio must be heard: both clips, at up to double speed or side by side, after
         # the hold (the visitor gets them only then).
         heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
-        self.book.delivered(handle, self.listen_share * heard + held)
+        self.book.delivered(handle, self.listen_share * heard + held if self.listen_share else 0.0)
         return BattleView(handle, arena.id, arena.modality, text, category, *outputs, hold=held)
 
     def _prompt(self, arena: Arena, prompt: str | None) -> tuple[str, str | None, str | None]:
