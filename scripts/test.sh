@@ -26,4 +26,5 @@ fi
 export ARENA_REQUIRE_BROWSER=1 GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/python -m pytest "$@"
+# One test file per worker (module-scoped fixtures such as the launched app stay whole).
+.venv/bin/python -m pytest -n auto --dist loadfile "$@"
