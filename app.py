@@ -33,6 +33,8 @@ LOADING_POLL = 2.0
 #: Gradio's own clean-up of served files: every 5 minutes, those older than 15 (the
 #: browser fetched them long before); FolderBudget bounds their total size as well.
 DELETE_CACHE = (300, 900)
+#: Seconds a refusal's toast stays up (it is repeated under the buttons).
+WARNING_SECONDS = 6
 #: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
 VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
 
@@ -92,9 +94,9 @@ def _arena_tab(service, settings, session, offer, demo):
     header = gr.HTML(elem_id="arena-header")
     with gr.Row(equal_height=True, elem_id="battle-inputs", elem_classes="stack-on-phone"):
         arena_in = gr.Dropdown([(a.title, a.id) for a in offered], value=first if offered else None,
-                               label="Arena", scale=2)  # fmt: skip
+                               label="Arena", scale=2, elem_id="arena-in")  # fmt: skip
         language_in = gr.Dropdown(label="Language of your prompt", info=ui_text.LANGUAGE_INFO,
-                                  visible=False, scale=2)  # fmt: skip
+                                  visible=False, scale=2, elem_id="language-in")  # fmt: skip
         prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5, elem_id="prompt-in",
                                info=ui_text.PROMPT_INFO, max_length=settings.max_prompt_chars * 2)  # fmt: skip
     gr.Markdown(battle.absent_note(offer.absent), elem_classes="absent-note",
@@ -102,7 +104,7 @@ def _arena_tab(service, settings, session, offer, demo):
     new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
                     interactive=bool(offered))  # fmt: skip
     prompt_shown = gr.Textbox(
-        label="Prompt of this battle", interactive=False, elem_id="prompt-shown"
+        label="Prompt of this battle", interactive=False, elem_id="prompt-shown", visible=False
     )
     outputs, heads = {}, {}
     with gr.Row(equal_height=False):
@@ -184,15 +186,15 @@ def _arena_tab(service, settings, session, offer, demo):
         try:
             state, shown, *values = await start(state, arena_id, prompt, language)
         except gr.Error as exc:
-            gr.Warning(exc.message)
+            gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, gr.update(), *page.refused(exc.message)
-        return state, shown, *page.opened(state["modality"], values)
+        return state, gr.update(value=shown, visible=True), *page.opened(state["modality"], values)
 
     async def page_vote(state, choice, request: gr.Request, profile: gr.OAuthProfile | None):
         try:
             reveal = await reveal_of(state, choice, request, profile)
         except gr.Error as exc:
-            gr.Warning(exc.message)
+            gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, f"⚠️ {exc.message}", *[gr.update()] * (len(page.vote_outputs) - 1)
         state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
         board = await asyncio.get_running_loop().run_in_executor(
@@ -278,7 +280,7 @@ class _Page:
         heads = [battle.side_head(s, "") for s in "AB"]
         cleared = [gr.update(value=None, visible=True, label=f"Clip {s}") for s in "AB"]
         cleared += [gr.update(value=None, visible=False)] * 4
-        return "", *self._common("idle", None, "", heads), *cleared
+        return gr.update(value="", visible=False), *self._common("idle", None, "", heads), *cleared
 
     def refused(self, message: str):
         heads = [battle.side_head(s, "") for s in "AB"]
@@ -336,7 +338,7 @@ def _board_tab(service, demo, tab, arena_in, offer):
         weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
                            label="Weights", scale=3)  # fmt: skip
         period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
-                          value="all", label="Period", scale=2)  # fmt: skip
+                          value="all", label="Period", scale=3)  # fmt: skip
     with gr.Row():
         provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
         refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
@@ -372,7 +374,15 @@ def _board_tab(service, demo, tab, arena_in, offer):
         return gr.update(choices=[("All prompts", ""), *choices], value="",
                          visible=bool(choices))  # fmt: skip
 
+    def arenas_shown(arena_id):
+        """The arenas with a board worth reading: those offered here, and any with votes."""
+        voted = [a for a in arenas if a.id not in offered and service.board(a.id).votes_used]
+        shown = [a for a in arenas if a.id in offered] + voted
+        return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
+
     outputs = [timer, summary, board_box, ratings, win_rates, battle_counts]
+    tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
+               api_visibility="private", queue=False)  # fmt: skip
     board_arena.change(categories, inputs=[board_arena], outputs=[category],
                        api_visibility="private", queue=False).then(
         show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip

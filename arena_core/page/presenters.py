@@ -70,8 +70,10 @@ def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None 
     if not board.votes_used:
         line = f"**No votes yet{where}: be the first.** Open the Arena tab, listen, and vote."
     else:
-        last = board.last_vote.replace("T", " ")[:16] + " UTC"
-        line = f"**{board.votes_used:,} votes counted**{where} · last vote {last}"
+        plural = "" if board.votes_used == 1 else "s"
+        line = f"**{board.votes_used:,} vote{plural} counted**{where}"
+        if board.last_vote:
+            line += f" · last vote {board.last_vote.replace('T', ' ')[:16]} UTC"
     left_out = sum(board.skipped.values())
     if left_out:
         line += f" · {left_out} votes left out ({_reasons(board.skipped)})"

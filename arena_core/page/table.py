@@ -108,7 +108,7 @@ COLUMNS = (
     Column("record", "W–L–T–Bad", "Wins, losses, ties and both-bad votes.",
            lambda r, ctx: f"{r.wins}–{r.losses}–{r.ties}–{r.both_bad}" if r.battles else "",
            phone=False),
-    Column("elo", "Elo", "Sequential Elo, replayed vote by vote: what moves after your vote.",
+    Column("elo", "Seq. Elo", "Sequential Elo, replayed vote by vote: what moves after your vote.",
            lambda r, ctx: _number(r.elo) if r.battles else "", phone=False),
     Column("params", "Params", "Parameters, where the model's own documentation states them.",
            lambda r, ctx: escape(r.params or ""), phone=False),
