@@ -24,7 +24,8 @@ CHROMIUM_ARGS = [
 #: Where each step's full-page screenshot goes (git-ignored), for a reviewer to look at.
 SCREENSHOTS = Path(__file__).resolve().parent / "output" / "screenshots"
 #: Playback speed of the clips in tests: "heard" counts the share of a clip that played,
-#: whatever the speed, so the page treats a fast listen like a slow one.
+#: whatever the speed, so the page treats a fast listen like a slow one. (At eight times,
+#: a busy machine skipped parts of clips.)
 FAST = 4.0
 #: A laptop screen, and a phone (iPhone 12-15 width).
 LAPTOP = {"width": 1366, "height": 800}
@@ -84,9 +85,18 @@ class Visit:
 
     def listen_to_both(self) -> None:
         """Play A then B (the P key), fast, until the page says both were heard."""
-        self.speed_up()
-        self.key("p")
-        self.page.locator('#gate .gate[data-ready="yes"]').wait_for(timeout=30_000)
+        ready = self.page.locator('#gate .gate[data-ready="yes"]')
+        for attempt in range(2):
+            self.speed_up()
+            self.key("p")
+            try:
+                ready.wait_for(timeout=20_000)
+                return
+            except sync_api.TimeoutError:
+                # A loaded machine may skip part of a fast clip, which then does not count
+                # as heard (as for a visitor who skips): listen once more.
+                if attempt:
+                    raise
 
     def pick(self, dropdown: str, option: str) -> None:
         """Choose ``option`` in the dropdown with id ``dropdown``."""

@@ -20,7 +20,7 @@ LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it an
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
-#: The board's period, category and weight filters, and the toggle, as labelled on the page.
+#: The board's toggle for the models whose rating is not settled yet.
 PROVISIONAL_TOGGLE = "Include provisional and unrated models"
 
 VISITORS = """## Voting
@@ -69,9 +69,9 @@ when you are signed in, else of your network address: it tells one voter's votes
 (for the rate limit and the test for manipulated votes) and cannot be turned back into
 you without the secret salt, which is never published.
 
-Never stored: your network address, your user name, your browser or device, or cookies
-of our own. The clips are kept only in a size-bounded cache on the server (so a sentence is
-not synthesised twice) and are not published.
+Never stored by this app: your network address, your user name, or anything about your
+browser or device. The clips are kept only in a size-bounded cache on the server (so a
+sentence is not synthesised twice) and are not published.
 """
 
 METHODOLOGY = """## How it works

@@ -1,13 +1,14 @@
-"""The arena on a phone (390 px wide, touch), in Debian's Chromium: nothing wider than the
-screen, the four vote buttons in reach, the reveal and the board readable. Screenshots go
-to tests/output/screenshots/ like the desktop visit's.
+"""Access in Debian's Chromium: the arena on a phone, and with the keyboard alone.
 
-A German visitor: the browser asks for German, so the multilingual arena's language
-choice starts on German.
+On a phone (390 px wide, touch): nothing wider than the screen, the four vote buttons in
+reach, the reveal and the board readable. The visitor's browser asks for German, so the
+multilingual arena's language choice starts on German. With the keyboard alone: every
+control has a name, focus always shows, and Tab and Enter reach and press a vote button.
+Screenshots go to tests/output/screenshots/ like the desktop visit's.
 """
 
 import pytest
-from browser import PHONE, Visit, expect
+from browser import LAPTOP, PHONE, UNNAMED_CONTROLS, Visit, expect
 
 pytestmark = pytest.mark.browser
 
@@ -64,3 +65,40 @@ def test_the_arena_on_a_phone(running_app, browser):
     fits(page)
     visit.shot("multilingual-german")
     context.close()
+
+
+def test_every_control_is_named_focus_shows_and_the_keyboard_alone_votes(running_app, browser):
+    visit = Visit(browser.new_page(viewport=LAPTOP), "keyboard")
+    page = visit.page
+    page.goto(running_app.url)
+    expect(page.locator("#arena-header")).to_contain_text("English text-to-speech")
+
+    def tab_to(selector: str, limit: int = 60) -> None:
+        """Press Tab until ``selector`` has the focus, checking each stop shows it."""
+        for _ in range(limit):
+            page.keyboard.press("Tab")
+            focus = page.evaluate(
+                "() => { const e = document.activeElement; const cs = getComputedStyle(e);"
+                " return {tag: e.tagName, outline: cs.outlineStyle, width: parseFloat(cs.outlineWidth),"
+                " shadow: cs.boxShadow}; }"
+            )
+            if focus["tag"] != "BODY":  # the page itself between the last and first control
+                assert focus["outline"] != "none" and focus["width"] >= 2, focus
+            if page.evaluate("s => document.activeElement.matches(s)", selector):
+                return
+        raise AssertionError(f"{selector} not reached with Tab")
+
+    tab_to("#new-battle")
+    page.keyboard.press("Enter")
+    visit.battle_ready()
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    visit.listen_to_both()
+    tab_to("#vote-b")
+    visit.shot("focus-on-vote")
+    page.keyboard.press("Enter")
+    expect(page.locator("#side-B .side-head.picked")).to_be_visible(timeout=20_000)
+    for tab in ("Leaderboard", "About"):
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_timeout(500)
+        assert page.evaluate(UNNAMED_CONTROLS) == [], tab
+    page.close()
