@@ -89,60 +89,77 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
 
 
 def _arena_tab(service, settings, session, offer, demo):
+    page = _arena_layout(service, settings, offer)
+    battles = _Battles(service, settings)
+    _wire_api(battles, page, session, offer)
+    _wire_page(battles, page, session, demo)
+    return page.arena_in
+
+
+def _arena_layout(service, settings, offer) -> "_Page":
     offered = offer.offered
-    first = offered[0].id if offered else service.registry.arenas[0].id
-    header = gr.HTML(elem_id="arena-header")
+    page = _Page(service)
+    page.header_box = gr.HTML(elem_id="arena-header")
     with gr.Row(equal_height=True, elem_id="battle-inputs", elem_classes="stack-on-phone"):
-        arena_in = gr.Dropdown([(a.title, a.id) for a in offered], value=first if offered else None,
-                               label="Arena", scale=2, elem_id="arena-in")  # fmt: skip
-        language_in = gr.Dropdown(label="Language of your prompt", info=ui_text.LANGUAGE_INFO,
-                                  visible=False, scale=2, elem_id="language-in")  # fmt: skip
-        prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5, elem_id="prompt-in",
-                               info=ui_text.PROMPT_INFO, max_length=settings.max_prompt_chars * 2)  # fmt: skip
+        page.arena_in = gr.Dropdown([(a.title, a.id) for a in offered],
+                                    value=offered[0].id if offered else None, label="Arena",
+                                    scale=2, elem_id="arena-in")  # fmt: skip
+        page.language_in = gr.Dropdown(label="Language of your prompt", visible=False, scale=2,
+                                       info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
+        page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,
+                                    info=ui_text.PROMPT_INFO, elem_id="prompt-in",
+                                    max_length=settings.max_prompt_chars * 2)  # fmt: skip
     gr.Markdown(battle.absent_note(offer.absent), elem_classes="absent-note",
                 visible=bool(offer.absent))  # fmt: skip
-    new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
-                    interactive=bool(offered))  # fmt: skip
-    prompt_shown = gr.Textbox(
-        label="Prompt of this battle", interactive=False, elem_id="prompt-shown", visible=False
-    )
-    outputs, heads = {}, {}
+    page.new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
+                         interactive=bool(offered))  # fmt: skip
+    page.prompt_shown = gr.Textbox(label="Prompt of this battle", interactive=False,
+                                   elem_id="prompt-shown", visible=False)  # fmt: skip
+    outputs = {}
     with gr.Row(equal_height=False):
         for side in "AB":
             with gr.Column(elem_id=f"col-{side}", elem_classes="side"):
-                heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
+                page.heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
                 outputs[side] = (
                     gr.Audio(label=f"Clip {side}", interactive=False, elem_id=f"audio-{side}",
                              buttons=[]),
                     gr.Textbox(label=f"Output {side}", lines=10, interactive=False, visible=False),
                     gr.Image(label=f"Image {side}", interactive=False, visible=False),
                 )  # fmt: skip
-    play_both = gr.Button("▶ Play A then B", visible=False, elem_id="play-both")
-    gate = gr.HTML(battle.gate_html("idle"), elem_id="gate")
+    page.play_both = gr.Button("▶ Play A then B", visible=False, elem_id="play-both")
+    page.gate = gr.HTML(battle.gate_html("idle"), elem_id="gate")
     with gr.Row(elem_id="votes"):
-        buttons = [gr.Button(VOTE_LABELS[v], interactive=False, elem_id=f"vote-{v}",
-                             elem_classes="vote-btn") for v in VOTES]  # fmt: skip
-    status = gr.Markdown(elem_id="status")
-    next_battle = gr.Button("Next battle", variant="primary", size="lg", visible=False,
-                            elem_id="next-battle")  # fmt: skip
-    media = [outputs["A"][0], outputs["B"][0], outputs["A"][1], outputs["B"][1],
-             outputs["A"][2], outputs["B"][2]]  # audio, text, image pairs  # fmt: skip
-    page = _Page(service, header, gate, status, buttons, new, next_battle, play_both, heads, media)
+        page.buttons = [gr.Button(VOTE_LABELS[v], interactive=False, elem_id=f"vote-{v}",
+                                  elem_classes="vote-btn") for v in VOTES]  # fmt: skip
+    page.status = gr.Markdown(elem_id="status")
+    page.next = gr.Button("Next battle", variant="primary", size="lg", visible=False,
+                          elem_id="next-battle")  # fmt: skip
+    page.media = [outputs[s][k] for k in range(3) for s in "AB"]  # audio, text, image pairs
+    return page
 
-    # The API endpoints /new_battle and /vote run outside Gradio's queue (queue=False): the
-    # queue's bookkeeping doubles a request's server time, which capped the arena well below
-    # 100 votes a second on two cores. The page's own clicks go through the queue (people
-    # click slowly) and call the same handlers, then lay out the result. Both are async and
-    # run the work on executors of their own, so a flood of typed prompts cannot take the
-    # threads votes need, and the typed-prompt hold is awaited, not slept.
-    battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
-    vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
 
-    async def start(state, arena_id, prompt, language=""):
+class _Battles:
+    """The handlers of battles and votes, shared by the API and the page.
+
+    The API endpoints /new_battle and /vote run outside Gradio's queue (queue=False): the
+    queue's bookkeeping doubles a request's server time, which capped the arena well below
+    100 votes a second on two cores. The page's own clicks go through the queue (people
+    click slowly) and call the same handlers, then lay out the result. Both are async and
+    run the work on executors of their own, so a flood of typed prompts cannot take the
+    threads votes need, and the typed-prompt hold is awaited, not slept.
+    """
+
+    def __init__(self, service: ArenaService, settings: Settings):
+        self.service, self.settings = service, settings
+        self.battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
+        self.vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
+
+    async def start(self, state, arena_id, prompt, language=""):
         try:
             view = await asyncio.get_running_loop().run_in_executor(
-                battle_workers, service.new_battle, arena_id, prompt or None, language or None
-            )
+                self.battle_workers, self.service.new_battle, arena_id, prompt or None,
+                language or None,
+            )  # fmt: skip
         except ArenaError as exc:
             raise _refusal(exc) from None
         if view.hold > 0:
@@ -151,40 +168,54 @@ def _arena_tab(service, settings, session, offer, demo):
                  "voted": False, "votes": (state or {}).get("votes", 0)}  # fmt: skip
         return state, view.prompt, *_media(view)
 
-    async def reveal_of(state, choice, request: gr.Request, profile) -> Reveal:
+    async def reveal_of(self, state, choice, request: gr.Request, profile) -> Reveal:
         # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
         # address the trusted proxies saw. Only the salted hash leaves this function.
         username = profile.username if profile is not None else request.username
         try:
-            voter = voter_hash(settings.voter_salt, voter_identity(
-                settings.identity, username=username, headers=request.headers,
+            voter = voter_hash(self.settings.voter_salt, voter_identity(
+                self.settings.identity, username=username, headers=request.headers,
                 client_host=request.client.host if request.client else None))  # fmt: skip
             return await asyncio.get_running_loop().run_in_executor(
-                vote_workers, service.vote, (state or {}).get("handle"), choice, voter
+                self.vote_workers, self.service.vote, (state or {}).get("handle"), choice, voter
             )
         except (ArenaError, IdentityError) as exc:
             raise _refusal(exc) from None
 
-    async def cast(state, choice, request: gr.Request, profile: gr.OAuthProfile | None = None):
-        reveal = await reveal_of(state, choice, request, profile)
+    async def cast(self, state, choice, request: gr.Request,
+                   profile: gr.OAuthProfile | None = None):  # fmt: skip
+        reveal = await self.reveal_of(state, choice, request, profile)
         state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
         return state, presenters.reveal_markdown(reveal), presenters.reveal_data(reveal)
 
-    api_arena = gr.Textbox(first, label="Arena", visible=False)
-    api_prompt = gr.Textbox("", label="Prompt", visible=False)
-    api_language = gr.Textbox("", label="Language", visible=False)
-    api_battle = gr.Button(visible=False)
-    api_battle.click(start, inputs=[session, api_arena, api_prompt, api_language],
-                     outputs=[session, prompt_shown, *media], api_name="new_battle", queue=False)  # fmt: skip
-    choice_in = gr.Radio(list(VOTES), visible=False)
-    api_vote = gr.Button(visible=False)
-    api_vote.click(cast, inputs=[session, choice_in],
-                   outputs=[session, gr.Markdown(visible=False), gr.JSON(visible=False)],
-                   api_name="vote", queue=False)  # fmt: skip
+    async def board(self, arena_id: str):
+        return await asyncio.get_running_loop().run_in_executor(
+            self.vote_workers, self.service.board, arena_id
+        )
+
+
+def _wire_api(battles: _Battles, page, session, offer) -> None:
+    """/new_battle(arena, prompt, language) and /vote(choice): hidden buttons, no queue."""
+    first = (offer.offered or battles.service.registry.arenas)[0].id
+    inputs = [session, gr.Textbox(first, label="Arena", visible=False),
+              gr.Textbox("", label="Prompt", visible=False),
+              gr.Textbox("", label="Language", visible=False)]  # fmt: skip
+    gr.Button(visible=False).click(battles.start, inputs=inputs,
+                                   outputs=[session, page.prompt_shown, *page.media],
+                                   api_name="new_battle", queue=False)  # fmt: skip
+    gr.Button(visible=False).click(battles.cast,
+                                   inputs=[session, gr.Radio(list(VOTES), visible=False)],
+                                   outputs=[session, gr.Markdown(visible=False),
+                                            gr.JSON(visible=False)],
+                                   api_name="vote", queue=False)  # fmt: skip
+
+
+def _wire_page(battles: _Battles, page, session, demo) -> None:
+    """The page's own events: battles, votes, players, and the arena picker."""
 
     async def page_start(state, arena_id, prompt, language):
         try:
-            state, shown, *values = await start(state, arena_id, prompt, language)
+            state, shown, *values = await battles.start(state, arena_id, prompt, language)
         except gr.Error as exc:
             gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, gr.update(), *page.refused(exc.message)
@@ -192,46 +223,31 @@ def _arena_tab(service, settings, session, offer, demo):
 
     async def page_vote(state, choice, request: gr.Request, profile: gr.OAuthProfile | None):
         try:
-            reveal = await reveal_of(state, choice, request, profile)
+            reveal = await battles.reveal_of(state, choice, request, profile)
         except gr.Error as exc:
             gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, f"⚠️ {exc.message}", *[gr.update()] * (len(page.vote_outputs) - 1)
         state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
-        board = await asyncio.get_running_loop().run_in_executor(
-            vote_workers, service.board, state["arena"]
-        )
+        board = await battles.board(state["arena"])
         return state, *page.revealed(reveal, board, state["votes"])
 
-    gr.on([new.click, next_battle.click], page.begin, outputs=page.begin_outputs, queue=False,
-          api_visibility="private").then(None, js=assets.RESET).then(
-        page_start, inputs=[session, arena_in, prompt_in, language_in],
-        outputs=[session, prompt_shown, *page.battle_outputs], api_visibility="private",
+    gr.on([page.new.click, page.next.click], page.begin, outputs=page.begin_outputs,
+          queue=False, api_visibility="private").then(None, js=assets.RESET).then(
+        page_start, inputs=[session, page.arena_in, page.prompt_in, page.language_in],
+        outputs=[session, page.prompt_shown, *page.battle_outputs], api_visibility="private",
         concurrency_limit=BATTLE_WORKERS, concurrency_id="battle")  # fmt: skip
-    for choice, button in zip(VOTES, buttons, strict=True):
+    for choice, button in zip(VOTES, page.buttons, strict=True):
         button.click(_bind(page_vote, choice), inputs=[session],
                      outputs=[session, *page.vote_outputs], api_visibility="private",
                      concurrency_limit=VOTE_WORKERS, concurrency_id="vote")  # fmt: skip
-    for side in "AB":
-        audio = outputs[side][0]
+    for side, audio in zip("AB", page.media[:2], strict=True):
         for kind, listener in (("play", audio.play), ("pause", audio.pause), ("stop", audio.stop)):
             listener(None, js=assets.player_hook(side, kind))
-    play_both.click(None, js=assets.PLAY_BOTH)
-
-    def show_arena(arena_id, state, request: gr.Request):
-        """The header and the language choice of the arena picked (browser's language first)."""
-        if not arena_id:
-            return "", gr.update(visible=False)
-        languages = service.languages(arena_id)
-        chosen = battle.pick_language(request.headers.get("accept-language"), languages)
-        return page.header(arena_id, (state or {}).get("votes", 0)), gr.update(
-            choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
-        )
-
-    arena_in.change(page.idle, outputs=[prompt_shown, *page.battle_outputs], queue=False,
-                    api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
-    gr.on([demo.load, arena_in.change], show_arena, inputs=[arena_in, session],
-          outputs=[header, language_in], api_visibility="private", queue=False)  # fmt: skip
-    return arena_in
+    page.play_both.click(None, js=assets.PLAY_BOTH)
+    page.arena_in.change(page.idle, outputs=[page.prompt_shown, *page.battle_outputs],
+                         queue=False, api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
+    gr.on([demo.load, page.arena_in.change], page.show_arena, inputs=[page.arena_in, session],
+          outputs=[page.header_box, page.language_in], api_visibility="private", queue=False)  # fmt: skip
 
 
 def _bind(handler, choice):
@@ -246,15 +262,39 @@ def _bind(handler, choice):
 class _Page:
     """The Arena tab's components and the updates each step of a battle gives them."""
 
-    def __init__(self, service, header, gate, status, buttons, new, next_battle, play_both, heads,
-                 media):  # fmt: skip
-        self.service, self.header_box, self.heads, self.media = service, header, heads, media
-        self.buttons, self.new, self.next, self.play_both = buttons, new, next_battle, play_both
-        common = [gate, status, *buttons, new, next_battle, play_both, heads["A"], heads["B"]]
-        self.begin_outputs = [*common, media[0], media[1]]
-        self.battle_outputs = [*common, *media]
-        self.vote_outputs = [status, gate, *buttons, new, next_battle, heads["A"], heads["B"],
-                             media[0], media[1], header]  # fmt: skip
+    def __init__(self, service: ArenaService):
+        self.service = service
+        self.heads: dict[str, gr.HTML] = {}
+        self.buttons: list[gr.Button] = []
+        self.media: list = []
+
+    @property
+    def _common_outputs(self) -> list:
+        return [self.gate, self.status, *self.buttons, self.new, self.next, self.play_both,
+                self.heads["A"], self.heads["B"]]  # fmt: skip
+
+    @property
+    def begin_outputs(self) -> list:
+        return [*self._common_outputs, *self.media[:2]]
+
+    @property
+    def battle_outputs(self) -> list:
+        return [*self._common_outputs, *self.media]
+
+    @property
+    def vote_outputs(self) -> list:
+        return [self.status, self.gate, *self.buttons, self.new, self.next, self.heads["A"],
+                self.heads["B"], *self.media[:2], self.header_box]  # fmt: skip
+
+    def show_arena(self, arena_id, state, request: gr.Request):
+        """The header and the language choice of the arena picked (browser's language first)."""
+        if not arena_id:
+            return "", gr.update(visible=False)
+        languages = self.service.languages(arena_id)
+        chosen = battle.pick_language(request.headers.get("accept-language"), languages)
+        return self.header(arena_id, (state or {}).get("votes", 0)), gr.update(
+            choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
+        )
 
     def header(self, arena_id: str, session_votes: int, votes: int | None = None) -> str:
         arena = self.service.arena(arena_id)
@@ -367,12 +407,9 @@ def _board_tab(service, demo, tab, arena_in, offer):
                 *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
 
     def categories(arena_id):
-        """The category choice of an arena: languages by name, topics in words."""
-        languages = set(service.languages(arena_id))
-        choices = [(battle.LANGUAGE_NAMES.get(c, c) if c in languages else
-                    c.replace("_", " ").capitalize(), c) for c in service.live[arena_id].categories]  # fmt: skip
-        return gr.update(choices=[("All prompts", ""), *choices], value="",
-                         visible=bool(choices))  # fmt: skip
+        live = service.live[arena_id]
+        choices = battle.category_choices(live.categories, service.languages(arena_id))
+        return gr.update(choices=[("All prompts", ""), *choices], value="", visible=bool(choices))
 
     def arenas_shown(arena_id):
         """The arenas with a board worth reading: those offered here, and any with votes."""

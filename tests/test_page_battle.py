@@ -94,6 +94,15 @@ def test_an_arena_without_languages_has_no_choice():
     ]  # fmt: skip
 
 
+def test_board_categories_read_as_words():
+    assert battle.category_choices(("short", "tongue_twisters"), ()) == [
+        ("Short", "short"), ("Tongue twisters", "tongue_twisters")
+    ]  # fmt: skip
+    assert battle.category_choices(("en", "de"), ("en", "de")) == [
+        ("English", "en"), ("German (Deutsch)", "de")
+    ]  # fmt: skip
+
+
 def test_sides_before_the_vote_carry_a_letter_and_a_state_only():
     head = battle.side_head("A", "idle")
     assert 'data-side="A"' in head and 'data-state="idle"' in head and "not heard yet" in head

@@ -114,6 +114,13 @@ def language_choices(languages: Sequence[str]) -> list[tuple[str, str]]:
     return [(LANGUAGE_NAMES.get(code, code), code) for code in languages]
 
 
+def category_choices(categories: Sequence[str], languages: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, code) pairs for the board's category filter: languages by name, topics in
+    words ("tongue_twisters" reads "Tongue twisters")."""
+    return [(LANGUAGE_NAMES.get(c, c) if c in languages else c.replace("_", " ").capitalize(), c)
+            for c in categories]  # fmt: skip
+
+
 def pick_language(accept_language: str | None, languages: Sequence[str]) -> str | None:
     """The visitor's preferred language among ``languages`` (from the browser's
     ``Accept-Language``, by its q-values), else the arena's first; None if it has none."""
