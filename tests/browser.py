@@ -52,6 +52,8 @@ class Visit:
     def __init__(self, page, name: str):
         self.page, self.name, self.step = page, name, 0
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for old in SCREENSHOTS.glob(f"{name}-*.png"):  # a reviewer sees this run's steps only
+            old.unlink()
 
     def shot(self, what: str) -> Path:
         self.step += 1
