@@ -206,7 +206,8 @@ class Gradio:
 
     def _payload(self, name: str, values, session: str) -> dict:
         values = iter(values)
-        data = [None if i in self.states else next(values) for i in self.inputs[name]]
+        # Inputs left out (a later, optional parameter such as /new_battle's language) go as None.
+        data = [None if i in self.states else next(values, None) for i in self.inputs[name]]
         return {"data": data, "fn_index": self.fn[name], "session_hash": session,
                 "event_data": None, "trigger_id": None}  # fmt: skip
 
