@@ -41,6 +41,12 @@ from arena_core.window import Window
 
 log = logging.getLogger("arena_core")
 
+#: The first line of ``--help`` (the module docstring's reStructuredText would show its backticks).
+DESCRIPTION = (
+    "Command line for researchers and maintainers: replay votes into leaderboards, compact and "
+    "export vote files, run seeded simulations."
+)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
@@ -63,9 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m arena_core", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m arena_core", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
     board = sub.add_parser("leaderboard", help="replay votes into a leaderboard")
@@ -77,7 +81,11 @@ def _parser() -> argparse.ArgumentParser:
         help="JSONL files, folders of shards/Parquet, or FastChat clean_battle exports",
     )
     board.add_argument("--registry", help="registry.yaml: priors, names, and which models count")
-    board.add_argument("--arena", help="arena id (needed when the log holds several)")
+    board.add_argument(
+        "--arena",
+        help="arena id; without it the table lists every arena's board, while json and csv "
+        "need one when the votes or the registry hold several",
+    )
     board.add_argument("--category", help="only votes of this prompt category (e.g. a language)")
     board.add_argument(
         "--method",
@@ -251,15 +259,21 @@ def _leaderboard(args) -> int:
     registry = load_registry(args.registry) if args.registry else None
     votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
-    arena_id = args.arena or _only_arena(votes, registry)
-    entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
-    board = board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
-                             params=params, window=window,
-                             available=dict.fromkeys(args.unavailable, False))  # fmt: skip
+    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    boards = []
+    for arena_id in arenas:
+        entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
+        boards.append(board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
+                                       params=params, window=window,
+                                       available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
     if args.format != "table":  # the table prints them itself
-        for warning in board.warnings:
+        for warning in boards[0].warnings:
             log.warning("%s", warning)
-    _write(board, args.format, sys.stdout)
+        _write(boards[0], args.format, sys.stdout)
+        return 0
+    sys.stdout.write(
+        "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
+    )
     return 0
 
 
@@ -273,13 +287,24 @@ def _prior_weight(text: str) -> float | None:
         raise argparse.ArgumentTypeError(f"expected 'fitted' or a number, got {text!r}") from None
 
 
-def _only_arena(votes, registry) -> str:
-    arenas = sorted(set(votes.column("arena").unique().to_pylist()))
-    if len(arenas) == 1:
-        return arenas[0]
-    if not arenas and registry is not None:
-        return registry.arenas[0].id
-    raise ValueError(f"the votes hold arenas {arenas or 'none'}; choose one with --arena")
+def _arenas(votes, registry, fmt: str) -> list[str]:
+    """The arenas to print without ``--arena``: the registry's (else those in the votes); a
+    machine format takes one board, so several are refused with their list."""
+    found = sorted(set(votes.column("arena").unique().to_pylist()))
+    arenas = [a.id for a in registry.arenas] if registry is not None else found
+    if not arenas:
+        raise ValueError("the votes hold no arena; pass --registry or --arena")
+    if len(arenas) > 1 and fmt != "table":
+        raise ValueError(f"there are several arenas ({', '.join(arenas)}); choose one with "
+                         f"--arena, or leave --format out to print every arena's table")  # fmt: skip
+    return arenas
+
+
+def _titles(registry, arena_id: str) -> dict[str, str]:
+    """Model id -> display name from the registry (empty without one: names are the ids)."""
+    if registry is None:
+        return {}
+    return {m.id: m.name for m in registry.arena(arena_id).models}
 
 
 def _write(board: Board, fmt: str, out) -> None:
@@ -294,18 +319,24 @@ def _write(board: Board, fmt: str, out) -> None:
         out.write(format_table(board) + "\n")
 
 
-#: Columns of the text table (the full set is in JSON and CSV).
-_TABLE_COLUMNS = ("rank", "rank_worst", "component", "model_id", "rating", "ci_low", "ci_high",
+#: Columns of the text table (the full set, with ids, is in JSON and CSV).
+_TABLE_COLUMNS = ("rank", "rank_worst", "component", "model", "rating", "ci_low", "ci_high",
                   "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
 
 
-def format_table(board: Board) -> str:
-    """A plain-text table for terminals, with a summary and the board's warnings."""
+def format_table(board: Board, names: dict[str, str] | None = None) -> str:
+    """A plain-text table for terminals, with a summary and the board's warnings.
+
+    Models are listed by display name (``names``: id -> name, the registry's; the board's
+    own names otherwise); notes name them the same way. JSON and CSV keep ids.
+    """
+    names = names or {}
     cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
     head = [c.metadata["label"] for c in cols]
-    body = [[_cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]
+    body = [[names.get(r.model_id, r.model) if c.name == "model" else
+             _cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]  # fmt: skip
     widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
-    text_col = [c.name for c in cols].index("model_id")
+    text_col = [c.name for c in cols].index("model")
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
                         enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
@@ -317,9 +348,9 @@ def format_table(board: Board) -> str:
     lines.append(
         f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
     )
-    lines += [f"note: {r.model_id}: {r.note}" for r in board.rows if r.note]
+    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows if r.note]
     lines += [f"warning: {w}" for w in board.warnings]
-    return "\n".join(lines)
+    return f"== {board.arena} ==\n" + "\n".join(lines)
 
 
 def _cell(value, digits) -> str:

@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from synth import simulate  # noqa: E402
 
+from arena_core.leaderboard import BOARD_COLUMNS, Entrant, board_from_votes  # noqa: E402
 from arena_core.registry import load_registry  # noqa: E402
 from arena_core.votes.read import read_votes  # noqa: E402
 from arena_core.votes.schema import ARROW_SCHEMA  # noqa: E402
@@ -76,7 +77,10 @@ def main(argv=None) -> int:
         print(json.dumps(result, indent=1))
     else:
         print(table(result, args))
-    return 0 if result["votes_lost"] == 0 and result["votes_duplicated"] == 0 else 1
+    sound = (
+        result["votes_lost"] == result["votes_duplicated"] == 0 and result["board_equals_replay"]
+    )
+    return 0 if sound else 1
 
 
 def run(data: Path, args) -> dict:
@@ -103,7 +107,7 @@ def run(data: Path, args) -> dict:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
-    return summarise(stats, votes_dir, args)
+    return summarise(stats, data, args)
 
 
 def seed_votes(folder: Path, n_votes: int, seed: int) -> None:
@@ -136,15 +140,18 @@ class Connection:
     chunked, which is all uvicorn sends.
     """
 
-    def __init__(self, host: str, port: int):
-        self.host, self.port = host, port
+    def __init__(self, host: str, port: int, address: str):
+        self.host, self.port, self.address = host, port, address
         self.reader = self.writer = None
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
         for attempt in (0, 1):  # a keep-alive connection the server closed: reconnect once
             if self.writer is None:
                 self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            # Each visitor has an address of its own: uvicorn takes X-Forwarded-For as the
+            # client for connections from 127.0.0.1, so the app sees distinct voters.
             head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                    f"X-Forwarded-For: {self.address}\r\n"
                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
             try:
                 self.writer.write(head.encode() + body)
@@ -199,7 +206,8 @@ class Gradio:
 
     def _payload(self, name: str, values, session: str) -> dict:
         values = iter(values)
-        data = [None if i in self.states else next(values) for i in self.inputs[name]]
+        # Inputs left out (a later, optional parameter such as /new_battle's language) go as None.
+        data = [None if i in self.states else next(values, None) for i in self.inputs[name]]
         return {"data": data, "fn_index": self.fn[name], "session_hash": session,
                 "event_data": None, "trigger_id": None}  # fmt: skip
 
@@ -245,11 +253,12 @@ async def load(base: str, args) -> dict:
         deadline = started + args.seconds
         rng = random.Random(args.seed)
         await asyncio.gather(*(visitor(gradio, http, stats, deadline, random.Random(rng.random()),
-                                       args.typed_share) for _ in range(args.clients)))  # fmt: skip
+                                       args.typed_share, k + 1) for k in range(args.clients)))  # fmt: skip
         stats["seconds"] = time.perf_counter() - started
         await asyncio.sleep(0.5)
         (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
         stats["votes_after"] = board["votes_used"]
+        stats["board_after"] = board
         return stats
 
 
@@ -301,10 +310,13 @@ def warm_cache(data: Path) -> None:
         service.close()
 
 
-async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float):
+async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float,
+                  number: int):  # fmt: skip
     session = str(uuid.uuid4())
     url = httpx.URL(gradio.base)
-    conn = Connection(url.host, url.port)
+    conn = Connection(
+        url.host, url.port, f"10.{number // 65536 % 256}.{number // 256 % 256}.{number % 256}"
+    )
     while time.perf_counter() < deadline:
         prompt = (
             f"Typed prompt {uuid.uuid4().hex[:8]}: the weather is fine."
@@ -336,11 +348,15 @@ def clips(outputs: list) -> list[dict]:
     return [o for o in outputs if isinstance(o, dict) and "url" in o]
 
 
-def summarise(stats: dict, votes_dir: Path, args) -> dict:
-    logged = Counter(read_votes(votes_dir, columns=["vote_id"]).column("vote_id").to_pylist())
+def summarise(stats: dict, data: Path, args) -> dict:
+    votes_dir = data / "votes"
+    votes = read_votes(votes_dir, columns=(*BOARD_COLUMNS, "vote_id"))
+    logged = Counter(votes.column("vote_id").to_pylist())
     acked = stats["acked"]
     found = sum(1 for v in acked if logged[v] >= 1)
     seconds = stats["seconds"]
+    entrants = Entrant.from_arena(load_registry(arena_registry(data)).arena(ARENA))
+    replayed = board_from_votes(votes, ARENA, entrants=entrants)
 
     def pct(values, q):
         return round(float(np.percentile(values, q)), 1) if values else None
@@ -355,6 +371,9 @@ def summarise(stats: dict, votes_dir: Path, args) -> dict:
         "votes_lost": len(acked) - found,
         "votes_duplicated": sum(1 for v in acked if logged[v] > 1),
         "votes_on_board": stats["votes_after"] - stats["votes_before"],
+        # The live board against a replay of the log with the CLI's code (votes of voters the
+        # anomalous-voter test flags are left out of both).
+        "board_equals_replay": replayed.votes_used == stats["votes_after"],
         "votes_per_s": round(len(acked) / seconds, 1),
         "battles_per_s": round(len(stats["battle_ms"]) / seconds, 1),
         "vote_p50_ms": pct(stats["vote_ms"], 50),
@@ -377,7 +396,8 @@ def table(r: dict, args) -> str:
         ("both clips fetched, p99 (ms)", r["fetch_p99_ms"]),
         ("votes acknowledged / in the log once / lost / doubled",
          f"{r['votes_acked']} / {r['votes_found']} / {r['votes_lost']} / {r['votes_duplicated']}"),
-        ("votes added to the board", r["votes_on_board"]),
+        ("votes added to the board; board equals the CLI replay",
+         f"{r['votes_on_board']}; {r['board_equals_replay']}"),
         ("errors", r["errors"] or "none"),
     ]  # fmt: skip
     return "| measure | value |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)

@@ -52,3 +52,14 @@ def running_app(tmp_path_factory):
     finally:
         demo.close()
         service.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright, for the browser tests (see ``browser.py``)."""
+    from browser import launch_chromium, sync_api
+
+    with sync_api.sync_playwright() as p:
+        chromium = launch_chromium(p)
+        yield chromium
+        chromium.close()

@@ -94,6 +94,22 @@ def test_multilingual_arena_and_category_board(client):
     assert total["votes_used"] >= 1 and sum(per_language) == total["votes_used"]
 
 
+def test_a_typed_prompt_with_its_language_and_old_callers_without_one(running_app, client):
+    # Issue 11: /new_battle takes the language of a typed prompt; callers that pass two
+    # arguments keep working (the language defaults to none).
+    params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    language = params["/new_battle"]["parameters"][2]
+    assert language["parameter_has_default"] and language["parameter_default"] == ""
+    prompt, *_ = client.predict("tts-multilingual", "Guten Tag, wie geht's?", "de",
+                                api_name="/new_battle")  # fmt: skip
+    assert prompt == "Guten Tag, wie geht's?"
+    client.predict("a", api_name="/vote")
+    votes = read_votes(running_app.settings.votes_dir)
+    assert votes.column("category").to_pylist()[-1] == "de"
+    with pytest.raises(Exception, match="no prompts in language 'xx'"):
+        client.predict("tts-multilingual", "Hallo", "xx", api_name="/new_battle")
+
+
 def test_hosted_arenas_without_a_token_say_so(client):
     with pytest.raises(Exception, match="Not enough models"):
         client.predict("chat", "", api_name="/new_battle")

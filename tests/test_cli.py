@@ -142,13 +142,44 @@ def test_errors_are_one_clear_line_and_exit_code_2(log_dir, tmp_path, args, mess
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_several_arenas_need_a_choice(tmp_path):
+def test_without_arena_the_table_lists_every_board_and_json_asks_for_one(tmp_path, capsys):
+    # Issue 11: without --arena the CLI picked one arena and named it only in the footer.
     store = VoteLog(tmp_path)
     store.append(arena="one", model_a="x", model_b="y", vote="a")
     store.append(arena="two", model_a="x", model_b="y", vote="a")
-    proc = run("leaderboard", "--votes", tmp_path, check=False)
-    assert proc.returncode == 2 and "choose one with --arena" in proc.stderr
-    assert "1 votes used" in run("leaderboard", "--votes", tmp_path, "--arena", "two").stdout
+    store.append(arena="two", model_a="y", model_b="x", vote="tie")
+    assert main(["leaderboard", "--votes", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "== one ==" in out and "== two ==" in out
+    assert "one: 1 votes used" in out and "two: 2 votes used" in out
+    assert main(["leaderboard", "--votes", str(tmp_path), "--format", "json"]) == 2
+    assert "several arenas (one, two); choose one with --arena" in capsys.readouterr().err
+    assert (
+        main(["leaderboard", "--votes", str(tmp_path), "--arena", "two", "--format", "json"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)["votes_used"] == 2
+
+
+def test_the_table_names_models_by_display_name_and_json_keeps_ids(log_dir, tmp_path, capsys):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    args = ["leaderboard", "--votes", str(log_dir), "--registry", str(tmp_path / "registry.yaml")]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert all(name in table for name in ("Model X", "Model Y", "Model Z"))
+    header = table.splitlines()[1]  # after the "== ar ==" title
+    assert header.startswith("Rank") and " Model " in header and "Model id" not in header
+    assert main([*args, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["model_id"] for r in rows} == {"x", "y", "z"}
+    assert {r["model"] for r in rows} == {"Model X", "Model Y", "Model Z"}
+
+
+def test_help_reads_as_plain_text():
+    helped = run("--help").stdout
+    assert "``" not in helped and "replay votes into leaderboards" in helped
+    assert "the table lists every arena's board" in " ".join(
+        run("leaderboard", "--help").stdout.split()
+    )
 
 
 def test_plain_mle_with_an_unbeaten_model_still_prints_a_board(tmp_path):

@@ -210,9 +210,9 @@ class Backend(ABC):
     def version(self) -> str:
         """Engine, voice and settings version: part of the cache key, so new engines regenerate."""
         settings = json.dumps(dict(self.options), sort_keys=True, default=str)
-        return f"{self._engine()} {settings}"
+        return f"{self._engine_label()} {settings}"
 
-    def _engine(self) -> str:
+    def _engine_label(self) -> str:
         """``<type> <engine version>``, asked of the engine once."""
         with self._lock:
             if self._version is None:
@@ -228,7 +228,7 @@ class Backend(ABC):
         """What the vote record calls this model's version (``model_a_version``): the engine
         and voice packages that made the output, e.g. ``piper 1.8.0, 1.0.0``. None when the
         model runs elsewhere and reports none (hosted backends)."""
-        return None if self.remote else self._engine()  # settings are in the registry
+        return None if self.remote else self._engine_label()  # settings are in the registry
 
     @abstractmethod
     def _engine_version(self) -> str:

@@ -1,7 +1,8 @@
-"""What the page shows, as plain values: tables, Markdown, JSON. No Gradio here.
+"""What the page shows, as plain values: board cells, summaries, the reveal. No Gradio here.
 
 The app turns these into component updates; keeping them pure lets the
-wording and the table layout be tested without a browser.
+wording be tested without a browser. The board's HTML table is in
+:mod:`~arena_core.page.table`, the battle's pieces in :mod:`~arena_core.page.battle`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from collections.abc import Mapping
 from datetime import datetime
 
 import numpy as np
-import pandas as pd
 
 from arena_core.dataset.hub import SyncStatus
-from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
+from arena_core.leaderboard import Board, LeaderboardRow
 from arena_core.space.service import LoadProgress, Reveal
 from arena_core.window import ALL_TIME, Window
 
@@ -21,14 +21,6 @@ from arena_core.window import ALL_TIME, Window
 VOTE_WORDS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: Periods the leaderboard offers: value -> (label, days back; None: every vote).
 PERIODS = {"all": ("All time", None), "30d": ("Last 30 days", 30)}
-#: Columns of the page's leaderboard table, in order.
-TABLE_COLUMNS = ["Rank", "Model", "Params", "Rating", "95% CI", "Seq. Elo", "Elo / M params",
-                 "Battles", "W / L / T / Both bad", "Win rate", "Latency (s)", "Status"]  # fmt: skip
-#: Relative widths of those columns on the page.
-TABLE_WIDTHS = ["8%", "22%", "6%", "6%", "11%", "6%", "6%", "6%", "10%", "6%", "6%", "7%"]
-#: How each column renders (the model name is Markdown, to italicise provisional models).
-TABLE_TYPES = ["str", "markdown", "str", "number", "str", "number", "str", "number", "str",
-               "str", "str", "str"]  # fmt: skip
 #: Rank cell of a model without battles (the group below the ranked ones).
 NOT_YET_RATED = "not yet rated"
 
@@ -37,16 +29,6 @@ def period_window(period: str, now: datetime) -> Window:
     """The time window of a period choice (:data:`PERIODS`), as of ``now``."""
     _, days = PERIODS[period]
     return ALL_TIME if days is None else Window.recent(days, now)
-
-
-def board_table(
-    board: Board, latency: Mapping[str, float | None], show_provisional: bool = True
-) -> pd.DataFrame:
-    """The leaderboard as the page shows it; provisional models marked or left out."""
-    rows = [r for r in board.rows if show_provisional or r.status == ESTABLISHED]
-    groups = board.components > 1
-    data = [_table_row(r, latency.get(r.model_id), groups) for r in rows]
-    return pd.DataFrame(data, columns=TABLE_COLUMNS)
 
 
 def rank_text(r: LeaderboardRow, groups: bool = False) -> str:
@@ -72,27 +54,11 @@ def interval_text(r: LeaderboardRow) -> str:
     return f"+{r.ci_high - r.rating:.0f} / -{r.rating - r.ci_low:.0f}"
 
 
-def _table_row(r: LeaderboardRow, latency: float | None, groups: bool) -> list:
-    settled = r.status == ESTABLISHED
-    status = NOT_YET_RATED if r.battles == 0 else r.status
-    return [
-        rank_text(r, groups),
-        r.model if settled else f"*{r.model}*",  # Markdown: unsettled ratings in italics
-        r.params or "",
-        None if r.rating is None else round(r.rating, 1),
-        interval_text(r) if r.battles else "",
-        round(r.elo, 1),
-        "" if r.elo_per_m_params is None else round(r.elo_per_m_params, 4),
-        r.battles,
-        f"{r.wins} / {r.losses} / {r.ties} / {r.both_bad}",
-        "" if r.win_rate is None else f"{100 * r.win_rate:.1f}%",
-        "" if latency is None else round(latency, 2),
-        status if r.available else f"{status} · unavailable here",
-    ]
-
-
 def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None = None) -> str:
-    """Above the table: votes counted, window, last vote, what was left out, warnings, Hub sync."""
+    """Above the table: votes counted, window, last vote, what was left out, warnings, Hub sync.
+
+    A board without votes says so and invites the first one instead of showing blanks.
+    """
     if progress.error:
         return f"⚠️ The vote log could not be replayed ({progress.error}); showing new votes only."
     if not progress.done:
@@ -101,13 +67,17 @@ def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None 
     since = board.window.to_json()["since"]
     if since:
         where += f" since {since[:10]} {since[11:16]} UTC (`--since {since[:19]}Z`)"
-    last = board.last_vote.replace("T", " ")[:19] + " UTC" if board.last_vote else "none yet"
+    if not board.votes_used:
+        line = f"**No votes yet{where}: be the first.** Open the Arena tab, listen, and vote."
+    else:
+        plural = "" if board.votes_used == 1 else "s"
+        line = f"**{board.votes_used:,} vote{plural} counted**{where}"
+        if board.last_vote:
+            line += f" · last vote {board.last_vote.replace('T', ' ')[:16]} UTC"
     left_out = sum(board.skipped.values())
-    note = f" · {left_out} votes left out ({_reasons(board.skipped)})" if left_out else ""
-    line = (
-        f"{board.votes_used} votes counted{where} · last vote: {last}{note} · *italic*: provisional"
-    )
-    if board.fit is not None and board.fit.spread is not None:
+    if left_out:
+        line += f" · {left_out} votes left out ({_reasons(board.skipped)})"
+    if board.votes_used and board.fit is not None and board.fit.spread is not None:
         line += f" · models spread ±{board.fit.spread:.0f} points around their priors"
     line += "".join(f"\n\n⚠️ {w}" for w in board.warnings)
     return line + (f"\n\n{sync_line(sync)}" if sync is not None else "")

@@ -9,15 +9,70 @@ from arena_core.registry import Registry
 
 TITLE = "Open Model Arena"
 
-HEADER = f"""# {TITLE}
-Two anonymous models answer the same prompt. Listen or read, then vote for the better one.
-Their names are revealed only after your vote. Every vote is published so anyone can
-recompute the leaderboard."""
+HEADER = f"""<div class="page-head"><h1>⚖️ {TITLE}</h1>
+<p class="tagline">Two anonymous models read the same text. Listen to both, vote for the better
+one, and only then see who they were. Every vote is public, so anyone can recompute the board.</p>
+</div>"""
 
-PROMPT_HINT = "Leave empty for a random prompt from the arena's set, or type your own."
+PROMPT_HINT = "Leave empty for a sentence from the arena's set, or type your own."
+PROMPT_INFO = "Your typed prompt is published with your vote: type nothing private."
+LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it answer."
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
+#: The board's toggle for the models whose rating is not settled yet.
+PROVISIONAL_TOGGLE = "Include provisional and unrated models"
+
+VISITORS = """## Voting
+
+1. Pick an arena and press **New battle** (or the <kbd>N</kbd> key). Two models, drawn at
+   random and shown only as **A** and **B**, read the same sentence. Leave the prompt empty
+   for one of the arena's sentences, or type your own (in a multilingual arena, choose its
+   language: only voices that speak it answer).
+2. Listen to both clips to the end (**Play A then B** plays them in turn; starting one
+   pauses the other). Each side says whether you have heard it.
+3. Vote: **A is better** (<kbd>A</kbd>), **B is better** (<kbd>B</kbd>), **Tie**
+   (<kbd>T</kbd>) or **Both are bad** (<kbd>X</kbd>). The buttons open once both clips were
+   heard; the server also checks that enough time passed to hear them.
+4. The names are revealed: which model was which, a link to its page, how its rating moved
+   and where it now ranks. **Next battle** (<kbd>N</kbd>) starts another.
+
+## What the labels mean
+
+On the leaderboard:
+
+- **Rank** is a band, such as 2–4: the places a model could hold given the votes so far.
+  Models whose intervals overlap share places.
+- **provisional**: the model has votes, but its 95% interval is still wider than {width:g}
+  points or it has fewer than {battles} battles; its rank may still change a lot. Models
+  without a badge are *established*.
+- **Not yet rated**: the model is in the arena but has no votes yet.
+- **unavailable here**: the model has votes, but cannot run on this server now (a hosted
+  model without a token, an engine that is not installed); it gets no new battles.
+
+For each model below, on this server:
+
+- **Running**: it takes part in battles.
+- **Being checked**: a hosted model is called once on a short sentence at start-up; it joins
+  the battles when it answers.
+- **Paused**: it failed several times in a row (or its service did not answer); it is left
+  out for a few minutes and then tried again. No battle is lost on it.
+- **Needs a Hugging Face token**, **Not installed here**, **Offline here**: the server
+  cannot run it; the operator can fix that (README, "Configuration").
+
+## What is published, and what is never stored
+
+Each vote is published in the arena's public dataset: the arena, the two models, the
+sentence (**including a prompt you typed**), its category or language, your vote, the
+time, and a voter code. The voter code is a salted hash of your Hugging Face user name
+when you are signed in, else of your network address: it tells one voter's votes apart
+(for the rate limit and the test for manipulated votes) and cannot be turned back into
+you without the secret salt, which is never published.
+
+Never stored by this app: your network address, your user name, or anything about your
+browser or device. The clips are kept only in a size-bounded cache on the server (so a
+sentence is not synthesised twice) and are not published.
+"""
 
 METHODOLOGY = """## How it works
 
@@ -59,14 +114,27 @@ python -m arena_core leaderboard --votes votes/ --registry registry.yaml --arena
 ```
 
 prints exactly this board (`--format json` or `csv` for machines, `--category de` for one
-language).
+language; without `--arena` the table lists every arena's board).
 
 ## Add a model
 
-Open a pull request that adds an entry to the arena's `models:` list in `registry.yaml`:
-a stable `id`, a display `name`, a `backend` block (engine or hosted endpoint), and, only
-where its own documentation states them, `params`/`params_m`, a `license` and a `url`.
-A starting rating (`prior`) needs a published benchmark figure and its `source`.
+Model authors: open a pull request that adds an entry to the arena's `models:` list in
+`registry.yaml`:
+
+```yaml
+      - id: my-org/my-voice          # stable: votes are filed under it
+        name: My Voice (v1)          # what the board shows
+        backend: {{type: hf-inference, model: my-org/my-voice}}   # or a local engine
+        license: Apache-2.0          # the weights' licence; none stated counts as closed
+        url: https://huggingface.co/my-org/my-voice
+        params: 82M                  # only where your own documentation states them
+        params_m: 82
+```
+
+A starting rating (`prior`) needs a published benchmark figure and its `source`. The
+loader checks every field and names the first problem; the tests synthesise with every
+local engine. A new model starts *not yet rated*, plays under-sampled pairs more often,
+and becomes *established* once its interval is narrow enough.
 """
 
 
@@ -86,19 +154,42 @@ def _prior_words(params: BoardParams) -> str:
     return f"the prior counts as {params.prior_weight:g} votes"
 
 
-def about(registry: Registry, params: BoardParams, status: dict[str, str] | None = None,
-          rtf: Mapping[str, float] | None = None, rtf_note: str = "") -> str:  # fmt: skip
-    """The About tab: methodology, reproduction, and every model with its licence.
+def model_state(raw: str) -> str:
+    """A model's state on this server in a visitor's words (see "What the labels mean").
 
-    ``status`` maps ``"<arena>/<model id>"`` to "available", "paused: <why>" or why the
-    model cannot run on this server (engine missing, no token), shown next to it.
-    ``rtf`` maps model ids to their measured real-time factor (``bench/rtf.py``), and
-    ``rtf_note`` says where it was measured.
+    ``raw`` is :meth:`ArenaService.model_status`'s text: "available", "paused: <why>", or
+    the operator's reason the model cannot run here (the log keeps that one).
     """
-    text = METHODOLOGY.format(
-        prior=_prior_words(params), width=params.established_ci_width,
-        battles=params.established_min_battles,
-    )  # fmt: skip
+    if raw == "available":
+        return "Running"
+    if raw.startswith("paused: checking"):
+        return "Being checked"
+    if raw.startswith("paused"):
+        return "Paused, retried automatically"
+    if "HF_HUB_OFFLINE" in raw:
+        return "Offline here"
+    if "HF_TOKEN" in raw or "token" in raw.lower():
+        return "Needs a Hugging Face token"
+    if "not installed" in raw or "not on PATH" in raw or "not found" in raw:
+        return "Not installed here"
+    return "Cannot run here" if raw else ""
+
+
+def about(registry: Registry, params: BoardParams, status: Mapping[str, str] | None = None,
+          rtf: Mapping[str, float] | None = None, rtf_note: str = "") -> str:  # fmt: skip
+    """The About tab: voting, labels, privacy, methodology, reproduction, adding a model,
+    and every model with its licence and its state here.
+
+    ``status`` maps ``"<arena>/<model id>"`` to :meth:`ArenaService.model_status`'s text,
+    shown in a visitor's words (:func:`model_state`). ``rtf`` maps model ids to their
+    measured real-time factor (``bench/rtf.py``), and ``rtf_note`` says where it was measured.
+    """
+    numbers = {"width": params.established_ci_width, "battles": params.established_min_battles}
+    text = (
+        VISITORS.format(**numbers)
+        + "\n"
+        + METHODOLOGY.format(prior=_prior_words(params), **numbers)
+    )
     sections = [text, "## Models and licences"]
     if rtf:
         sections.append(RTF_EXPLAINED.format(note=f" ({rtf_note})" if rtf_note else ""))
@@ -112,7 +203,7 @@ def about(registry: Registry, params: BoardParams, status: dict[str, str] | None
         )
         for m in arena.models:
             name = f"[{m.name}]({m.url})" if m.url else m.name
-            here = (status or {}).get(f"{arena.id}/{m.id}", "")
+            here = model_state((status or {}).get(f"{arena.id}/{m.id}", ""))
             licence = m.license or "not stated"
             speed = f"{rtf[m.id]:.2f}" if rtf and m.id in rtf else ""
             sections[-1] += (

@@ -306,17 +306,23 @@ class ArenaService:
         except KeyError:
             raise ArenaError(f"There is no arena {arena_id!r}.") from None
 
-    def new_battle(self, arena_id: str, prompt: str | None = None) -> BattleView:
+    def new_battle(self, arena_id: str, prompt: str | None = None,
+                   language: str | None = None) -> BattleView:  # fmt: skip
         """Draw two models, generate both outputs concurrently, and open the battle.
 
         ``prompt`` None or empty takes a random prompt of the arena's set; a
         typed prompt equal to one of the set counts as that prompt. A model
         that fails or times out is left out and the pair redrawn: it does not
         lose the battle.
+
+        ``language`` (one of :meth:`languages`, e.g. ``"de"``) is the language of a
+        typed prompt: only models that speak it are drawn, they speak it, and the
+        vote counts on that language's board. Without it a typed prompt has no
+        category, as before; the arena's own prompts carry their own.
         """
         started = self.pacer.clock() if self.pacer else 0.0
         arena = self.arena(arena_id)
-        text, prompt_id, category = self._prompt(arena, prompt)
+        text, prompt_id, category = self._prompt(arena, prompt, language or None)
         pool, live = self.pools[arena.id], self.live[arena.id]
         trusted = prompt_id is not None  # failures on typed prompts do not pause models
         failed: set[str] = set()
@@ -371,10 +377,19 @@ class ArenaService:
         # Audio must be heard: both clips, at up to double speed or side by side, after
         # the hold (the visitor gets them only then).
         heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
-        self.book.delivered(handle, self.listen_share * heard + held)
+        self.book.delivered(handle, self.listen_share * heard + held if self.listen_share else 0.0)
         return BattleView(handle, arena.id, arena.modality, text, category, *outputs, hold=held)
 
-    def _prompt(self, arena: Arena, prompt: str | None) -> tuple[str, str | None, str | None]:
+    def languages(self, arena_id: str) -> tuple[str, ...]:
+        """The prompt categories of an arena that are languages its models speak, in
+        first-seen order (the multilingual arena's "en", "de", ...; none for topics)."""
+        pool = self.pools[self.arena(arena_id).id]
+        return tuple(c for c in self.live[arena_id].categories if pool.language_of(c) is not None)
+
+    def _prompt(self, arena: Arena, prompt: str | None,
+                language: str | None = None) -> tuple[str, str | None, str | None]:  # fmt: skip
+        if language is not None and language not in self.languages(arena.id):
+            raise ArenaError(f"Arena {arena.id!r} has no prompts in language {language!r}.")
         if prompt is None or prompt == "":
             with self._rng_lock:
                 chosen = arena.prompts[int(self._rng.integers(len(arena.prompts)))]
@@ -383,7 +398,7 @@ class ArenaService:
         for known in arena.prompts:
             if known.text == text:
                 return known.text, known.id, known.category
-        return text, None, None
+        return text, None, language
 
     # -- votes ------------------------------------------------------------------------
 
