@@ -8,21 +8,34 @@ under test.
 import hashlib
 import io
 import json
+import re
 import tempfile
 import time
 import uuid
 from collections import Counter
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from arena_core.votes import clean as vote_clean
+from arena_core.votes import columns as vote_columns
 from arena_core.votes import reasons
+from arena_core.votes.clean import clean
+from arena_core.votes.columns import (
+    Encoded,
+    byte_matrix,
+    canonical_timestamps,
+    encode,
+    first_occurrences,
+)
 from arena_core.votes.fastchat import read_export, to_battles
 from arena_core.votes.parquet import contract_table, parquet_bytes
 from arena_core.votes.read import parse_jsonl, read_votes
-from arena_core.votes.schema import ARROW_SCHEMA
+from arena_core.votes.schema import ARROW_SCHEMA, Vote, VoteError, format_ts, parse_ts
 
 
 def vote_row(k, **over):
@@ -236,3 +249,252 @@ def test_an_export_that_is_not_a_list_is_refused():
     path.write_text(json.dumps({"battles": [BATTLE]}))
     with pytest.raises(ValueError, match=r"^a FastChat export is a JSON list of battles$"):
         read_export(path, Counter())
+
+
+VOTE = {"vote_id": "v1", "ts": "2026-11-29T17:34:36.123Z", "arena": "ar", "model_a": "m/a",
+        "model_b": "m/b", "vote": "tie"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"vote": "A"}, "vote must be one of a, b, tie, both_bad"),
+        ({"model_b": "m/a"}, "model_a and model_b must differ"),
+        ({"voter_kind": "bot"}, "voter_kind must be one of human, judge"),
+        ({"ts": "yesterday"}, "ts 'yesterday' is not an ISO-8601 timestamp with a zone"),
+        ({"flags": ("rate_limited", "")}, "flags must be non-empty strings"),
+    ],
+)
+def test_a_refused_vote_says_why_in_these_words(over, message):
+    # The message is shown to the visitor (VoteError): pinned word for word.
+    with pytest.raises(VoteError, match=f"^{re.escape(message)}$"):
+        Vote(**VOTE | over)
+
+
+def test_a_vote_is_this_compact_utf8_line():
+    line = Vote(**VOTE, prompt="Grüße aus 東京", flags=("rate_limited",)).to_json_line()
+    assert (
+        line
+        == (
+            '{"schema_version":2,"vote_id":"v1","battle_id":null,"ts":"2026-11-29T17:34:36.123Z",'
+            '"arena":"ar","model_a":"m/a","model_b":"m/b","model_a_version":null,'
+            '"model_b_version":null,"vote":"tie","prompt_id":null,"prompt":"Grüße aus 東京",'
+            '"category":null,"voter":null,"voter_kind":"human","judge":null,'
+            '"flags":["rate_limited"]}\n'
+        ).encode()
+    )
+
+
+def test_timestamps_are_formatted_in_utc_whatever_the_machines_zone(monkeypatch):
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        five_hours_behind = timezone(timedelta(hours=-5))
+        moment = datetime(2026, 11, 29, 17, 34, 36, 123999, tzinfo=five_hours_behind)
+        assert format_ts(moment) == "2026-11-29T22:34:36.123Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_the_accepted_instants_run_from_year_1_to_year_9999_in_utc():
+    # 719,162 days from 0001-01-01 to 1970-01-01, and 2,932,897 days from then to
+    # 10000-01-01 (a microsecond before it is the last accepted instant).
+    first, end = -719_162 * 86_400 * 10**6, 2_932_897 * 86_400 * 10**6
+    assert parse_ts("0001-01-01T00:00:00Z") == first
+    assert parse_ts("9999-12-31T23:59:59.999999Z") == end - 1  # past 2**53: exact integers
+    assert type(parse_ts("2026-11-29T17:34:36.5Z")) is int
+    assert parse_ts("0001-01-01T00:00:00+00:01") is None  # 00:59 on 31 December of year 0
+    assert parse_ts("9999-12-31T23:59:59-00:01") is None  # year 10000 in UTC
+
+
+# The byte-level fast paths of votes/columns.py, each checked on hand-written columns
+# (through read_votes a wrong fast path only falls back to the slow one, unseen).
+
+
+def test_a_byte_matrix_holds_each_string_of_one_width_as_a_row():
+    sliced = pa.array(["ab", "cd", "ef", "g"]).slice(1, 2)  # an offset into the buffers
+    assert byte_matrix(sliced).tolist() == [[ord("c"), ord("d")], [ord("e"), ord("f")]]
+    assert byte_matrix(pa.array(["ab", "cd", "e"]).slice(0, 2)).tolist() == [[97, 98], [99, 100]]
+    assert byte_matrix(pa.array(["xyz"])).tolist() == [[120, 121, 122]]
+
+
+@pytest.mark.parametrize(
+    "arr",
+    [pa.array([], pa.string()), pa.array(["ab", None]), pa.array(["ab", "abc"]),
+     pa.array(["", ""]), pa.array(["ab"], pa.large_string()), pa.array([b"ab"], pa.binary()),
+     pa.array([12, 34])],
+    ids=["empty", "null", "two-widths", "width-0", "large-string", "binary", "integers"],
+)  # fmt: skip
+def test_no_byte_matrix_unless_every_string_has_one_width(arr):
+    assert byte_matrix(arr) is None
+
+
+CANONICAL = "2026-11-29T17:34:36.123Z"
+
+
+def at(text, pos, chars):
+    return text[:pos] + chars + text[pos + len(chars) :]
+
+
+@pytest.mark.parametrize(
+    "good",
+    [CANONICAL, "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z",
+     "2026-10-10T10:10:10.000Z", "2026-09-19T19:49:59.000Z"],
+)  # fmt: skip
+def test_canonical_timestamps_at_the_edges_of_each_field(good):
+    assert canonical_timestamps(pa.chunked_array([[CANONICAL], [good, CANONICAL]]))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [at(CANONICAL, 5, "00"), at(CANONICAL, 5, "13"), at(CANONICAL, 8, "00"),
+     at(CANONICAL, 8, "32"), at(CANONICAL, 11, "24"), at(CANONICAL, 14, "60"),
+     at(CANONICAL, 17, "60"), at(CANONICAL, 5, "1:"), at(CANONICAL, 0, "/"),
+     at(CANONICAL, 23, "z"), at(CANONICAL, 10, " "), at(CANONICAL, 19, ","),
+     CANONICAL[:-1] + "+", CANONICAL[:-1], CANONICAL + " "],
+)  # fmt: skip
+def test_one_odd_timestamp_makes_a_column_not_canonical(bad):
+    assert not canonical_timestamps(pa.chunked_array([[CANONICAL], [CANONICAL, bad]]))
+    assert not canonical_timestamps(pa.array([bad, CANONICAL]))
+
+
+def test_each_byte_of_a_canonical_timestamp_is_checked():
+    # Any byte one below or one above what its position allows ('0'-'9', or the literal).
+    for pos, char in enumerate(CANONICAL):
+        allowed = "0123456789" if char.isdigit() else char
+        for wrong in (chr(ord(min(allowed)) - 1), chr(ord(max(allowed)) + 1)):
+            assert not canonical_timestamps(pa.array([CANONICAL, at(CANONICAL, pos, wrong)]))
+
+
+FIRST_CASES = [
+    (["b", "a", "b", "c", "a"], None, [True, True, False, True, False]),
+    (["b", "a", "b", "c", "a"], [4, 2, 1, 0], [True, True, False, False]),
+    (["bb", "a", "bb", "c", "a"], None, [True, True, False, True, False]),  # two widths
+    (["bb", "a", "bb", "c", "a"], [4, 2, 1, 0], [True, True, False, False]),
+    (["x1", "x2", "x3"], None, [True, True, True]),
+]
+
+
+@pytest.mark.parametrize(("values", "rows", "expected"), FIRST_CASES)
+@pytest.mark.parametrize("chunked", [False, True])
+def test_first_occurrences_mark_each_value_seen_first(values, rows, expected, chunked):
+    column = pa.chunked_array([values[:2], values[2:]]) if chunked else pa.array(values)
+    picked = None if rows is None else np.array(rows)
+    assert first_occurrences(column, picked).tolist() == expected
+
+
+@pytest.mark.parametrize(("values", "rows", "expected"), FIRST_CASES)
+def test_equal_fingerprints_are_only_candidates(monkeypatch, values, rows, expected):
+    # Every value folded to one fingerprint: the values themselves must decide.
+    monkeypatch.setattr(vote_columns, "_fingerprints", lambda m: np.zeros(len(m), dtype=np.uint64))
+    picked = None if rows is None else np.array(rows)
+    assert first_occurrences(pa.chunked_array([values]), picked).tolist() == expected
+
+
+def test_chunks_of_different_widths_are_compared_by_value():
+    column = pa.chunked_array([["aa", "bb"], ["a", "aa"]])
+    assert first_occurrences(column).tolist() == [True, True, True, False]
+    assert first_occurrences(column, np.array([3, 0, 2])).tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("width", [1, 7, 8, 13, 36, 41])
+def test_every_byte_of_an_id_changes_its_fingerprint(width):
+    # A fingerprint that ignored a byte would make ids differing there collide: never wrong
+    # (values decide), but every such pair would take the slow path.
+    base = bytes(range(65, 65 + width))
+    rows = [base] + [base[:k] + bytes([base[k] ^ 1]) + base[k + 1 :] for k in range(width)]
+    m = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), width)
+    prints = vote_columns._fingerprints(m)
+    assert len(set(prints.tolist())) == len(rows)
+    # Rows picked out of a larger matrix (a strided view) fold as their copy does.
+    assert vote_columns._fingerprints(m[::2]).tolist() == prints[::2].tolist()
+
+
+def test_ten_thousand_distinct_ids_give_distinct_fingerprints():
+    ids = [str(uuid.UUID(int=k * 0x9E3779B97F4A7C15 % 2**128)) for k in range(10_000)]
+    m = byte_matrix(pa.array(ids))
+    assert len(set(vote_columns._fingerprints(m).tolist())) == 10_000
+    assert first_occurrences(pa.array(ids)).all()
+
+
+def test_columns_are_encoded_over_one_shared_list_of_values():
+    a, b = encode(pa.chunked_array([["x", None], ["y", "x"]]), pa.array(["y", "z", None]))
+    assert a.values == b.values == ["x", "y", "z"]
+    assert a.codes.tolist() == [0, -1, 1, 0] and b.codes.tolist() == [1, 2, -1]
+
+
+def test_dictionary_chunks_are_encoded_as_they_come():
+    # Parquet's dictionaries: an unused entry, a null entry, a null index.
+    chunk = pa.DictionaryArray.from_arrays(
+        pa.array([2, 0, None, 3, 2], pa.int32()), pa.array(["unused", "p", "q", None])
+    )
+    (e,) = encode(pa.chunked_array([chunk]))
+    assert [e.values[c] if c >= 0 else None for c in e.codes] == ["q", "unused", None, None, "q"]
+    (empty,) = encode(pa.chunked_array([], type=pa.string()))
+    assert empty.values == [] and empty.codes.tolist() == []
+
+
+def test_an_encoded_column_answers_per_value_and_broadcasts():
+    e = Encoded(["tts-en", "tts-de", "judge"], np.array([1, -1, 0, 2, 1]))
+    assert e.map({"tts-en": 10, "tts-de": 20}).tolist() == [20, -1, 10, -1, 20]
+    assert e.map({"tts-de": 2.5}, missing=0.5, dtype=float).tolist() == [2.5, 0.5, 0.5, 0.5, 2.5]
+    assert e.isin(["tts-de", "judge"]).tolist() == [True, False, False, True, True]
+    assert e.isin([]).dtype == bool
+    assert e.select(np.array([True, False, False, True, True])).codes.tolist() == [1, 2, 1]
+    assert e.select(np.array([4, 0])).codes.tolist() == [1, 1] and e.select([0]).values is e.values
+
+
+# votes/clean.py on contract tables built here.
+
+
+def contract_rows(rows):
+    return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def test_clean_adds_to_the_counts_it_is_given():
+    rows = [vote_row(1), vote_row(2, vote_id=vote_row(1)["vote_id"]), vote_row(3, arena=None),
+            vote_row(4, vote="x")]  # fmt: skip
+    skipped = Counter({reasons.DUPLICATE: 3, reasons.MISSING: 5})
+    votes = clean(contract_rows(rows), skipped, now_us=parse_ts("2027-01-01T00:00:00Z"))
+    assert len(votes) == 1 and votes.skipped is skipped
+    assert skipped == Counter({reasons.DUPLICATE: 4, reasons.MISSING: 6, reasons.BAD_VOTE: 1})
+
+
+def test_the_codes_follow_the_rows_when_they_are_reordered_and_deduplicated():
+    rows = [vote_row(5, vote="b", arena="x"), vote_row(3, vote="tie", category="en"),
+            vote_row(4, vote="both_bad", model_a="m/c"), vote_row(1, vote="a", judge="j"),
+            vote_row(3, vote="a")]  # fmt: skip
+    votes = clean(contract_rows(rows), Counter(), now_us=parse_ts("2027-01-01T00:00:00Z"))
+    assert votes.column("vote").to_pylist() == ["a", "tie", "both_bad", "b"]
+    for name in ("arena", "model_a", "model_b", "vote", "category", "judge", "voter_kind"):
+        e = votes.encoded[name]
+        assert [e.values[c] if c >= 0 else None for c in e.codes] == votes.column(
+            name
+        ).to_pylist(), name
+    # 2026-10-01 is day 20,727 after the epoch; the k-th row is at k.250 s past midnight.
+    day = 20_727 * 86_400 * 10**6
+    assert votes.ts_us.tolist() == [day + k * 10**6 + 250_000 for k in (1, 3, 4, 5)]
+
+
+def test_a_voter_kind_is_judged_by_its_value_whatever_its_code():
+    # "robot" is the first value seen (as an arena), so it gets the first code.
+    rows = [vote_row(1, arena="robot", voter_kind="robot"), vote_row(2)]
+    votes = clean(contract_rows(rows), Counter(), now_us=parse_ts("2027-01-01T00:00:00Z"))
+    assert len(votes) == 1 and votes.skipped == Counter({reasons.BAD_VOTER_KIND: 1})
+
+
+@pytest.mark.parametrize(
+    ("ts", "ids", "expected"),
+    [
+        ([1, 2, 3], ["c", "a", "b"], None),  # in time order: ids do not matter
+        ([1, 2, 2, 3], ["w", "x", "y", "z"], None),  # a tie already in id order
+        ([1, 2, 2, 2], ["w", "x", "x", "y"], None),  # equal ids count as in order
+        ([1, 2, 2, 3], ["w", "y", "x", "z"], [0, 2, 1, 3]),
+        ([3, 1, 2], ["a", "b", "c"], [1, 2, 0]),
+        ([2, 1, 2, 1], ["d", "c", "b", "a"], [3, 1, 2, 0]),
+    ],
+)
+def test_rows_are_put_in_time_then_id_order_only_when_they_are_not(ts, ids, expected):
+    order = vote_clean._replay_order(np.array(ts, dtype=np.int64), pa.chunked_array([ids]))
+    assert (order if order is None else order.tolist()) == expected

@@ -2,15 +2,18 @@
 
 import json
 import shutil
+from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena_core.votes import reasons
-from arena_core.votes.read import read_votes
+from arena_core.votes import clean as vote_clean
+from arena_core.votes import read, reasons
+from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
 
@@ -88,6 +91,9 @@ DAMAGE = [
     ('{"prompt":' + "[" * 100_000 + "]" * 100_000 + "}", reasons.INVALID_JSON),
     (dumps(record(107, ts="9999-12-31T23:59:59.999Z")), reasons.FUTURE_TS),
     (dumps(record(108, ts="3000-01-01T00:00:00Z")), reasons.FUTURE_TS),
+    (dumps(record(109, vote_id="")), reasons.MISSING),
+    (dumps(record(110, ts="")), reasons.MISSING),
+    (dumps(record(111, ts="2026-11-29 17:34:36Z")), reasons.BAD_TS),  # a space for the T
 ]
 
 
@@ -262,6 +268,15 @@ SNEAKY = [
     (json.dumps(record(74, ts="2026-11-29T17:34:36+13:66")).encode(), reasons.BAD_TS),
     (json.dumps(record(75, ts="2026-11-29T23:59:60Z")).encode(), reasons.BAD_TS),
     (json.dumps(record(76, ts="2026-13-01T00:00:00.000Z")).encode(), reasons.BAD_TS),
+    (json.dumps(record(78)).encode().replace(b'"flags": []', b'"flags": ["x\xff"]'), reasons.INVALID_JSON),
+    # schema_version is an int64: one past either end is the wrong type, either end itself
+    # is a whole number of an unknown version.
+    (json.dumps(record(79, schema_version=2**63)).encode(), reasons.WRONG_TYPE),
+    (json.dumps(record(80, schema_version=2**63 - 1)).encode(), reasons.VERSION),
+    (json.dumps(record(81, schema_version=-(2**63))).encode(), reasons.VERSION),
+    (json.dumps(record(82, schema_version=-(2**63) - 1)).encode(), reasons.WRONG_TYPE),
+    (json.dumps(record(83, schema_version=200)).encode(), reasons.VERSION),
+    (json.dumps(record(84, flags=["rate_limited", 3])).encode(), reasons.WRONG_TYPE),
 ]  # fmt: skip
 
 
@@ -302,6 +317,37 @@ def test_future_rows_are_judged_by_the_readers_clock(tmp_path):
     assert len(read_votes(tmp_path)) == 2  # today both are in the past
 
 
+def test_a_row_dated_exactly_at_the_slack_is_kept(tmp_path):
+    now = parse_ts("2026-11-29T17:00:00Z")
+    rows = [record(0, ts="2026-11-29T17:10:00.000Z"), record(1, ts="2026-11-29T17:10:00.001Z")]
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows])
+    votes = read_votes(tmp_path, now_us=now)
+    assert ids(votes) == [rows[0]["vote_id"]] and votes.skipped == {reasons.FUTURE_TS: 1}
+
+
+def test_the_first_and_last_accepted_instants_are_read_to_the_microsecond(tmp_path):
+    # 719,162 days before the epoch; 2,932,897 days after it is 10000-01-01 (hand-counted
+    # leap years), a microsecond before which is the last accepted instant: past 2**53,
+    # so only integer microseconds hold it exactly.
+    rows = [record(0, ts="0001-01-01T00:00:00Z"), record(1, ts="9999-12-31T23:59:59.999999Z")]
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows])
+    votes = read_votes(tmp_path, now_us=2_932_897 * 86_400 * 10**6)
+    assert not votes.skipped and votes.ts_us.dtype == np.int64
+    assert votes.ts_us.tolist() == [-719_162 * 86_400 * 10**6, 2_932_897 * 86_400 * 10**6 - 1]
+
+
+def test_timestamps_with_offsets_are_converted_by_arrow_alone(tmp_path, monkeypatch):
+    # Python's parser is the fallback for a column Arrow refuses (30 February): ordinary
+    # offsets must not need it (it is many times slower).
+    monkeypatch.setattr(vote_clean, "parse_ts", lambda text: pytest.fail("fallback used"))
+    rows = [record(0, ts="2026-11-29T12:00:00+02:00"), record(1, ts="2026-11-29T11:00:00.5Z")]
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows])
+    # 2026-11-29 is day 20,786 after the epoch (20,727 to 1 October, + 31 + 28).
+    day = 20_786 * 86_400 * 10**6
+    assert read_votes(tmp_path).ts_us.tolist() == [day + 10 * 3600 * 10**6,
+                                                   day + 11 * 3600 * 10**6 + 500_000]  # fmt: skip
+
+
 def test_a_deeply_nested_fastchat_export_is_one_unreadable_file(tmp_path):
     (tmp_path / "battles.json").write_text("[" * 100_000 + "]" * 100_000)
     write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
@@ -329,3 +375,74 @@ def test_version_1_and_version_2_rows_read_together(tmp_path):
     )
     assert votes.column("model_b_version").to_pylist() == [None] * 8
     assert votes.table.column_names == [f.name for f in FIELDS]
+
+
+@pytest.mark.parametrize("flags", [["rate_limited"], [None], ["rate_limited", None]])
+@pytest.mark.parametrize("neighbour", [None, b"{broken"], ids=["alone", "beside-damage"])
+def test_flags_of_strings_and_nulls_are_kept_on_every_path(tmp_path, flags, neighbour):
+    lines = [json.dumps(record(0, flags=flags)).encode()] + ([neighbour] if neighbour else [])
+    (tmp_path / "votes-x.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    votes = read_votes(tmp_path)
+    assert votes.column("flags").to_pylist() == [flags]
+    assert votes.skipped == ({reasons.INVALID_JSON: 1} if neighbour else {})
+
+
+def test_two_lines_with_bytes_that_are_not_utf8_count_twice(tmp_path):
+    bad = [json.dumps(record(k, prompt="X")).encode().replace(b'"X"', b'"\xff"') for k in (1, 2)]
+    (tmp_path / "votes-x.jsonl").write_bytes(b"\n".join([b"{broken", *bad, b"{broken"]) + b"\n")
+    votes = read_votes(tmp_path)
+    assert len(votes) == 0 and votes.skipped == {reasons.INVALID_JSON: 4}
+
+
+def test_a_one_byte_file_without_newline_is_a_truncated_line(tmp_path):
+    (tmp_path / "votes-x.jsonl").write_bytes(b"{")
+    votes = read_votes(tmp_path)
+    assert len(votes) == 0 and votes.skipped == {reasons.TRUNCATED: 1}
+
+
+def test_a_truncated_file_keeps_every_complete_line_and_counts_the_damage(tmp_path):
+    # Three whole lines, one of them damaged, then half a line: a crash mid-write.
+    full = dumps(record(3))
+    for name in ("votes-a.jsonl", "votes-b.jsonl"):
+        text = "\n".join([dumps(record(0)), "{broken", dumps(record(1)), full[:40]])
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [record(0)["vote_id"], record(1)["vote_id"]]
+    assert votes.skipped == {reasons.TRUNCATED: 2, reasons.INVALID_JSON: 2,
+                             reasons.DUPLICATE: 2}  # fmt: skip
+
+
+@pytest.fixture
+def arrow_only(monkeypatch):
+    """Small parser blocks (a file spans several) and no line-by-line fallback: a clean
+    file must go through Arrow's parser alone (the fallback is many times slower)."""
+
+    def refuse(data, skipped):
+        raise AssertionError("a clean file took the line-by-line path")
+
+    monkeypatch.setattr(read, "_JSON_BLOCK", 1 << 10)
+    monkeypatch.setattr(read, "_read_jsonl_tolerant", refuse)
+
+
+def test_a_clean_file_of_many_blocks_is_read_by_arrow_alone(tmp_path, arrow_only):
+    rows = [record(k) for k in range(40)]  # about 12 KB: a dozen blocks of 1 KiB
+    path = write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows])
+    assert path.stat().st_size > 10 * 1024
+    assert ids(read_votes(path)) == [r["vote_id"] for r in rows]
+
+
+def test_lines_in_memory_without_a_last_newline_are_read_by_arrow_alone(arrow_only):
+    data = (dumps(record(0)) + "\n" + dumps(record(1))).encode()
+    table = parse_jsonl(data, Counter())
+    assert table.column("vote_id").to_pylist() == [record(0)["vote_id"], record(1)["vote_id"]]
+
+
+def test_a_parquet_file_is_judged_on_its_contract_columns_only(tmp_path):
+    # Another writer's extra column holding bytes that are not UTF-8 is never read, so it
+    # cannot cost the file (the same bytes in a contract column refuse it whole).
+    rows = [record(k) for k in range(2)]
+    table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+    note = pa.array([b"ok", b"\xff\xfe"], pa.binary()).view(pa.string())
+    pq.write_table(table.append_column("note", note), tmp_path / "part-0.parquet")
+    votes = read_votes(tmp_path)
+    assert ids(votes) == [r["vote_id"] for r in rows] and not votes.skipped
