@@ -381,7 +381,8 @@ FIRST_CASES = [
 def test_first_occurrences_mark_each_value_seen_first(values, rows, expected, chunked):
     column = pa.chunked_array([values[:2], values[2:]]) if chunked else pa.array(values)
     picked = None if rows is None else np.array(rows)
-    assert first_occurrences(column, picked).tolist() == expected
+    first = first_occurrences(column, picked)
+    assert first.dtype == bool and first.tolist() == expected
 
 
 @pytest.mark.parametrize(("values", "rows", "expected"), FIRST_CASES)
@@ -390,6 +391,27 @@ def test_equal_fingerprints_are_only_candidates(monkeypatch, values, rows, expec
     monkeypatch.setattr(vote_columns, "_fingerprints", lambda m: np.zeros(len(m), dtype=np.uint64))
     picked = None if rows is None else np.array(rows)
     assert first_occurrences(pa.chunked_array([values]), picked).tolist() == expected
+
+
+def test_the_dictionary_sees_only_what_fingerprints_cannot_settle(monkeypatch):
+    # Fixed-width values (UUIDs, the usual case) are settled by their fingerprints; only
+    # rows whose fingerprints repeat are compared by value.
+    seen = []
+    by_dictionary = vote_columns._first_by_dictionary
+    monkeypatch.setattr(vote_columns, "_first_by_dictionary",
+                        lambda values: (seen.append(values.to_pylist()), by_dictionary(values))[1])  # fmt: skip
+    column = pa.chunked_array([["ab", "cd"], ["ab", "ef", "gh"]])
+    assert first_occurrences(column).tolist() == [True, True, False, True, True]
+    assert seen == [["ab", "ab"]]
+    assert first_occurrences(column, np.array([4, 3, 2, 1])).all() and len(seen) == 1
+    assert first_occurrences(column, np.array([2, 1, 0])).tolist() == [True, True, False]
+    assert seen[1:] == [["ab", "ab"]]
+
+
+def test_an_empty_column_has_no_first_occurrences():
+    empty = pa.chunked_array([], type=pa.string())
+    assert first_occurrences(empty).tolist() == []
+    assert first_occurrences(empty, np.array([], dtype=np.int64)).tolist() == []
 
 
 def test_chunks_of_different_widths_are_compared_by_value():
@@ -430,7 +452,7 @@ def test_dictionary_chunks_are_encoded_as_they_come():
         pa.array([2, 0, None, 3, 2], pa.int32()), pa.array(["unused", "p", "q", None])
     )
     (e,) = encode(pa.chunked_array([chunk]))
-    assert [e.values[c] if c >= 0 else None for c in e.codes] == ["q", "unused", None, None, "q"]
+    assert e.values == ["unused", "p", "q"] and e.codes.tolist() == [2, 0, -1, -1, 2]
     (empty,) = encode(pa.chunked_array([], type=pa.string()))
     assert empty.values == [] and empty.codes.tolist() == []
 
@@ -441,6 +463,8 @@ def test_an_encoded_column_answers_per_value_and_broadcasts():
     assert e.map({"tts-de": 2.5}, missing=0.5, dtype=float).tolist() == [2.5, 0.5, 0.5, 0.5, 2.5]
     assert e.isin(["tts-de", "judge"]).tolist() == [True, False, False, True, True]
     assert e.isin([]).dtype == bool
+    as_float = e.map({"tts-de": 2}, missing=0, dtype=np.float64)
+    assert as_float.dtype == np.float64 and as_float.tolist() == [2.0, 0.0, 0.0, 0.0, 2.0]
     assert e.select(np.array([True, False, False, True, True])).codes.tolist() == [1, 2, 1]
     assert e.select(np.array([4, 0])).codes.tolist() == [1, 1] and e.select([0]).values is e.values
 

@@ -446,3 +446,55 @@ def test_a_parquet_file_is_judged_on_its_contract_columns_only(tmp_path):
     pq.write_table(table.append_column("note", note), tmp_path / "part-0.parquet")
     votes = read_votes(tmp_path)
     assert ids(votes) == [r["vote_id"] for r in rows] and not votes.skipped
+
+
+def test_only_the_columns_asked_for_come_back_in_contract_order(tmp_path):
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0)), dumps(record(1))])
+    votes = read_votes(tmp_path, columns=["vote", "vote_id", "voter"])
+    assert votes.table.column_names == ["vote_id", "vote", "voter"]
+    assert votes.column("vote").to_pylist() == ["a", "a"]
+
+
+def test_an_unknown_column_is_refused_by_name(tmp_path):
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
+    with pytest.raises(ValueError, match=r"^unknown vote columns: \['nope', 'votes'\]$"):
+        read_votes(tmp_path, columns=["vote", "votes", "nope"])
+
+
+def test_categorical_columns_are_dictionaries_even_when_nothing_is_read(tmp_path):
+    dictionary = pa.dictionary(pa.int32(), pa.string())
+    for votes in (read_votes(tmp_path), read_votes(parquet_file(tmp_path))):
+        assert votes.table.schema.field("arena").type == dictionary
+        assert votes.table.schema.field("vote_id").type == pa.string()
+
+
+def parquet_file(tmp_path):
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(pa.Table.from_pylist([record(0)], schema=ARROW_SCHEMA), path)
+    return path
+
+
+def test_files_are_counted_and_each_unreadable_one_too(tmp_path):
+    (tmp_path / "a.parquet").write_bytes(b"not parquet")
+    (tmp_path / "b.parquet").write_bytes(b"PAR1 nor this")
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
+    votes = read_votes(tmp_path)
+    assert votes.files == 3 and len(votes) == 1 and votes.skipped == {reasons.UNREADABLE: 2}
+
+
+def test_formats_are_told_by_name_and_a_fastchat_export_by_its_first_bracket(tmp_path):
+    export = {"model_a": "x", "model_b": "y", "winner": "model_a", "tstamp": 1.7e9,
+              "anony": True, "judge": "j", "language": "en"}  # fmt: skip
+    (tmp_path / "export.json").write_text("\n  \n" + json.dumps([export]))
+    (tmp_path / "lines.json").write_text(dumps(record(0)) + "\n")
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(1))])
+    named = [tmp_path / n for n in ("export.json", "lines.json", "votes-x.jsonl")]
+    assert read.vote_files(named) == list(zip(named, ["fastchat", "jsonl", "jsonl"], strict=True))
+    votes = read_votes(named, fastchat_arena="lmsys")
+    assert sorted(votes.column("arena").to_pylist()) == ["lmsys", "tts-en", "tts-en"]
+
+
+def test_a_file_of_blank_lines_is_read_by_arrow_alone(tmp_path, arrow_only):
+    (tmp_path / "votes-x.jsonl").write_text(" \n\n\t\n")
+    votes = read_votes(tmp_path)
+    assert len(votes) == 0 and not votes.skipped
