@@ -2,6 +2,7 @@
 
     python bench/mutation_report.py                # the table (run after bench/mutation.sh)
     python bench/mutation_report.py --survivors    # and every mutant not killed, by module
+    python bench/mutation_report.py --names        # just the names of those not judged equivalent
 
 A mutant counts as killed when a test failed, or when it hung until mutmut's CPU limit
 (a timeout: the test run did not pass). It survived when every test covering it passed,
@@ -100,12 +101,21 @@ def table(results: dict[str, dict[str, str]], equivalent: dict[str, str]) -> tup
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--survivors", action="store_true", help="list every mutant not killed")
+    parser.add_argument("--names", action="store_true",
+                        help="print only the names of the mutants not killed and not judged "
+                             "equivalent, one a line (for bench/mutation.sh --recheck)")  # fmt: skip
     args = parser.parse_args(argv)
     results = collect(ROOT)
     if not results:
         print("no results under mutants/: run bench/mutation.sh first", file=sys.stderr)
         return 2
     equivalent = load_equivalent()
+    if args.names:
+        for outcomes in results.values():
+            for name, status in outcomes.items():
+                if status != "killed" and name not in equivalent:
+                    print(name)
+        return 0
     text, ok = table(results, equivalent)
     print(text)
     pending = sum(o == "not checked" for outcomes in results.values() for o in outcomes.values())
