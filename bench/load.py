@@ -19,7 +19,8 @@ there exactly once and counted on the board. ``--format json`` prints one
 object with ``votes_acked``, ``votes_found``, ``votes_lost``,
 ``votes_duplicated``, ``votes_on_board``, ``votes_per_s``, ``battles_per_s``,
 ``vote_p50_ms``, ``vote_p99_ms``, ``battle_p50_ms``, ``battle_p99_ms``,
-``fetch_p99_ms`` and ``errors``.
+``fetch_p99_ms``, ``server_cpu_ms_per_visit``, ``client_cpu_ms_per_visit`` and
+``errors``.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def run(data: Path, args) -> dict:
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}/"
-        stats = asyncio.run(load(base, args))
+        stats = asyncio.run(load(base, args, server.pid))
     finally:
         server.terminate()
         try:
@@ -239,7 +240,15 @@ class Gradio:
         raise RuntimeError("the stream closed before the event completed")
 
 
-async def load(base: str, args) -> dict:
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) used so far by process ``pid`` (Linux), or by this one."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load(base: str, args, server_pid: int) -> dict:
     limits = httpx.Limits(
         max_connections=4 * args.clients, max_keepalive_connections=2 * args.clients
     )
@@ -250,11 +259,14 @@ async def load(base: str, args) -> dict:
         stats = {"battle_ms": [], "vote_ms": [], "fetch_ms": [], "acked": [], "errors": Counter(),
                  "votes_before": board["votes_used"]}  # fmt: skip
         started = time.perf_counter()
+        cpu = (cpu_seconds(server_pid), cpu_seconds())
         deadline = started + args.seconds
         rng = random.Random(args.seed)
         await asyncio.gather(*(visitor(gradio, http, stats, deadline, random.Random(rng.random()),
                                        args.typed_share, k + 1) for k in range(args.clients)))  # fmt: skip
         stats["seconds"] = time.perf_counter() - started
+        stats["server_cpu"] = cpu_seconds(server_pid) - cpu[0]
+        stats["client_cpu"] = cpu_seconds() - cpu[1]
         await asyncio.sleep(0.5)
         (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
         stats["votes_after"] = board["votes_used"]
@@ -381,6 +393,10 @@ def summarise(stats: dict, data: Path, args) -> dict:
         "battle_p50_ms": pct(stats["battle_ms"], 50),
         "battle_p99_ms": pct(stats["battle_ms"], 99),
         "fetch_p99_ms": pct(stats["fetch_ms"], 99),
+        # CPU per battle-and-vote, which a crowded machine does not inflate as it does times:
+        # two free cores serve about 2000 / (server + client ms) visits a second.
+        "server_cpu_ms_per_visit": round(1000 * stats["server_cpu"] / max(len(acked), 1), 1),
+        "client_cpu_ms_per_visit": round(1000 * stats["client_cpu"] / max(len(acked), 1), 1),
         "errors": dict(stats["errors"]),
     }
 
@@ -398,6 +414,8 @@ def table(r: dict, args) -> str:
          f"{r['votes_acked']} / {r['votes_found']} / {r['votes_lost']} / {r['votes_duplicated']}"),
         ("votes added to the board; board equals the CLI replay",
          f"{r['votes_on_board']}; {r['board_equals_replay']}"),
+        ("CPU per visit (battle, 2 clips, vote), server / load client (ms)",
+         f"{r['server_cpu_ms_per_visit']} / {r['client_cpu_ms_per_visit']}"),
         ("errors", r["errors"] or "none"),
     ]  # fmt: skip
     return "| measure | value |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)

@@ -185,8 +185,8 @@ def deliver(shaped: Sequence[Output], params: BlindingParams,
     length = max(lead + len(o.samples) for lead, o in zip(leads, shaped, strict=True)) + tail
     delivered = []
     for gain, lead, clip in zip(gains, leads, shaped, strict=True):
-        padded = np.zeros(length)
-        padded[lead : lead + len(clip.samples)] = clip.samples * (gain / INT16_FULL_SCALE)
+        padded = np.zeros(length, dtype=np.float32)  # float32 as quantise: half the memory traffic
+        padded[lead : lead + len(clip.samples)] = clip.samples * np.float32(gain / INT16_FULL_SCALE)
         delivered.append(_pcm(rate, quantise(padded, rng)))
     return tuple(delivered)
 
