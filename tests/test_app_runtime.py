@@ -60,3 +60,22 @@ def test_an_installed_matplotlib_is_left_alone(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
     app._forget_missing_matplotlib()
     assert "matplotlib" not in sys.modules
+
+
+def test_the_player_serves_our_wav_without_probing_it(tmp_path, monkeypatch):
+    from gradio import processing_utils
+
+    from arena_core.page.clip import Clip
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("ffmpeg/ffprobe consulted for a WAV file the app wrote")
+
+    monkeypatch.setattr(processing_utils, "ffmpeg_installed", no_probe)
+    monkeypatch.setattr(processing_utils, "audio_is_playable", no_probe)
+    player = Clip(interactive=False)
+    path = app._media(_view(), str(tmp_path))[0]
+    served = player.postprocess(path)
+    assert served.path == path and served.orig_name is None
+    assert player.get_block_name() == "audio"  # the browser's own audio player
+    samples = (np.arange(2400) % 100 * 50).astype(np.int16)
+    assert player.postprocess((24000, samples)).path.endswith(".wav")  # other values: gr.Audio's
