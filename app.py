@@ -19,7 +19,7 @@ from PIL import Image
 
 from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
 from arena_core.page import assets, battle, plots, presenters, speed, table, ui_text
-from arena_core.page.clip import Clip
+from arena_core.page.clip import clip_player
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
 from arena_core.space.startup import build_service
@@ -124,8 +124,8 @@ def _arena_layout(service, settings, offer) -> "_Page":
             with gr.Column(elem_id=f"col-{side}", elem_classes="side"):
                 page.heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
                 outputs[side] = (
-                    Clip(label=f"Clip {side}", interactive=False, elem_id=f"audio-{side}",
-                         buttons=[]),
+                    clip_player(label=f"Clip {side}", interactive=False,
+                                elem_id=f"audio-{side}", buttons=[]),
                     gr.Textbox(label=f"Output {side}", lines=10, interactive=False, visible=False),
                     gr.Image(label=f"Image {side}", interactive=False, visible=False),
                 )  # fmt: skip
@@ -360,7 +360,7 @@ def _media(view: BattleView, cache: str) -> list:
     """Values for the (audio, text, image) pairs of components: this arena's kind, None elsewhere.
 
     A clip is written as a WAV under a random name straight into Gradio's cache folder, which
-    the player (``Clip``) serves as it is: handing Gradio the samples instead costs 3.5 ms a
+    the player (``clip_player``) serves as it is: handing Gradio the samples instead costs 3.5 ms a
     clip (a hash of the samples and an export through pydub) against 0.5 ms. The random name is one per delivery, like the
     dithered bytes, so a URL names no model (``arena_core.space.blinding``).
     """

@@ -8,8 +8,8 @@ Starts ``app.py`` in its own process on 127.0.0.1 with a fresh data folder (the
 listening gate and the rate limit switched off: this measures the server's
 capacity, not a listener's patience), waits until the start-up replay and the
 output warm-up are done, then runs ``--clients`` simulated visitors for
-``--seconds``: each loops "new battle (and fetch both clips, as a browser does),
-vote". The clients speak Gradio's queue protocol directly over HTTP with asyncio
+``--seconds``: each loops "new battle (and fetch both clips, as a browser does,
+unless ``--no-fetch``), vote". The clients speak Gradio's queue protocol directly over HTTP with asyncio
 (``gradio_client`` spends more CPU per call than the server does, on the same two
 cores). ``--typed-share`` of the battles use a unique typed prompt, so they
 generate instead of answering from the output cache.
@@ -67,6 +67,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--replayed", type=int, default=0, help="votes in the log before start")
     parser.add_argument("--typed-share", type=float, default=0.0)
+    parser.add_argument("--fetch", action=argparse.BooleanOptionalAction, default=True,
+                        help="fetch both clips of each battle, as a browser does")  # fmt: skip
     parser.add_argument("--data", help="data folder to reuse (keeps the output cache warm)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--format", choices=("table", "json"), default="table")
@@ -263,7 +265,8 @@ async def load(base: str, args, server_pid: int) -> dict:
         deadline = started + args.seconds
         rng = random.Random(args.seed)
         await asyncio.gather(*(visitor(gradio, http, stats, deadline, random.Random(rng.random()),
-                                       args.typed_share, k + 1) for k in range(args.clients)))  # fmt: skip
+                                       args.typed_share, k + 1, args.fetch)
+                               for k in range(args.clients)))  # fmt: skip
         stats["seconds"] = time.perf_counter() - started
         stats["server_cpu"] = cpu_seconds(server_pid) - cpu[0]
         stats["client_cpu"] = cpu_seconds() - cpu[1]
@@ -323,7 +326,7 @@ def warm_cache(data: Path) -> None:
 
 
 async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float,
-                  number: int):  # fmt: skip
+                  number: int, fetch: bool):  # fmt: skip
     session = str(uuid.uuid4())
     url = httpx.URL(gradio.base)
     conn = Connection(
@@ -340,11 +343,12 @@ async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typ
             outputs = await gradio.call("new_battle", ARENA, prompt, session=session, conn=conn)
             stats["battle_ms"].append(1000 * (time.perf_counter() - t0))
             t0 = time.perf_counter()
-            for clip in clips(outputs):
+            for clip in clips(outputs) if fetch else ():
                 status, _ = await conn.request("GET", httpx.URL(clip["url"]).raw_path.decode())
                 if status != 200:
                     raise RuntimeError(f"clip fetch: HTTP {status}")
-            stats["fetch_ms"].append(1000 * (time.perf_counter() - t0))
+            if fetch:
+                stats["fetch_ms"].append(1000 * (time.perf_counter() - t0))
             t0 = time.perf_counter()
             outputs = await gradio.call("vote", rng.choice(CHOICES), session=session, conn=conn)
             stats["vote_ms"].append(1000 * (time.perf_counter() - t0))
@@ -377,6 +381,7 @@ def summarise(stats: dict, data: Path, args) -> dict:
         "clients": args.clients,
         "seconds": round(seconds, 1),
         "typed_share": args.typed_share,
+        "clips_fetched": args.fetch,
         "replayed": args.replayed,
         "votes_acked": len(acked),
         "votes_found": found,
@@ -403,8 +408,9 @@ def summarise(stats: dict, data: Path, args) -> dict:
 
 def table(r: dict, args) -> str:
     rows = [
-        ("clients, seconds, typed share, votes replayed first",
-         f"{r['clients']}, {r['seconds']}, {r['typed_share']}, {r['replayed']:,}"),
+        ("clients, seconds, typed share, votes replayed first, clips fetched",
+         f"{r['clients']}, {r['seconds']}, {r['typed_share']}, {r['replayed']:,}, "
+         f"{r['clips_fetched']}"),
         ("votes/s (acknowledged)", r["votes_per_s"]),
         ("battles/s", r["battles_per_s"]),
         ("/vote p50 / p99 (ms)", f"{r['vote_p50_ms']} / {r['vote_p99_ms']}"),

@@ -65,14 +65,14 @@ def test_an_installed_matplotlib_is_left_alone(monkeypatch):
 def test_the_player_serves_our_wav_without_probing_it(tmp_path, monkeypatch):
     from gradio import processing_utils
 
-    from arena_core.page.clip import Clip
+    from arena_core.page.clip import clip_player
 
     def no_probe(*args, **kwargs):
         raise AssertionError("ffmpeg/ffprobe consulted for a WAV file the app wrote")
 
     monkeypatch.setattr(processing_utils, "ffmpeg_installed", no_probe)
     monkeypatch.setattr(processing_utils, "audio_is_playable", no_probe)
-    player = Clip(interactive=False)
+    player = clip_player(interactive=False)
     path = app._media(_view(), str(tmp_path))[0]
     served = player.postprocess(path)
     assert served.path == path and served.orig_name is None

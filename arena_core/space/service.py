@@ -284,7 +284,9 @@ class ArenaService:
         start = time.perf_counter()
         files = [p for source in (self.vote_log.folder, *self.replay_sources)
                  for p, _ in vote_files(source)]  # fmt: skip
-        votes = read_votes(files)
+        # Inside a group commit, the batch's later votes are on disk already but not yet
+        # applied; they are applied (and counted) after this rebuild, so it leaves them out.
+        votes = read_votes(files).without(self.vote_log.unapplied)
         self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
         used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         self.progress.skipped = Counter(votes.skipped)
