@@ -23,11 +23,12 @@ import numpy as np
 
 from arena_core.backends import BackendError, ModelPool, Output
 from arena_core.leaderboard import Board, BoardParams
-from arena_core.matchmaking import NoPairError, draw_pair
+from arena_core.matchmaking import NoPairError
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.live import LiveArena
+from arena_core.space.pairing import Pairing
 from arena_core.space.voters import RateLimiter
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
@@ -141,6 +142,7 @@ class ArenaService:
         self.max_prompt_chars = max_prompt_chars
         self.params = params or BoardParams()
         self.live = {a.id: LiveArena(a, self.params) for a in registry.arenas}
+        self.pairing = {a.id: Pairing(self.live[a.id], a) for a in registry.arenas}
         self.book = BattleBook(battle_ttl, clock)
         self.limiter = RateLimiter(rate_limit, rate_window, clock)
         self.progress = LoadProgress()
@@ -207,7 +209,7 @@ class ArenaService:
             candidates = [live.index[m] for m in pool.pairable(category) if m not in failed]
             try:
                 with self._rng_lock:
-                    a, b = draw_pair(candidates, live.battles(), self._rng)
+                    a, b = self.pairing[arena.id].draw(candidates, category, self._rng)
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)
