@@ -2,164 +2,352 @@
 
 Run ``python app.py``; configuration comes from the environment (README, "Configuration").
 Nothing happens at import time: ``build_demo`` lays out the page for a given service.
+What the page says and shows is built by ``arena_core.page`` (pure functions); the
+browser-side behaviour (players, lock, shortcuts) is ``arena_core/page/assets/arena.js``.
 """
 
+import asyncio
 import io
 import logging
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import gradio as gr
 from PIL import Image
 
-from arena_core.page import plots, presenters, ui_text
+from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
+from arena_core.page import assets, battle, plots, presenters, speed, table, ui_text
 from arena_core.space.config import Settings
-from arena_core.space.service import ArenaError, ArenaService, BattleView
+from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
 from arena_core.space.startup import build_service
-from arena_core.space.voters import voter_hash, voter_identity
+from arena_core.space.tempfiles import FolderBudget
 from arena_core.votes.schema import VOTES
 
-#: Generations running at once (each battle runs both sides in parallel inside).
-BATTLE_CONCURRENCY = 4
+#: Threads that open battles (each waits for its two generations, bounded by the pools).
+BATTLE_WORKERS = 32
+#: Threads that record votes: their own, so battles that generate or wait for their hold
+#: never delay a vote (concurrent votes share an fsync, see ``VoteLog``).
+VOTE_WORKERS = 8
 #: Seconds between checks of the start-up replay while it runs.
 LOADING_POLL = 2.0
+#: Gradio's own clean-up of served files: every 5 minutes, those older than 15 (the
+#: browser fetched them long before); FolderBudget bounds their total size as well.
+DELETE_CACHE = (300, 900)
+#: Seconds a refusal's toast stays up (it is repeated under the buttons).
+WARNING_SECONDS = 6
+#: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
+VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
+
+log = logging.getLogger("app")
+
+
+def _refusal(exc: ArenaError | IdentityError) -> gr.Error:
+    """A refusal the visitor reads ("you already voted"): one log line, no traceback."""
+    log.info("refused: %s", exc)
+    return gr.Error(str(exc), print_exception=False)
 
 
 def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
-    """The whole page: Arena, Leaderboard (a tab per arena) and About."""
-    arenas = service.registry.arenas
-    with gr.Blocks(title=ui_text.TITLE) as demo:
-        gr.Markdown(ui_text.HEADER)
-        if settings.space_id:  # OAuth login only works on a Space
-            gr.LoginButton()
+    """The whole page: Arena, Leaderboard and About."""
+    statuses = {a.id: service.pools[a.id].status() for a in service.registry.arenas}
+    offer = battle.offer(service.registry.arenas, statuses)
+    with gr.Blocks(title=ui_text.TITLE, analytics_enabled=settings.analytics,
+                   delete_cache=DELETE_CACHE) as demo:  # fmt: skip
+        with gr.Row(elem_id="top"):
+            gr.HTML(ui_text.HEADER)
+            if settings.space_id:  # OAuth login only works on a Space
+                gr.LoginButton(scale=0)
         session = gr.State(None)
         with gr.Tabs():
-            with gr.Tab("Arena", id="arena"):
-                _arena_tab(service, settings, session, arenas)
-            with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
-                boards = [_board_tab(service, arena.id, demo) for arena in arenas]
-            with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about(service.registry, service.params, service.model_status()))
-        _refresh_boards(service, boards, leaderboard_tab)
+            with gr.Tab("Arena", id="arena", elem_id="arena-tab"):
+                arena_in = _arena_tab(service, settings, session, offer, demo)
+            with gr.Tab("Leaderboard", id="leaderboard", elem_id="board-tab") as leaderboard_tab:
+                _board_tab(service, demo, leaderboard_tab, arena_in, offer)
+            with gr.Tab("About", id="about", elem_id="about-tab"):
+                # A function, so each page load shows the models' state now (start-up checks).
+                gr.Markdown(lambda: ui_text.about(service.registry, service.params,
+                                                  service.model_status(), speed.load_rtf(),
+                                                  speed.machine_note()))  # fmt: skip
 
         def leaderboard(arena_id: str, category: str = "") -> dict:
             """The board of one arena (and optionally one prompt category), as JSON rows."""
             try:
                 return service.board(arena_id, category or None).to_json()
             except ArenaError as exc:
-                raise gr.Error(str(exc)) from None
+                raise _refusal(exc) from None
 
         gr.api(leaderboard, api_name="leaderboard", concurrency_limit=2)
+
+        def status() -> dict:
+            """Start-up state, for health checks and load tests: replay and warm-up done."""
+            warmup = service.warmup
+            return {"replay_done": service.progress.done,
+                    "warmup_done": warmup is None or warmup.progress.done}  # fmt: skip
+
+        gr.api(status, api_name="status", queue=False)
     return demo
 
 
-def _arena_tab(service, settings, session, arenas):
-    with gr.Row():
-        arena_in = gr.Dropdown(
-            [(a.title, a.id) for a in arenas], value=arenas[0].id, label="Arena", scale=1
-        )
-        prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=3,
-                               max_length=settings.max_prompt_chars * 2)  # fmt: skip
-    new = gr.Button("New battle", variant="primary")
-    prompt_shown = gr.Textbox(label="Prompt of this battle", interactive=False)
-    outputs = {}
-    with gr.Row():
-        for side in "AB":
-            with gr.Column():
-                outputs[side] = (
-                    gr.Audio(label=f"Model {side}", interactive=False, elem_id=f"audio-{side}"),
-                    gr.Textbox(label=f"Model {side}", lines=10, interactive=False, visible=False),
-                    gr.Image(label=f"Model {side}", interactive=False, visible=False),
-                )
-    with gr.Row():
-        buttons = [
-            gr.Button(presenters.VOTE_WORDS[v], interactive=False, elem_id=f"vote-{v}")
-            for v in VOTES
-        ]
-    status = gr.Markdown(elem_id="status")
-    reveal_json = gr.JSON(visible=False)
-    next_battle = gr.Button("Next battle", variant="primary", visible=False)
-    media = [*outputs["A"], *outputs["B"]]
-    media = [media[0], media[3], media[1], media[4], media[2], media[5]]  # audio, text, image pairs
+def _arena_tab(service, settings, session, offer, demo):
+    page = _arena_layout(service, settings, offer)
+    battles = _Battles(service, settings)
+    _wire_api(battles, page, session, offer)
+    _wire_page(battles, page, session, demo)
+    return page.arena_in
 
-    def start(state, arena_id, prompt):
+
+def _arena_layout(service, settings, offer) -> "_Page":
+    offered = offer.offered
+    page = _Page(service)
+    page.header_box = gr.HTML(elem_id="arena-header")
+    with gr.Row(equal_height=True, elem_id="battle-inputs", elem_classes="stack-on-phone"):
+        page.arena_in = gr.Dropdown([(a.title, a.id) for a in offered],
+                                    value=offered[0].id if offered else None, label="Arena",
+                                    scale=2, elem_id="arena-in")  # fmt: skip
+        page.language_in = gr.Dropdown(label="Language of your prompt", visible=False, scale=2,
+                                       info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
+        page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,
+                                    info=ui_text.PROMPT_INFO, elem_id="prompt-in",
+                                    max_length=settings.max_prompt_chars * 2)  # fmt: skip
+    gr.Markdown(battle.absent_note(offer.absent), elem_classes="absent-note",
+                visible=bool(offer.absent))  # fmt: skip
+    page.new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
+                         interactive=bool(offered))  # fmt: skip
+    page.prompt_shown = gr.Textbox(label="Prompt of this battle", interactive=False,
+                                   elem_id="prompt-shown", visible=False)  # fmt: skip
+    outputs = {}
+    with gr.Row(equal_height=False):
+        for side in "AB":
+            with gr.Column(elem_id=f"col-{side}", elem_classes="side"):
+                page.heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
+                outputs[side] = (
+                    gr.Audio(label=f"Clip {side}", interactive=False, elem_id=f"audio-{side}",
+                             buttons=[]),
+                    gr.Textbox(label=f"Output {side}", lines=10, interactive=False, visible=False),
+                    gr.Image(label=f"Image {side}", interactive=False, visible=False),
+                )  # fmt: skip
+    page.play_both = gr.Button("▶ Play A then B", visible=False, elem_id="play-both")
+    page.gate = gr.HTML(battle.gate_html("idle"), elem_id="gate")
+    with gr.Row(elem_id="votes"):
+        page.buttons = [gr.Button(VOTE_LABELS[v], interactive=False, elem_id=f"vote-{v}",
+                                  elem_classes="vote-btn") for v in VOTES]  # fmt: skip
+    page.status = gr.Markdown(elem_id="status")
+    page.next = gr.Button("Next battle", variant="primary", size="lg", visible=False,
+                          elem_id="next-battle")  # fmt: skip
+    page.media = [outputs[s][k] for k in range(3) for s in "AB"]  # audio, text, image pairs
+    return page
+
+
+class _Battles:
+    """The handlers of battles and votes, shared by the API and the page.
+
+    The API endpoints /new_battle and /vote run outside Gradio's queue (queue=False): the
+    queue's bookkeeping doubles a request's server time, which capped the arena well below
+    100 votes a second on two cores. The page's own clicks go through the queue (people
+    click slowly) and call the same handlers, then lay out the result. Both are async and
+    run the work on executors of their own, so a flood of typed prompts cannot take the
+    threads votes need, and the typed-prompt hold is awaited, not slept.
+    """
+
+    def __init__(self, service: ArenaService, settings: Settings):
+        self.service, self.settings = service, settings
+        self.battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
+        self.vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
+
+    async def start(self, state, arena_id, prompt, language=""):
         try:
-            view = service.new_battle(arena_id, prompt or None)
+            view = await asyncio.get_running_loop().run_in_executor(
+                self.battle_workers, self.service.new_battle, arena_id, prompt or None,
+                language or None,
+            )  # fmt: skip
         except ArenaError as exc:
-            raise gr.Error(str(exc)) from None
-        state = {
-            "handle": view.handle,
-            "modality": view.modality,
-            "played": [False, False],
-            "voted": False,
-        }
+            raise _refusal(exc) from None
+        if view.hold > 0:
+            await asyncio.sleep(view.hold)
+        state = {"handle": view.handle, "arena": view.arena, "modality": view.modality,
+                 "voted": False, "votes": (state or {}).get("votes", 0)}  # fmt: skip
         return state, view.prompt, *_media(view)
 
-    def ready(state):
-        audio = state["modality"] == "audio"
-        hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
-        shown = [
-            gr.update(visible=kind == state["modality"])
-            for kind in ("audio", "text", "image")
-            for _ in "AB"
-        ]
-        return (
-            *[gr.update(interactive=not audio) for _ in buttons],
-            hint,
-            gr.update(visible=False),
-            *shown,
-        )
-
-    gr.on([new.click, next_battle.click], lambda: (ui_text.WORKING, *[gr.update(interactive=False)] * 4),
-          outputs=[status, *buttons], api_visibility="private", queue=False)  # fmt: skip
-    gr.on([new.click, next_battle.click], start, inputs=[session, arena_in, prompt_in],
-          outputs=[session, prompt_shown, *media], api_name="new_battle",
-          concurrency_limit=BATTLE_CONCURRENCY).then(
-        ready, inputs=[session], outputs=[*buttons, status, next_battle, *media], api_visibility="private"
-    )  # fmt: skip
-
-    def played(side):
-        def handler(state):
-            if not state or state["voted"]:
-                return state, *[gr.update()] * 4
-            state["played"][side] = True
-            return state, *[gr.update(interactive=all(state["played"]))] * 4
-
-        return handler
-
-    for k, side in enumerate("AB"):
-        outputs[side][0].stop(played(k), inputs=[session], outputs=[session, *buttons],
-                              api_visibility="private")  # fmt: skip
-
-    def cast(state, choice, request: gr.Request):
-        voter = voter_hash(settings.voter_salt, voter_identity(
-            username=request.username, headers=request.headers,
-            client_host=request.client.host if request.client else None))  # fmt: skip
+    async def reveal_of(self, state, choice, request: gr.Request, profile) -> Reveal:
+        # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
+        # address the trusted proxies saw. Only the salted hash leaves this function.
+        username = profile.username if profile is not None else request.username
         try:
-            reveal = service.vote((state or {}).get("handle"), choice, voter)
-        except ArenaError as exc:
-            raise gr.Error(str(exc)) from None
-        return (
-            {**state, "voted": True},
-            presenters.reveal_markdown(reveal),
-            presenters.reveal_data(reveal),
+            voter = voter_hash(self.settings.voter_salt, voter_identity(
+                self.settings.identity, username=username, headers=request.headers,
+                client_host=request.client.host if request.client else None))  # fmt: skip
+            return await asyncio.get_running_loop().run_in_executor(
+                self.vote_workers, self.service.vote, (state or {}).get("handle"), choice, voter
+            )
+        except (ArenaError, IdentityError) as exc:
+            raise _refusal(exc) from None
+
+    async def cast(self, state, choice, request: gr.Request,
+                   profile: gr.OAuthProfile | None = None):  # fmt: skip
+        reveal = await self.reveal_of(state, choice, request, profile)
+        state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
+        return state, presenters.reveal_markdown(reveal), presenters.reveal_data(reveal)
+
+    async def board(self, arena_id: str):
+        return await asyncio.get_running_loop().run_in_executor(
+            self.vote_workers, self.service.board, arena_id
         )
 
-    def after_vote():
-        return *[gr.update(interactive=False)] * 4, gr.update(visible=True)
 
-    def vote_for(choice):
-        def handler(state, request: gr.Request):
-            return cast(state, choice, request)
+def _wire_api(battles: _Battles, page, session, offer) -> None:
+    """/new_battle(arena, prompt, language) and /vote(choice): hidden buttons, no queue."""
+    first = (offer.offered or battles.service.registry.arenas)[0].id
+    inputs = [session, gr.Textbox(first, label="Arena", visible=False),
+              gr.Textbox("", label="Prompt", visible=False),
+              gr.Textbox("", label="Language", visible=False)]  # fmt: skip
+    gr.Button(visible=False).click(battles.start, inputs=inputs,
+                                   outputs=[session, page.prompt_shown, *page.media],
+                                   api_name="new_battle", queue=False)  # fmt: skip
+    gr.Button(visible=False).click(battles.cast,
+                                   inputs=[session, gr.Radio(list(VOTES), visible=False)],
+                                   outputs=[session, gr.Markdown(visible=False),
+                                            gr.JSON(visible=False)],
+                                   api_name="vote", queue=False)  # fmt: skip
 
-        return handler
 
-    reveal_out = [session, status, reveal_json]
-    for choice, button in zip(VOTES, buttons, strict=True):
-        button.click(vote_for(choice), inputs=[session], outputs=reveal_out, api_visibility="private").then(
-            after_vote, outputs=[*buttons, next_battle], api_visibility="private")  # fmt: skip
-    choice_in = gr.Radio(list(VOTES), visible=False)
-    api_vote = gr.Button(visible=False)
-    api_vote.click(cast, inputs=[session, choice_in], outputs=reveal_out, api_name="vote").then(
-        after_vote, outputs=[*buttons, next_battle], api_visibility="private")  # fmt: skip
+def _wire_page(battles: _Battles, page, session, demo) -> None:
+    """The page's own events: battles, votes, players, and the arena picker."""
+
+    async def page_start(state, arena_id, prompt, language):
+        try:
+            state, shown, *values = await battles.start(state, arena_id, prompt, language)
+        except gr.Error as exc:
+            gr.Warning(exc.message, duration=WARNING_SECONDS)
+            return state, gr.update(), *page.refused(exc.message)
+        return state, gr.update(value=shown, visible=True), *page.opened(state["modality"], values)
+
+    async def page_vote(state, choice, request: gr.Request, profile: gr.OAuthProfile | None):
+        try:
+            reveal = await battles.reveal_of(state, choice, request, profile)
+        except gr.Error as exc:
+            gr.Warning(exc.message, duration=WARNING_SECONDS)
+            return state, f"⚠️ {exc.message}", *[gr.update()] * (len(page.vote_outputs) - 1)
+        state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
+        board = await battles.board(state["arena"])
+        return state, *page.revealed(reveal, board, state["votes"])
+
+    gr.on([page.new.click, page.next.click], page.begin, outputs=page.begin_outputs,
+          queue=False, api_visibility="private").then(None, js=assets.RESET).then(
+        page_start, inputs=[session, page.arena_in, page.prompt_in, page.language_in],
+        outputs=[session, page.prompt_shown, *page.battle_outputs], api_visibility="private",
+        concurrency_limit=BATTLE_WORKERS, concurrency_id="battle")  # fmt: skip
+    for choice, button in zip(VOTES, page.buttons, strict=True):
+        button.click(_bind(page_vote, choice), inputs=[session],
+                     outputs=[session, *page.vote_outputs], api_visibility="private",
+                     concurrency_limit=VOTE_WORKERS, concurrency_id="vote")  # fmt: skip
+    for side, audio in zip("AB", page.media[:2], strict=True):
+        for kind, listener in (("play", audio.play), ("pause", audio.pause), ("stop", audio.stop)):
+            listener(None, js=assets.player_hook(side, kind))
+    page.play_both.click(None, js=assets.PLAY_BOTH)
+    page.arena_in.change(page.idle, outputs=[page.prompt_shown, *page.battle_outputs],
+                         queue=False, api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
+    gr.on([demo.load, page.arena_in.change], page.show_arena, inputs=[page.arena_in, session],
+          outputs=[page.header_box, page.language_in], api_visibility="private", queue=False)  # fmt: skip
+
+
+def _bind(handler, choice):
+    """``handler`` with its vote choice fixed: one handler for the four buttons."""
+
+    async def bound(state, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        return await handler(state, choice, request, profile)
+
+    return bound
+
+
+class _Page:
+    """The Arena tab's components and the updates each step of a battle gives them."""
+
+    def __init__(self, service: ArenaService):
+        self.service = service
+        self.heads: dict[str, gr.HTML] = {}
+        self.buttons: list[gr.Button] = []
+        self.media: list = []
+
+    @property
+    def _common_outputs(self) -> list:
+        return [self.gate, self.status, *self.buttons, self.new, self.next, self.play_both,
+                self.heads["A"], self.heads["B"]]  # fmt: skip
+
+    @property
+    def begin_outputs(self) -> list:
+        return [*self._common_outputs, *self.media[:2]]
+
+    @property
+    def battle_outputs(self) -> list:
+        return [*self._common_outputs, *self.media]
+
+    @property
+    def vote_outputs(self) -> list:
+        return [self.status, self.gate, *self.buttons, self.new, self.next, self.heads["A"],
+                self.heads["B"], *self.media[:2], self.header_box]  # fmt: skip
+
+    def show_arena(self, arena_id, state, request: gr.Request):
+        """The header and the language choice of the arena picked (browser's language first)."""
+        if not arena_id:
+            return "", gr.update(visible=False)
+        languages = self.service.languages(arena_id)
+        chosen = battle.pick_language(request.headers.get("accept-language"), languages)
+        return self.header(arena_id, (state or {}).get("votes", 0)), gr.update(
+            choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
+        )
+
+    def header(self, arena_id: str, session_votes: int, votes: int | None = None) -> str:
+        arena = self.service.arena(arena_id)
+        here = sum(s.available for s in self.service.pools[arena_id].status().values())
+        if votes is None and self.service.progress.done:
+            votes = self.service.board(arena_id).votes_used
+        return battle.header_html(arena, here, votes, session_votes)
+
+    def _common(self, stage, modality, status, heads, *, voting=False, play=False):
+        locked = gr.update(interactive=voting, variant="secondary")
+        return (battle.gate_html(stage, modality), status, *[locked] * len(self.buttons),
+                gr.update(visible=True), gr.update(visible=False), gr.update(visible=play),
+                *heads)  # fmt: skip
+
+    def begin(self):
+        """Instantly, when a battle is asked for: everything of the last one cleared."""
+        heads = [battle.side_head(s, "") for s in "AB"]
+        cleared = [gr.update(value=None, label=f"Clip {s}") for s in "AB"]
+        return *self._common("working", None, ui_text.WORKING, heads), *cleared
+
+    def idle(self):
+        """Another arena picked: the last battle leaves the screen (its vote is not asked)."""
+        heads = [battle.side_head(s, "") for s in "AB"]
+        cleared = [gr.update(value=None, visible=True, label=f"Clip {s}") for s in "AB"]
+        cleared += [gr.update(value=None, visible=False)] * 4
+        return gr.update(value="", visible=False), *self._common("idle", None, "", heads), *cleared
+
+    def refused(self, message: str):
+        heads = [battle.side_head(s, "") for s in "AB"]
+        return *self._common("idle", None, f"⚠️ {message}", heads), *[gr.update()] * 6
+
+    def opened(self, modality: str, values: list):
+        audio = modality == "audio"
+        heads = [battle.side_head(s, "idle" if audio else "") for s in "AB"]
+        shown = [gr.update(value=v, visible=kind == modality)
+                 for kind, v in zip(("audio", "audio", "text", "text", "image", "image"), values,
+                                    strict=True)]  # fmt: skip
+        hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
+        return *self._common("open", modality, hint, heads, voting=True, play=audio), *shown
+
+    def revealed(self, reveal: Reveal, board, session_votes: int):
+        """After the vote: names on both sides, the choice highlighted, one Next battle."""
+        arena = self.service.arena(board.arena)
+        models = {m.id: m for m in arena.models}
+        heads = [battle.reveal_head(letter, side, models.get(side.model_id), reveal.vote, board)
+                 for letter, side in (("A", reveal.a), ("B", reveal.b))]  # fmt: skip
+        chosen = [gr.update(interactive=False, variant="primary" if v == reveal.vote else "secondary")
+                  for v in VOTES]  # fmt: skip
+        labels = [gr.update(label=f"{letter} · {side.name}")
+                  for letter, side in (("A", reveal.a), ("B", reveal.b))]  # fmt: skip
+        return (battle.vote_status(reveal, session_votes), battle.gate_html("voted"), *chosen,
+                gr.update(visible=False), gr.update(visible=True), *heads, *labels,
+                self.header(board.arena, session_votes, board.votes_used))  # fmt: skip
 
 
 def _media(view: BattleView) -> list:
@@ -178,57 +366,71 @@ def _media(view: BattleView) -> list:
     return values
 
 
-def _board_tab(service, arena_id, demo):
-    arena = service.live[arena_id]
-    with gr.Tab(service.registry.arena(arena_id).title) as tab:
-        with gr.Row():
-            category = gr.Dropdown([("All prompts", "")] + [(c, c) for c in arena.categories], value="",
-                                   label="Category", visible=bool(arena.categories))  # fmt: skip
-            provisional = gr.Checkbox(True, label="Show provisional models")
-            refresh = gr.Button("Refresh", size="sm")
-        summary = gr.Markdown(elem_id=f"summary-{arena_id}")
-        table = gr.Dataframe(interactive=False, wrap=True, elem_id=f"board-{arena_id}", max_height=900,
-                             column_widths=presenters.TABLE_WIDTHS, datatype=presenters.TABLE_TYPES)  # fmt: skip
-        ratings = gr.Plot(show_label=False)
-        win_rates = gr.Plot(show_label=False)
-        battle_counts = gr.Plot(show_label=False)
-    outputs = [summary, table, ratings, win_rates, battle_counts]
-
-    def show(category_value, show_provisional):
-        cat = category_value or None
-        board = service.board(arena_id, cat)
-        counts = arena.pair_counts(cat)
-        ids = [e.id for e in arena.entrants]
-        sync = service.sync.status() if service.sync else None
-        return (
-            presenters.board_summary(board, service.progress, sync),
-            presenters.board_table(board, service.latency(arena_id), show_provisional),
-            plots.rating_chart(board),
-            plots.win_rate_heatmap(board, ids, counts),
-            plots.battle_count_heatmap(board, ids, counts),
-        )
-
-    gr.on([refresh.click, category.change, provisional.change, tab.select, demo.load], show,
-          inputs=[category, provisional], outputs=outputs, api_visibility="private",
-          concurrency_limit=2)  # fmt: skip
-    return show, [category, provisional], outputs
-
-
-def _refresh_boards(service, boards, leaderboard_tab):
-    """Refresh every board when the Leaderboard tab opens, and every few seconds while the
-    start-up replay runs (the timer then switches itself off)."""
+def _board_tab(service, demo, tab, arena_in, offer):
+    arenas = service.registry.arenas
+    offered = {a.id for a in offer.offered}
+    first = offer.offered[0].id if offer.offered else arenas[0].id
+    with gr.Row(equal_height=True, elem_id="board-controls", elem_classes="stack-on-phone"):
+        board_arena = gr.Dropdown([(a.title, a.id) for a in arenas if a.id in offered] or
+                                  [(a.title, a.id) for a in arenas], value=first,
+                                  label="Arena", scale=2)  # fmt: skip
+        category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
+        weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
+                           label="Weights", scale=3)  # fmt: skip
+        period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
+                          value="all", label="Period", scale=3)  # fmt: skip
+    with gr.Row():
+        provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
+        refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
+    summary = gr.Markdown(elem_id="board-summary")
+    board_box = gr.HTML(elem_id="board-table")
+    ratings = gr.Plot(show_label=False, visible=False, elem_id="chart-ratings")
+    win_rates = gr.Plot(show_label=False, visible=False, elem_id="chart-wins")
+    battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
     timer = gr.Timer(LOADING_POLL, active=not service.progress.done)
-    inputs = [c for _, ins, _ in boards for c in ins]
-    outputs = [c for _, _, outs in boards for c in outs]
+    inputs = [board_arena, category, weights, period, provisional]
 
-    def refresh(*values):
-        updates = []
-        for k, (show, _, _) in enumerate(boards):
-            updates += show(*values[2 * k : 2 * k + 2])
-        return gr.Timer(active=not service.progress.done), *updates
+    def show(arena_id, category_value, weights_value, period_value, show_provisional):
+        window = presenters.period_window(period_value or "all", datetime.now(UTC))
+        cat = category_value or None
+        board = service.board(arena_id, cat, window=window)
+        live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
+        counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
+        sync = service.sync.status() if service.sync else None
+        rows = table.shown_rows(board, show_provisional=show_provisional,
+                                weights=weights_value or "all", models=models)  # fmt: skip
+        charts = (plots.rating_chart(board), plots.win_rate_heatmap(board, ids, counts),
+                  plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
+        return (gr.Timer(active=not service.progress.done),
+                presenters.board_summary(board, service.progress, sync),
+                table.board_html(board, rows, service.latency(arena_id), models),
+                *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
 
-    gr.on([timer.tick, leaderboard_tab.select], refresh, inputs=inputs, outputs=[timer, *outputs],
+    def categories(arena_id):
+        live = service.live[arena_id]
+        choices = battle.category_choices(live.categories, service.languages(arena_id))
+        return gr.update(choices=[("All prompts", ""), *choices], value="", visible=bool(choices))
+
+    def arenas_shown(arena_id):
+        """The arenas with a board worth reading: those offered here, and any with votes."""
+        voted = [a for a in arenas if a.id not in offered and service.board(a.id).votes_used]
+        shown = [a for a in arenas if a.id in offered] + voted
+        return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
+
+    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts]
+    tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
+               api_visibility="private", queue=False)  # fmt: skip
+    board_arena.change(categories, inputs=[board_arena], outputs=[category],
+                       api_visibility="private", queue=False).then(
+        show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
+    gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
+           tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
           api_visibility="private", concurrency_limit=2)  # fmt: skip
+    # The board follows the arena the visitor battles in.
+    arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],
+                    api_visibility="private", queue=False)  # fmt: skip
+    demo.load(categories, inputs=[board_arena], outputs=[category], api_visibility="private",
+              queue=False)  # fmt: skip
 
 
 def main() -> None:
@@ -240,8 +442,29 @@ def main() -> None:
     if service.sync is not None:
         service.sync.flush_on_sigterm()
     service.start_loading()
+    if service.warmup is not None:
+        service.warmup.start()
     demo = build_demo(service, settings)
-    demo.queue(default_concurrency_limit=8).launch(theme=gr.themes.Soft())
+    FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
+    demo.queue(default_concurrency_limit=8).launch(**launch_options(settings))
+
+
+def launch_options(settings: Settings) -> dict:
+    """``launch()`` arguments: the look, the page's script, and nothing open that the
+    operator did not ask for."""
+    font = [gr.themes.LocalFont("IBM Plex Sans"), "ui-sans-serif", "system-ui", "sans-serif"]
+    return {
+        "theme": gr.themes.Soft(
+            primary_hue="indigo", secondary_hue="slate", neutral_hue="slate", font=font
+        ),
+        "css": assets.styles(),
+        "head": assets.head(),
+        "js": assets.script(),
+        # The app takes no uploads: refuse every file with content.
+        "max_file_size": 0,
+        # /monitoring shows function names and success rates to anyone.
+        "enable_monitoring": settings.monitoring,
+    }
 
 
 if __name__ == "__main__":

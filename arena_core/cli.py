@@ -37,8 +37,15 @@ from arena_core.simulation import SCENARIOS, scenario
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.read import read_votes
+from arena_core.window import Window
 
 log = logging.getLogger("arena_core")
+
+#: The first line of ``--help`` (the module docstring's reStructuredText would show its backticks).
+DESCRIPTION = (
+    "Command line for researchers and maintainers: replay votes into leaderboards, compact and "
+    "export vote files, run seeded simulations."
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,9 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m arena_core", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m arena_core", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
     board = sub.add_parser("leaderboard", help="replay votes into a leaderboard")
@@ -76,7 +81,11 @@ def _parser() -> argparse.ArgumentParser:
         help="JSONL files, folders of shards/Parquet, or FastChat clean_battle exports",
     )
     board.add_argument("--registry", help="registry.yaml: priors, names, and which models count")
-    board.add_argument("--arena", help="arena id (needed when the log holds several)")
+    board.add_argument(
+        "--arena",
+        help="arena id; without it the table lists every arena's board, while json and csv "
+        "need one when the votes or the registry hold several",
+    )
     board.add_argument("--category", help="only votes of this prompt category (e.g. a language)")
     board.add_argument(
         "--method",
@@ -86,15 +95,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     board.add_argument(
         "--prior-weight",
-        type=float,
+        type=_prior_weight,
         default=BoardParams.prior_weight,
-        help="virtual draws against each model's prior (0: plain MLE)",
+        metavar="fitted|W",
+        help="prior around each model's prior rating: 'fitted' (default: its spread learnt from "
+        "the arena), W votes' worth, or 0 for plain maximum likelihood",
     )
     board.add_argument(
         "--bootstrap",
         type=int,
         default=BoardParams.bootstrap_rounds,
-        help="bootstrap rounds for the 95%% intervals (0: none)",
+        help="bootstrap rounds for the intervals of --prior-weight 0 (0: none)",
+    )
+    board.add_argument("--since", help="only votes from this ISO date or time on (UTC if no zone)")
+    board.add_argument("--until", help="only votes before this ISO date or time")
+    board.add_argument(
+        "--half-life",
+        type=float,
+        metavar="DAYS",
+        help="weigh votes by age in the fit: a vote this many days older counts half",
+    )
+    board.add_argument(
+        "--unavailable",
+        nargs="+",
+        default=(),
+        metavar="ID",
+        help="models that cannot run (as the Space marks them): left out if they have no votes",
     )
     board.add_argument("--seed", type=int, default=BoardParams.seed, help="bootstrap seed")
     board.add_argument("--voter-kind", choices=("human", "judge"), help="only these voters' votes")
@@ -227,26 +253,58 @@ def _leaderboard(args) -> int:
         seed=args.seed,
         include_flagged=args.include_flagged,
         voter_kind=args.voter_kind,
+        half_life_days=args.half_life,
     )
+    window = Window.parse(args.since, args.until)
     registry = load_registry(args.registry) if args.registry else None
     votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
-    arena_id = args.arena or _only_arena(votes, registry)
-    entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
-    board = board_from_votes(
-        votes, arena_id, category=args.category, entrants=entrants, params=params
+    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    boards = []
+    for arena_id in arenas:
+        entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
+        boards.append(board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
+                                       params=params, window=window,
+                                       available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
+    if args.format != "table":  # the table prints them itself
+        for warning in boards[0].warnings:
+            log.warning("%s", warning)
+        _write(boards[0], args.format, sys.stdout)
+        return 0
+    sys.stdout.write(
+        "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
     )
-    _write(board, args.format, sys.stdout)
     return 0
 
 
-def _only_arena(votes, registry) -> str:
-    arenas = sorted(set(votes.column("arena").unique().to_pylist()))
-    if len(arenas) == 1:
-        return arenas[0]
-    if not arenas and registry is not None:
-        return registry.arenas[0].id
-    raise ValueError(f"the votes hold arenas {arenas or 'none'}; choose one with --arena")
+def _prior_weight(text: str) -> float | None:
+    """``fitted`` or a number of votes' worth (argparse type)."""
+    if text == "fitted":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'fitted' or a number, got {text!r}") from None
+
+
+def _arenas(votes, registry, fmt: str) -> list[str]:
+    """The arenas to print without ``--arena``: the registry's (else those in the votes); a
+    machine format takes one board, so several are refused with their list."""
+    found = sorted(set(votes.column("arena").unique().to_pylist()))
+    arenas = [a.id for a in registry.arenas] if registry is not None else found
+    if not arenas:
+        raise ValueError("the votes hold no arena; pass --registry or --arena")
+    if len(arenas) > 1 and fmt != "table":
+        raise ValueError(f"there are several arenas ({', '.join(arenas)}); choose one with "
+                         f"--arena, or leave --format out to print every arena's table")  # fmt: skip
+    return arenas
+
+
+def _titles(registry, arena_id: str) -> dict[str, str]:
+    """Model id -> display name from the registry (empty without one: names are the ids)."""
+    if registry is None:
+        return {}
+    return {m.id: m.name for m in registry.arena(arena_id).models}
 
 
 def _write(board: Board, fmt: str, out) -> None:
@@ -261,26 +319,38 @@ def _write(board: Board, fmt: str, out) -> None:
         out.write(format_table(board) + "\n")
 
 
-#: Columns of the text table (the full set is in JSON and CSV).
-_TABLE_COLUMNS = ("rank", "rank_ub", "model_id", "rating", "ci_low", "ci_high", "elo",
-                  "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
+#: Columns of the text table (the full set, with ids, is in JSON and CSV).
+_TABLE_COLUMNS = ("rank", "rank_worst", "component", "model", "rating", "ci_low", "ci_high",
+                  "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
 
 
-def format_table(board: Board) -> str:
-    """A plain-text table for terminals, with a one-line summary."""
+def format_table(board: Board, names: dict[str, str] | None = None) -> str:
+    """A plain-text table for terminals, with a summary and the board's warnings.
+
+    Models are listed by display name (``names``: id -> name, the registry's; the board's
+    own names otherwise); notes name them the same way. JSON and CSV keep ids.
+    """
+    names = names or {}
     cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
     head = [c.metadata["label"] for c in cols]
-    body = [[_cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]
+    body = [[names.get(r.model_id, r.model) if c.name == "model" else
+             _cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]  # fmt: skip
     widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
+    text_col = [c.name for c in cols].index("model")
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) if i != 2 else v.ljust(w) for i, (v, w) in
+    lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
                         enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
     where = board.arena + (f" / {board.category}" if board.category else "")
+    window = board.window.to_json()
+    if not board.window.all_time:
+        where += f" (votes from {window['since'] or 'the start'} to {window['until'] or 'now'})"
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(board.skipped.items())) or "none"
     lines.append(
         f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
     )
-    return "\n".join(lines)
+    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows if r.note]
+    lines += [f"warning: {w}" for w in board.warnings]
+    return f"== {board.arena} ==\n" + "\n".join(lines)
 
 
 def _cell(value, digits) -> str:

@@ -1,10 +1,16 @@
 """Leaderboards: from votes to ranked rows, the same way for the Space and the CLI.
 
-:func:`compute_board` turns a sequential-Elo state and pair counts into rows;
-:func:`board_from_votes` does the whole replay from a :class:`VoteTable`. The
-live app keeps the Elo state and the counts up to date vote by vote and calls
-:func:`compute_board` too, so a researcher replaying the published log with the
-CLI gets exactly the Space's board.
+:func:`standings` turns a sequential-Elo state and pair counts into ranked rows
+with their warnings; :func:`board_from_votes` does the whole replay from a
+:class:`VoteTable`. The live app keeps the Elo state and the counts up to date
+vote by vote and calls :func:`standings` and :func:`make_board` too, so a
+researcher replaying the published log with the CLI gets exactly the Space's board.
+
+What a board claims (README, "How ratings are computed"): ratings and intervals
+from :func:`~arena_core.ratings.fit.fit_board`; ranks as bands, only within a
+comparison component (:mod:`~arena_core.ratings.ranks`); models without battles
+in a "not yet rated" group at the end; a model that cannot run here shown only
+if it has votes, and marked.
 
 Column definitions live once, in :class:`LeaderboardRow`'s field metadata;
 the table, CSV and JSON outputs all derive from them.
@@ -14,35 +20,44 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
-import pyarrow.compute as pc
 
-from arena_core.ratings.bt import (
-    BTParams,
-    NotIdentifiableError,
-    bootstrap_bradley_terry,
-    bradley_terry,
-)
-from arena_core.ratings.counts import PairCounts, count_pairs
-from arena_core.ratings.elo import EloParams, EloState, sequential_elo
-from arena_core.ratings.scale import ANCHOR
-from arena_core.registry import Arena
+from arena_core.ratings import graph
+from arena_core.ratings.counts import PairCounts
+from arena_core.ratings.elo import EloParams, EloState
+from arena_core.ratings.fit import BoardFit, fit_board
+from arena_core.ratings.ranks import rank_bands
+from arena_core.selection import Entrant, Selection, select_votes
 from arena_core.votes.read import VoteTable
-from arena_core.votes.reasons import FLAGGED, UNKNOWN_MODEL
-from arena_core.votes.schema import VOTES
+from arena_core.window import ALL_TIME, Window, format_us
 
 log = logging.getLogger(__name__)
 
-#: Board methods: Bradley-Terry (order-free, with CIs) or sequential Elo.
+__all__ = [
+    "BOARD_COLUMNS", "COLUMNS", "ESTABLISHED", "METHODS", "PRIOR", "PROVISIONAL", "Board",
+    "BoardParams", "Entrant", "FitSummary", "LeaderboardRow", "Selection", "Standings", "Window",
+    "board_from_votes", "compute_board", "format_us", "make_board", "rounded", "select_votes",
+    "standings",
+]  # fmt: skip
+
+#: Board methods: Bradley-Terry (order-free, with intervals) or sequential Elo.
 METHODS = ("bt", "elo")
 #: Statuses, from no data to a settled rating.
 PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
-#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``).
-BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind")
+#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``;
+#: ``voter`` for the anomalous-voter test).
+BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "voter")
+#: Why an unbounded model has no rating, by its side (see ``arena_core.ratings.graph``).
+UNBOUNDED_NOTES = {
+    graph.ABOVE: "never beaten by the rest of its group, directly or through others: no finite "
+    "rating; ci_low is the lowest rating its votes allow",
+    graph.BELOW: "never beat the rest of its group, directly or through others: no finite "
+    "rating; ci_high is the highest rating its votes allow",
+    graph.APART: "compared only with models whose ratings are unbounded: no finite rating",
+}
 
 
 @dataclass(frozen=True)
@@ -50,9 +65,10 @@ class BoardParams:
     """Everything that decides a board's numbers; the Space and the CLI share the defaults."""
 
     method: str = "bt"
-    #: Virtual draws against each model's prior rating (see ``arena_core.ratings.bt``).
-    prior_weight: float = 4.0
-    #: Bootstrap rounds for the confidence intervals (0: no intervals).
+    #: Prior strength (see ``arena_core.ratings.fit``): None fits the spread of true
+    #: ratings to the arena; W > 0 fixes the prior at W votes' worth; 0 is plain MLE.
+    prior_weight: float | None = None
+    #: Bootstrap rounds for the intervals of plain MLE (0: no intervals).
     bootstrap_rounds: int = 1000
     #: Seed of the bootstrap, so every replay draws the same resamples.
     seed: int = 0
@@ -66,6 +82,8 @@ class BoardParams:
     include_flagged: bool = False
     #: Only votes of this voter kind ('human', 'judge'); None for all.
     voter_kind: str | None = None
+    #: Half-life (days) of a vote's weight in the Bradley-Terry fit; None: no decay.
+    half_life_days: float | None = None
     elo: EloParams = field(default_factory=EloParams)
 
     def __post_init__(self):
@@ -73,22 +91,19 @@ class BoardParams:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.bootstrap_rounds < 0:
             raise ValueError("bootstrap_rounds must be >= 0")
-        BTParams(prior_weight=self.prior_weight)  # validates the weight
+        if self.prior_weight is not None and not self.prior_weight >= 0:
+            raise ValueError(f"prior_weight must be >= 0 (or None), got {self.prior_weight}")
+        if self.half_life_days is not None and not self.half_life_days > 0:
+            raise ValueError(f"half_life_days must be > 0, got {self.half_life_days}")
+        if not 0.0 < self.ci_level < 1.0:
+            raise ValueError(f"ci_level must be between 0 and 1, got {self.ci_level}")
 
-
-@dataclass(frozen=True)
-class Entrant:
-    """What a board needs to know about a model (from the registry, or just its id)."""
-
-    id: str
-    name: str
-    params: str | None = None
-    params_m: float | None = None
-    prior_rating: float = ANCHOR
-
-    @classmethod
-    def from_arena(cls, arena: Arena) -> list[Entrant]:
-        return [cls(m.id, m.name, m.params, m.params_m, m.prior_rating) for m in arena.models]
+    @property
+    def prior_label(self) -> str:
+        """The prior as the JSON and the page name it."""
+        if self.prior_weight is None:
+            return "fitted"
+        return "none" if self.prior_weight == 0 else f"{self.prior_weight:g}"
 
 
 def _col(label: str, digits: int | None = None, doc: str = ""):
@@ -99,17 +114,24 @@ def _col(label: str, digits: int | None = None, doc: str = ""):
 class LeaderboardRow:
     """One model on a board. Field order is column order; metadata gives labels."""
 
-    rank: int = _col("Rank", doc="Position on the board, best first.")
-    rank_ub: int | None = _col(
-        "Rank (UB)", doc="1 + models whose interval lies wholly above this one's."
+    rank: int | None = _col(
+        "Rank", doc="Best plausible rank in its group: 1 + models whose interval lies wholly "
+        "above. None: not ranked (no battles, or no finite rating)."
+    )  # fmt: skip
+    rank_worst: int | None = _col(
+        "Rank (worst)", doc="Worst plausible rank: models in its group minus those wholly below."
+    )
+    component: int | None = _col(
+        "Group", doc="Comparison group (1 = most battles); ranks compare only within one."
     )
     model: str = _col("Model")
     model_id: str = _col("Model id")
     params: str | None = _col("Params")
     params_m: float | None = _col("Params (M)", 1)
-    rating: float = _col(
-        "Rating", 1, "Bradley-Terry (or Elo with --method elo) on the 1000/400 scale."
-    )
+    rating: float | None = _col(
+        "Rating", 1, "Bradley-Terry (or Elo with --method elo) on the 1000/400 scale; "
+        "None when the maximum-likelihood rating is infinite."
+    )  # fmt: skip
     ci_low: float | None = _col("95% CI low", 1)
     ci_high: float | None = _col("95% CI high", 1)
     elo: float = _col("Seq. Elo", 1, "Sequential Elo replayed in vote order.")
@@ -121,6 +143,8 @@ class LeaderboardRow:
     both_bad: int = _col("Both bad")
     win_rate: float | None = _col("Win rate", 3, "Wins over decided battles.")
     status: str = _col("Status", doc="prior (no battles), provisional or established.")
+    available: bool = _col("Available", doc="Whether the model can run on the server now.")
+    note: str | None = _col("Note", doc="Why a model has no finite rating.")
 
 
 #: Column names, labels and rounding, in order.
@@ -138,6 +162,36 @@ def rounded(row: LeaderboardRow) -> dict:
 
 
 @dataclass(frozen=True)
+class FitSummary:
+    """How a board's ratings were fitted, for the JSON and the page."""
+
+    prior: str
+    #: Posterior mean spread of true ratings around their priors (points), fitted prior only.
+    spread: float | None = None
+    #: Dispersion of the votes (< 1 when draws make them less noisy than coin flips).
+    dispersion: float | None = None
+    bootstrap_rounds: int | None = None
+    bootstrap_dropped: int | None = None
+    half_life_days: float | None = None
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        for key in ("spread", "dispersion"):
+            if out[key] is not None:
+                out[key] = round(out[key], 4)
+        return out
+
+
+@dataclass(frozen=True)
+class Standings:
+    """Ranked rows, what the reader must be warned about, and how they were fitted."""
+
+    rows: tuple[LeaderboardRow, ...]
+    warnings: tuple[str, ...]
+    fit: FitSummary
+
+
+@dataclass(frozen=True)
 class Board:
     arena: str
     category: str | None
@@ -146,142 +200,170 @@ class Board:
     votes_used: int
     skipped: dict[str, int]
     last_vote: str | None = None
+    warnings: tuple[str, ...] = ()
+    fit: FitSummary | None = None
+    window: Window = field(default_factory=Window)
+
+    @property
+    def components(self) -> int:
+        """Number of comparison groups among the rows."""
+        return len({r.component for r in self.rows if r.component is not None})
 
     def to_json(self) -> dict:
         return {
             "arena": self.arena,
             "category": self.category,
             "method": self.method,
+            **self.window.to_json(),
             "rows": [rounded(r) for r in self.rows],
+            "warnings": list(self.warnings),
+            "fit": self.fit.to_json() if self.fit else None,
             "skipped": dict(sorted(self.skipped.items())),
             "votes_used": self.votes_used,
             "last_vote": self.last_vote,
         }
 
 
-def compute_board(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts,
-                  params: BoardParams) -> list[LeaderboardRow]:  # fmt: skip
-    """Rank ``entrants`` from their sequential-Elo state and pair counts."""
+def standings(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts, params: BoardParams,
+              *, fit_counts: PairCounts | None = None,
+              available: Mapping[str, bool] | None = None) -> Standings:  # fmt: skip
+    """Rank ``entrants`` from their sequential-Elo state and pair counts.
+
+    ``fit_counts`` (time-decayed counts) replace ``counts`` in the fit; the
+    tallies shown stay whole votes. ``available`` maps a model id to whether it
+    can run here (missing ids count as available): an unavailable model without
+    battles is left off the board, one with battles is kept and marked.
+    """
     n = len(entrants)
     prior = np.array([e.prior_rating for e in entrants], dtype=float)
-    bt = BTParams(prior_weight=params.prior_weight)
-    try:
-        rating = bradley_terry(n, counts, prior, bt)
-    except NotIdentifiableError as exc:
-        names = ", ".join(entrants[i].id for i in exc.items)
-        raise NotIdentifiableError(f"{exc} [models: {names}]", exc.items) from None
-    low = high = None
-    if params.bootstrap_rounds:
-        boot = bootstrap_bradley_terry(
-            n, counts, prior, bt, rounds=params.bootstrap_rounds,
-            rng=np.random.default_rng(params.seed), initial=rating,
-        )  # fmt: skip
-        low, high = boot.interval(params.ci_level)
+    fit = fit_board(n, fit_counts if fit_counts is not None else counts, prior,
+                    prior_weight=params.prior_weight, level=params.ci_level,
+                    rounds=params.bootstrap_rounds, rng=np.random.default_rng(params.seed))  # fmt: skip
+    rows = _rows(entrants, elo, counts, fit, params, available or {})
+    summary = FitSummary(prior=params.prior_label, spread=fit.spread, dispersion=fit.dispersion,
+                         bootstrap_rounds=fit.rounds if params.prior_weight == 0 else None,
+                         bootstrap_dropped=fit.dropped, half_life_days=params.half_life_days)  # fmt: skip
+    return Standings(tuple(rows), _warnings(rows, fit, params), summary)
+
+
+def compute_board(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts,
+                  params: BoardParams, **kwargs) -> list[LeaderboardRow]:  # fmt: skip
+    """The rows of :func:`standings` (same keyword arguments)."""
+    return list(standings(entrants, elo, counts, params, **kwargs).rows)
+
+
+def _rows(entrants, elo: EloState, counts: PairCounts, fit: BoardFit, params: BoardParams,
+          available: Mapping[str, bool]) -> list[LeaderboardRow]:  # fmt: skip
     tally = counts.tallies()
-    elo_ratings = elo.as_array()
-    shown = rating if params.method == "bt" else elo_ratings
-    rows = []
+    battles = tally["battles"]
+    elo_ratings = np.asarray(elo.as_array(), dtype=float)
+    bt = params.method == "bt"
+    shown = fit.rating if bt else elo_ratings
+    ranked = (battles > 0) & (fit.side == graph.FITTED)
+    with_ci = bt and fit.intervals
+    best, worst = rank_bands(np.where(ranked, shown, np.nan), fit.low if with_ci else None,
+                             fit.high if with_ci else None, np.where(ranked, fit.component, -1))  # fmt: skip
+    keyed = []
     for i, e in enumerate(entrants):
-        battles = int(tally["battles"][i])
-        has_ci = low is not None and battles > 0 and params.method == "bt"
-        decided = int(tally["wins"][i] + tally["losses"][i])
-        width = (high[i] - low[i]) if low is not None else np.inf
-        settled = width <= params.established_ci_width and battles >= params.established_min_battles
-        rows.append(
-            dict(
-                model=e.name, model_id=e.id, params=e.params, params_m=e.params_m,
-                rating=float(shown[i]),
-                ci_low=float(low[i]) if has_ci else None,
-                ci_high=float(high[i]) if has_ci else None,
-                elo=float(elo_ratings[i]),
-                elo_per_m_params=float(shown[i]) / e.params_m if e.params_m else None,
-                battles=battles, wins=int(tally["wins"][i]), losses=int(tally["losses"][i]),
-                ties=int(tally["ties"][i]), both_bad=int(tally["both_bad"][i]),
-                win_rate=int(tally["wins"][i]) / decided if decided else None,
-                status=PRIOR if battles == 0 else ESTABLISHED if settled else PROVISIONAL,
-            )
-        )  # fmt: skip
-    rows.sort(key=lambda r: (-r["rating"], -r["battles"], r["model_id"]))
-    return [
-        LeaderboardRow(rank=k, rank_ub=_rank_ub(r, rows), **r) for k, r in enumerate(rows, start=1)
-    ]
+        here = bool(available.get(e.id, True))
+        if here or battles[i] > 0:
+            row = _row(i, e, tally, fit, params, (shown[i], elo_ratings[i]), (best[i], worst[i]))
+            side = int(fit.side[i]) if battles[i] else graph.FITTED
+            keyed.append((_order(row, side), row if here else replace(row, available=False)))
+    keyed.sort(key=lambda pair: pair[0])
+    return [row for _, row in keyed]
 
 
-def _rank_ub(row: dict, rows: list[dict]) -> int | None:
-    """Chatbot Arena's rank: 1 + models whose lower bound is above this upper bound."""
-    if row["ci_high"] is None:
-        return None
-    return 1 + sum(1 for r in rows if r["ci_low"] is not None and r["ci_low"] > row["ci_high"])
+def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values,
+         band) -> LeaderboardRow:  # fmt: skip
+    battles = int(tally["battles"][i])
+    shown, elo = values
+    rating = float(shown) if np.isfinite(shown) else None
+    low, high = _bounds(i, fit) if battles and params.method == "bt" else (None, None)
+    if not battles and params.method == "bt":
+        rating = e.prior_rating  # the posterior of a model without votes is its prior
+    width = high - low if low is not None and high is not None else np.inf
+    settled = width <= params.established_ci_width and battles >= params.established_min_battles
+    decided = int(tally["wins"][i] + tally["losses"][i])
+    side = int(fit.side[i]) if battles else graph.FITTED
+    return LeaderboardRow(
+        rank=int(band[0]) or None, rank_worst=int(band[1]) or None,
+        component=int(fit.component[i]) + 1 if battles else None,
+        model=e.name, model_id=e.id, params=e.params, params_m=e.params_m,
+        rating=rating, ci_low=low, ci_high=high, elo=float(elo),
+        elo_per_m_params=rating / e.params_m if rating is not None and e.params_m else None,
+        battles=battles, wins=int(tally["wins"][i]), losses=int(tally["losses"][i]),
+        ties=int(tally["ties"][i]), both_bad=int(tally["both_bad"][i]),
+        win_rate=int(tally["wins"][i]) / decided if decided else None,
+        status=PRIOR if not battles else ESTABLISHED if settled else PROVISIONAL,
+        available=True, note=UNBOUNDED_NOTES.get(side),
+    )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Selection:
-    """The votes of one board as integer arrays over its entrants, in replay order."""
-
-    entrants: list[Entrant]
-    a: np.ndarray
-    b: np.ndarray
-    outcome: np.ndarray
-    skipped: Counter
-    last_ts_us: int | None
-
-    def replay(self, params: BoardParams) -> tuple[EloState, PairCounts]:
-        """Sequential Elo (from each entrant's prior) and the pair counts of these votes."""
-        n, prior = len(self.entrants), [e.prior_rating for e in self.entrants]
-        elo = sequential_elo(n, (self.a, self.b, self.outcome), prior, params.elo)
-        return elo, count_pairs(n, self.a, self.b, self.outcome)
+def _bounds(i: int, fit: BoardFit) -> tuple[float | None, float | None]:
+    low, high = fit.low[i], fit.high[i]
+    return (float(low) if np.isfinite(low) else None, float(high) if np.isfinite(high) else None)
 
 
-def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
-                 entrants: Sequence[Entrant] | None = None,
-                 params: BoardParams = BoardParams()) -> Selection:  # fmt: skip
-    """Pick an arena's (and category's) countable votes and index their models.
+#: Order of the sections of a component: unbounded above, ranked, unbounded below, apart.
+_SECTION = {graph.ABOVE: 0, graph.FITTED: 1, graph.BELOW: 2, graph.APART: 3}
 
-    Without ``entrants`` every model met in these votes enters from the anchor,
-    in id order; with them, votes naming another model are skipped and counted.
-    """
-    enc = votes.encoded
-    skipped: Counter = Counter()
-    keep = enc["arena"].isin([arena])
-    if category is not None:
-        keep &= enc["category"].isin([category])
-    if params.voter_kind is not None:
-        kind = enc["voter_kind"]
-        keep &= kind.isin([params.voter_kind]) | ((kind.codes < 0) & (params.voter_kind == "human"))
-    if not params.include_flagged:
-        lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
-        flagged = keep & (np.nan_to_num(lengths.astype(float)) > 0)
-        skipped[FLAGGED] += int(flagged.sum())
-        keep &= ~flagged
-    model_a, model_b = enc["model_a"], enc["model_b"]
-    if entrants is None:
-        used = np.union1d(model_a.codes[keep], model_b.codes[keep])
-        entrants = [Entrant(i, i) for i in sorted(model_a.values[k] for k in used)]
-    index = {e.id: k for k, e in enumerate(entrants)}
-    a, b = model_a.map(index), model_b.map(index)
-    unknown = keep & ((a < 0) | (b < 0))
-    skipped[UNKNOWN_MODEL] += int(unknown.sum())
-    keep &= ~unknown
-    outcome = enc["vote"].map({v: k for k, v in enumerate(VOTES)})
-    last = int(votes.ts_us[keep][-1]) if keep.any() else None
-    return Selection(list(entrants), a[keep], b[keep], outcome[keep], +skipped, last)
+
+def _order(row: LeaderboardRow, side: int) -> tuple:
+    """Groups in order (group 1 first), each by section, rank band, rating; unrated last."""
+    if row.component is None:
+        return (1, 0, 0, 0, -row.rating if row.rating is not None else 0.0, 0, row.model_id)
+    value = row.rating if row.rating is not None else row.ci_low or row.ci_high or 0.0
+    return (0, row.component, _SECTION[side], row.rank or 0, -value, -row.battles, row.model_id)
+
+
+def _warnings(
+    rows: Sequence[LeaderboardRow], fit: BoardFit, params: BoardParams
+) -> tuple[str, ...]:
+    """What a reader of this board must know: groups that never met, unbounded ratings, dropped replicates."""
+    out = []
+    groups: dict[int, list[str]] = {}
+    for r in rows:
+        if r.component is not None:
+            groups.setdefault(r.component, []).append(r.model_id)
+    if len(groups) > 1:
+        listed = "; ".join(f"group {k}: {', '.join(ids)}" for k, ids in sorted(groups.items()))
+        across = ("with no prior each group is centred on 1000 on its own, so ratings of different "
+                  "groups cannot be compared" if params.prior_weight == 0 else
+                  "ratings of different groups are related by the prior alone")  # fmt: skip
+        out.append(f"The votes form {len(groups)} groups of models that never met, directly or "
+                   f"through others ({listed}). Ranks compare models within a group only; "
+                   f"{across}.")  # fmt: skip
+    unbounded = [r.model_id for r in rows if r.note is not None]
+    if unbounded:
+        out.append(f"{len(unbounded)} model(s) have no finite maximum-likelihood rating: "
+                   f"{', '.join(unbounded)}. They are listed without a rating, with the bound "
+                   "their votes support; a prior weight above 0 rates every model.")  # fmt: skip
+    if fit.dropped:
+        out.append(f"{fit.dropped} of {fit.rounds} bootstrap replicates had infinite ratings and "
+                   f"were left out; the intervals rest on the other {fit.rounds - fit.dropped}.")  # fmt: skip
+    return tuple(out)
+
+
+def make_board(arena: str, category: str | None, params: BoardParams, result: Standings, *,
+               votes_used: int, skipped: Mapping[str, int], last_ts_us: int | None,
+               window: Window) -> Board:  # fmt: skip
+    """The board of one replay or live state: one constructor, so both print the same JSON."""
+    return Board(arena=arena, category=category, method=params.method, rows=result.rows,
+                 votes_used=votes_used, skipped=dict(skipped), last_vote=format_us(last_ts_us),
+                 warnings=result.warnings, fit=result.fit, window=window)  # fmt: skip
 
 
 def board_from_votes(votes: VoteTable, arena: str, *, category: str | None = None,
                      entrants: Sequence[Entrant] | None = None,
-                     params: BoardParams = BoardParams()) -> Board:  # fmt: skip
-    """Replay ``votes`` into the board of ``arena`` (optionally one category)."""
-    sel = select_votes(votes, arena, category=category, entrants=entrants, params=params)
+                     params: BoardParams = BoardParams(), window: Window = ALL_TIME,
+                     available: Mapping[str, bool] | None = None) -> Board:  # fmt: skip
+    """Replay ``votes`` into the board of ``arena`` (optionally one category and time window)."""
+    sel = select_votes(votes, arena, category=category, entrants=entrants, params=params,
+                       window=window)  # fmt: skip
     elo, counts = sel.replay(params)
-    rows = compute_board(sel.entrants, elo, counts, params)
-    skipped = Counter(votes.skipped) + sel.skipped
-    return Board(
-        arena=arena, category=category, method=params.method, rows=tuple(rows),
-        votes_used=len(sel.a), skipped=dict(skipped), last_vote=format_us(sel.last_ts_us),
-    )  # fmt: skip
-
-
-def format_us(ts_us: int | None) -> str | None:
-    if ts_us is None:
-        return None
-    return datetime.fromtimestamp(ts_us / 1e6, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    result = standings(sel.entrants, elo, counts, params, fit_counts=sel.fit_counts(params),
+                       available=available)  # fmt: skip
+    return make_board(arena, category, params, result, votes_used=len(sel.a),
+                      skipped=Counter(votes.skipped) + sel.skipped, last_ts_us=sel.last_ts_us,
+                      window=window)  # fmt: skip

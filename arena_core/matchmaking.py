@@ -58,6 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena_core.ratings.bt import PRECISION_PER_WEIGHT
+from arena_core.ratings.counts import PairCounts
+from arena_core.ratings.posterior import Posterior, posterior_bradley_terry
 from arena_core.ratings.scale import NATURAL, to_theta
 
 #: Logistic stand-in for the normal CDF: Phi(x) ~ sigmoid(1.702 x), at most 0.01 off.
@@ -66,6 +69,8 @@ _PROBIT = 1.702
 _Z95 = 1.959963984540054
 #: Variances below this (natural log-odds squared) count as this, to avoid 0/0.
 _TINY_VAR = 1e-12
+#: Votes' worth of prior in the Fisher covariance while no vote gives the board a spread.
+_EMPTY_PRIOR_WEIGHT = 4.0
 
 
 class NoPairError(ValueError):
@@ -89,7 +94,7 @@ class MatchParams:
     #: Exponent on the chance a pair is misordered: higher chases the closest calls.
     sharpness: float = 4.0
     #: Share of the ranking draws made by sampling ratings from the posterior.
-    posterior_share: float = 0.5
+    posterior_share: float = 0.25
     #: Share of draws spent on the widest intervals once the ranking is settled.
     interval_share: float = 1.0
     #: The ranking is settled when its expected Spearman rho with the truth reaches this.
@@ -188,6 +193,28 @@ def fisher_covariance(ratings, battles, prior=None, prior_weight: float = 4.0) -
     # Without a prior the information is singular along the shift of the scale: the
     # pseudo-inverse is the covariance with the mean pinned.
     return np.linalg.pinv(info, hermitian=True)
+
+
+def fit_snapshot(counts: PairCounts, prior, *, prior_weight: float | None = None,
+                 params: MatchParams | None = None) -> tuple[Posterior, Snapshot]:  # fmt: skip
+    """The board's posterior on ``counts`` and the sampler's :class:`Snapshot` of it.
+
+    The ratings are the board's (the posterior mean, spread fitted when
+    ``prior_weight`` is None; 0, plain maximum likelihood, also gets the fitted
+    spread here: the sampler needs finite ratings). Their covariance is the
+    inverse Fisher information with the posterior's prior precision
+    ``1 / spread^2`` and scaled by its dispersion: the posterior reports only
+    each model's own variance, and the sampler needs the pairs'.
+    """
+    n = counts.n_items
+    post = posterior_bradley_terry(n, counts, prior, prior_weight=prior_weight or None)
+    battles = counts.battles()
+    if post.spread is None:  # no votes yet
+        weight = _EMPTY_PRIOR_WEIGHT
+    else:
+        weight = 1.0 / (PRECISION_PER_WEIGHT * (post.spread * NATURAL) ** 2)
+    cov = post.dispersion * fisher_covariance(post.mean, battles, prior, weight)
+    return post, snapshot(post.mean, cov, battles, params)
 
 
 def interval_widths(covariance: np.ndarray) -> np.ndarray:
@@ -306,8 +333,10 @@ def _newcomer_pair(battles, member, rules: Rules, rng, params: MatchParams):
         return None
     least = np.flatnonzero(fresh & (totals == totals[fresh].min()))
     first = int(least[rng.integers(len(least))])
-    # The opponents it met least, in proportion to their weight: spread over the board.
-    return first, _pick(rules.pair_weight[first] * member / (1.0 + battles[first]) ** 2, rng)
+    # Among the opponents it met least, in proportion to their weight: spread over the board.
+    allowed = rules.pair_weight[first] * member
+    met = np.where(allowed > 0, battles[first], np.inf)
+    return first, _pick(allowed * (met == met.min()), rng)
 
 
 def _posterior_pair(snap: Snapshot, member, rules: Rules, rng):
@@ -351,7 +380,9 @@ def _first_odds(odds, weight, recent: Recent | None, params: MatchParams) -> np.
         return odds.sum(axis=1)
     due = 2.0 * weight / weight.sum()  # battles per vote a model is due
     seen = recent.battles / recent.votes
-    hold = np.where(due > 0, np.minimum(1.0, params.cap * due / np.maximum(seen, _TINY_VAR)), 1.0) ** 2
+    hold = (
+        np.where(due > 0, np.minimum(1.0, params.cap * due / np.maximum(seen, _TINY_VAR)), 1.0) ** 2
+    )
     if (hold < 1.0).any():
         odds *= hold[:, None]
         odds *= hold[None, :]

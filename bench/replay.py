@@ -42,6 +42,7 @@ from arena_core.leaderboard import (
 from arena_core.ratings.bt import BTParams, bootstrap_bradley_terry, bradley_terry
 from arena_core.ratings.counts import count_pairs
 from arena_core.ratings.elo import sequential_elo
+from arena_core.ratings.posterior import posterior_bradley_terry
 from arena_core.votes.read import read_votes
 
 ARENA = "synthetic"
@@ -88,7 +89,7 @@ def ours(folder: Path, label: str, repeat: int, rows: list) -> None:
     )
     _, mb = peak_memory(folder)
     rows.append((f"read log ({label})", t_read, ""))
-    rows.append((f"whole replay from {label}, 1000-round CIs", t_all, f"peak {mb:.0f} MB"))
+    rows.append((f"whole replay from {label}, default board", t_all, f"peak {mb:.0f} MB"))
     return votes
 
 
@@ -104,12 +105,13 @@ def stages(votes, repeat: int, rows: list, rounds: int) -> dict:
     rows.append(("aggregate pair counts", t, ""))
     t, fit = timed(lambda: bradley_terry(n, counts, prior), repeat)
     rows.append(("Bradley-Terry fit", t, ""))
-    t, _ = timed(
-        lambda: bootstrap_bradley_terry(n, counts, prior, rounds=1000, initial=fit), repeat
-    )
-    rows.append(("bootstrap CIs, 1000 rounds", t, ""))
-    t, _ = timed(lambda: bootstrap_bradley_terry(n, counts, prior, rounds=100, initial=fit), repeat)
-    rows.append(("bootstrap CIs, 100 rounds", t, ""))
+    t, _ = timed(lambda: posterior_bradley_terry(n, counts, prior), repeat)
+    rows.append(("posterior ratings and intervals, spread fitted (default)", t, ""))
+    mle = BTParams(prior_weight=0)
+    t, _ = timed(lambda: bootstrap_bradley_terry(n, counts, None, mle, rounds=1000), repeat)
+    rows.append(("bootstrap CIs, 1000 rounds (--prior-weight 0)", t, ""))
+    t, _ = timed(lambda: bootstrap_bradley_terry(n, counts, None, mle, rounds=100), repeat)
+    rows.append(("bootstrap CIs, 100 rounds (--prior-weight 0)", t, ""))
     no_prior = BTParams(prior_weight=0)
     t_fit100, _ = timed(lambda: (bradley_terry(n, counts, None, no_prior),
                                  bootstrap_bradley_terry(n, counts, None, no_prior, rounds=rounds)),
@@ -149,7 +151,7 @@ def fastchat(frame, rounds: int, rows: list, ours_result: dict) -> None:
     ratio = total / ours_result["t_fit100"]
     rows.append((f"speed-up, same job (fit + {rounds} bootstraps)", None, f"{ratio:,.0f}x"))
     whole = total / ours_result["t_replay"]
-    rows.append(("speed-up, our whole Parquet replay (1000 rounds) vs its fit + bootstraps",
+    rows.append(("speed-up, our whole Parquet replay (default board) vs its fit + bootstraps",
                  None, f"{whole:,.0f}x"))  # fmt: skip
     rows.append(("largest |ours (prior 0) - FastChat| rating gap", None, f"{diff:.3f} points"))
 

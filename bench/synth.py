@@ -66,13 +66,15 @@ def _chunk(
     prompt_k = rng.integers(0, len(PROMPTS), n_votes)
     frame = pd.DataFrame(
         {
-            "schema_version": 1,
+            "schema_version": 2,
             "vote_id": _uuids(rng, n_votes),
             "battle_id": _uuids(rng, n_votes),
             "ts": ts,
             "arena": "synthetic",
             "model_a": np.array(ids)[a],
             "model_b": np.array(ids)[b],
+            "model_a_version": None,
+            "model_b_version": None,
             "vote": vote,
             "prompt_id": np.char.add("p", prompt_k.astype(str)),
             "prompt": np.array(PROMPTS)[prompt_k],

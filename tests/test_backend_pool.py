@@ -54,11 +54,10 @@ class FakeBackend(Backend):
     modalities = frozenset({"audio", "text", "image"})
     options_spec = MappingProxyType(dict(VOICE_OPTIONS))
 
-    def __init__(
-        self, model_id: str, behave: Callable, *, ok: bool = True, version: str = "1", **options
-    ):
+    def __init__(self, model_id: str, behave: Callable, *, ok: bool = True, version: str = "1",
+                 modality: str = "text", **options):  # fmt: skip
         spec = BackendSpec("fake", MappingProxyType(options))
-        super().__init__(Model(id=model_id, name=model_id, backend=spec), "text")
+        super().__init__(Model(id=model_id, name=model_id, backend=spec), modality)
         self.behave, self.ok, self.engine_version = behave, ok, version
         self.calls: list[tuple[str, str | None]] = []
 
@@ -81,15 +80,15 @@ def broken(text, language):
     raise BackendError("flaky", "HTTP 503 from the service")
 
 
-def arena_of(*ids: str) -> Arena:
+def arena_of(*ids: str, modality: str = "text") -> Arena:
     models = tuple(Model(id=i, name=i, backend=BackendSpec("fake")) for i in ids)
     return Arena(
-        id="test", title="Test", modality="text", models=models, prompts=(Prompt("p", "Hello"),)
+        id="test", title="Test", modality=modality, models=models, prompts=(Prompt("p", "Hello"),)
     )
 
 
 def pool_of(*backends: FakeBackend, cache=None, settings=SETTINGS, clock=None) -> ModelPool:
-    arena = arena_of(*(b.model_id for b in backends))
+    arena = arena_of(*(b.model_id for b in backends), modality=backends[0].modality)
     return ModelPool(
         arena,
         {b.model_id: b for b in backends},
@@ -141,6 +140,55 @@ def test_a_success_between_failures_resets_the_count():
                 pool.generate("m", "Hello")
         assert pool.status()["m"].consecutive_failures == 2
         assert pool.status()["m"].state == "available"
+
+
+def chokes_on_odd_prompts(text, language):
+    """A real engine's weakness: it speaks words, but not a lone joiner or punctuation."""
+    if not any(ch.isalnum() for ch in text):
+        raise BackendError("picky", "engine returned no audio")
+    return answer(text, language)
+
+
+def test_failures_on_typed_prompts_never_pause_a_model():
+    # Twelve requests of "\u200d" paused five voices for 300 s. A failure on a typed prompt
+    # is not counted; the model is probed on the arena's own prompt instead, which it speaks.
+    picky = FakeBackend("picky", chokes_on_odd_prompts)
+    with pool_of(picky, FakeBackend("other", answer)) as pool:
+        for _ in range(12):
+            with pytest.raises(BackendError):
+                pool.generate("picky", "\u200d", trusted=False)
+        pool._prober.submit(lambda: None).result(timeout=5)  # the probe has finished
+        status = pool.status()["picky"]
+        assert status.state == "available" and status.consecutive_failures == 0
+        assert ("Hello", None) in picky.calls  # the probe asked for the arena's own prompt
+        assert sum(1 for text, _ in picky.calls if text == "Hello") == 1  # one probe, not twelve
+
+
+def test_a_probe_that_fails_counts_like_a_failure_on_a_known_prompt():
+    clock = Clock()
+    dead = FakeBackend("dead", broken)
+    settings = PoolSettings(timeout=5.0, failures_before_pause=2, pause_seconds=PAUSE,
+                            probe_interval=30.0)  # fmt: skip
+    with pool_of(dead, FakeBackend("other", answer), clock=clock, settings=settings) as pool:
+        for _ in range(2):
+            with pytest.raises(BackendError):
+                pool.generate("dead", "a typed prompt", trusted=False)
+            pool._prober.submit(lambda: None).result(timeout=5)
+            clock.advance(31)  # probes are at most one per probe_interval
+        assert pool.status()["dead"].state == "paused"  # two failed probes, two failures
+        assert [text for text, _ in dead.calls].count("Hello") == 2
+
+
+def test_probes_are_rate_limited():
+    clock = Clock()
+    dead = FakeBackend("dead", broken)
+    with pool_of(dead, FakeBackend("other", answer), clock=clock) as pool:
+        for _ in range(5):
+            with pytest.raises(BackendError):
+                pool.generate("dead", "typed", trusted=False)
+            pool._prober.submit(lambda: None).result(timeout=5)
+        assert [text for text, _ in dead.calls].count("Hello") == 1
+        assert pool.status()["dead"].consecutive_failures == 1
 
 
 def test_generate_pair_returns_the_failed_side_as_an_error_so_the_app_can_redraw():
@@ -399,3 +447,61 @@ def test_a_corrupted_entry_is_a_miss_and_is_removed(tmp_path):
     path.write_bytes(b"RIFF garbage")
     assert cache.get(key, "audio") is None
     assert not path.exists()
+
+
+# -- garbage from a backend ------------------------------------------------------------------
+
+
+def _audio(rate, samples):
+    return lambda text, language: Output.from_audio(rate, samples)
+
+
+SPEECH = 0.3 * np.sin(np.linspace(0, 2000, 22050))
+
+
+@pytest.mark.parametrize(
+    ("behave", "why"),
+    [
+        (_audio(22050, np.array([], dtype=np.float32)), "no samples"),
+        (_audio(22050, np.full(22050, np.nan)), "NaN"),
+        (_audio(22050, np.where(np.arange(22050) == 7, np.inf, SPEECH)), "infinite"),
+        (_audio(0, SPEECH), "outside"),
+        (_audio(10**9, SPEECH), "outside"),
+        (_audio(8000, np.zeros(8000 * 700, dtype=np.int16)), "too long"),  # 11 minutes
+        (_audio(22050, np.zeros(22050, dtype=np.int16)), "silent"),
+        (_audio(8000, 0.3 * np.sin(np.arange(8000 * 200))), "200 s of audio"),  # for "Hello"
+        (lambda text, language: b"\x00" * 100, "Output"),  # not an Output at all
+    ],
+    ids=["empty", "nan", "inf", "rate-0", "rate-1GHz", "hours", "silent", "implausible", "bytes"],
+)
+def test_garbage_from_a_backend_is_a_failure_never_an_output(behave, why):
+    bad = FakeBackend("bad", behave, modality="audio")
+    good = FakeBackend("good", _audio(22050, SPEECH), modality="audio")
+    with pool_of(bad, good) as pool:
+        with pytest.raises(BackendError, match=why):
+            pool.generate("bad", "Hello")
+        assert pool.status()["bad"].consecutive_failures == 1
+        left, right = pool.generate_pair("good", "bad", "Hello")
+        assert isinstance(left, Output) and isinstance(right, BackendError)
+
+
+def test_model_versions_name_the_engine_and_hosted_models_report_none():
+    local = FakeBackend("local", answer, version="2.5")
+    with pool_of(local, FakeBackend("other", answer)) as pool:
+        assert pool.model_version("local") == "fake 2.5"
+    local.remote = True  # a hosted model reports no version of its weights
+    assert local.model_version is None
+
+
+def test_the_memory_layer_serves_hits_without_reading_files_and_keeps_its_budget(tmp_path):
+    cache = OutputCache(tmp_path, memory_bytes=2_500)
+    clips = [Output.from_audio(8000, (np.arange(500) % 50 - 25).astype(np.int16) * 100)
+             for _ in range(3)]  # 1,000 bytes of samples each  # fmt: skip
+    keys = [cache.key("m", f"text {k}", "1") for k in range(3)]
+    for key, clip in zip(keys, clips, strict=True):
+        cache.put(key, clip)
+    for path in tmp_path.glob("*.wav"):
+        path.unlink()  # from here on only memory can answer
+    assert cache.get(keys[0], "audio") is None  # the oldest left memory (budget 2,500 bytes)
+    assert cache.get(keys[1], "audio") is clips[1] and cache.get(keys[2], "audio") is clips[2]
+    assert cache.get(keys[2], "text") is None  # a modality mismatch is a miss

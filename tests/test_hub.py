@@ -14,36 +14,28 @@ import textwrap
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from hubfake import HubDownError, LocalHubApi
+from hubfake import (
+    PROMPTS,
+    REGISTRY,
+    REPO,
+    HubDownError,
+    LocalHubApi,
+    repo_votes,
+    row,
+    seed_repo,
+    writer,
+)
 
-from arena_core.dataset.hub import HubSync
+from arena_core.integrity.identity import voter_hash
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
-from arena_core.space.voters import voter_hash
-from arena_core.votes.log import VoteLog, new_shard_name
-from arena_core.votes.parquet import write_parquet
+from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS
 
-REPO = "org/arena-votes"
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-
-# Three real eSpeak NG voices: fast, installed from PyPI, no network.
-REGISTRY = """
-arenas:
-  - id: speech
-    title: Speech
-    modality: audio
-    prompts: prompts.yaml
-    models:
-      - {id: espeak/en-us, name: US, backend: {type: espeak, voice: en-us}}
-      - {id: espeak/en-gb, name: GB, backend: {type: espeak, voice: en-gb-x-rp}}
-      - {id: espeak/en+klatt, name: Klatt, backend: {type: espeak, voice: en+klatt}}
-"""
-PROMPTS = "- {id: p1, text: One two three., category: numbers}\n- {id: p2, text: Good morning., category: short}\n"
 
 
 @pytest.fixture
@@ -52,7 +44,7 @@ def setup(tmp_path):
     (tmp_path / "prompts.yaml").write_text(PROMPTS)
     api = LocalHubApi(tmp_path / "hub")
     settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
-                        dataset_repo=REPO, push_minutes=60)  # fmt: skip
+                        dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
     return settings, api
 
 
@@ -67,22 +59,6 @@ def battle_and_vote(service, choice="a", voter="v", prompt=None):
     return service.vote(view.handle, choice, voter=voter)
 
 
-def repo_votes(api, **kwargs):
-    return read_votes(api.repo_dir(REPO) / "data", **kwargs)
-
-
-def seed_repo(api, rows):
-    table = pa.Table.from_pylist(rows, schema=pa.schema([pa.field(f.name, f.type) for f in FIELDS]))
-    write_parquet(table, api.repo_dir(REPO) / "data" / "votes-earlier-000001.parquet")
-
-
-def row(k, a="espeak/en-us", b="espeak/en-gb", vote="a"):
-    return {"schema_version": 1, "vote_id": f"00000000-0000-4000-8000-{k:012d}", "battle_id": None,
-            "ts": f"2026-10-01T00:00:{k:02d}.000Z", "arena": "speech", "model_a": a, "model_b": b,
-            "vote": vote, "prompt_id": None, "prompt": None, "category": None, "voter": "x",
-            "voter_kind": "human", "judge": None, "flags": []}  # fmt: skip
-
-
 def test_startup_merges_the_hub_with_unpushed_local_shards(setup):
     settings, api = setup
     seed_repo(api, [row(k) for k in range(5)])
@@ -90,7 +66,9 @@ def test_startup_merges_the_hub_with_unpushed_local_shards(setup):
     lines = [json.dumps(row(k)) for k in (3, 4)] + [json.dumps(row(9, vote="b"))]
     earlier.path.write_text("\n".join(lines) + "\n")
     service = start(settings, api)
-    assert api.created == [{"repo_id": REPO, "repo_type": "dataset", "exist_ok": True}]
+    assert api.created and all(  # once before the download, once in CommitScheduler's constructor
+        c == {"repo_id": REPO, "repo_type": "dataset", "exist_ok": True} for c in api.created
+    )
     assert service.board("speech").votes_used == 6  # 5 on the Hub + 1 only local, no duplicates
     service.sync.uploader.trigger().result()
     votes = repo_votes(api)
@@ -161,9 +139,9 @@ from hubfake import LocalHubApi
 from arena_core.dataset.hub import HubSync
 from arena_core.votes.log import VoteLog, new_shard_name
 sync = HubSync("org/arena-votes", Path({data!r}), hf_api=LocalHubApi(Path({hub!r})), every_minutes=60)
-sync.pull()
 shard = new_shard_name()
-log = VoteLog(sync.votes_dir, lock=sync.start_uploads(shard).lock, shard_name=shard)
+log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name=shard)
+sync.start(shard)
 for vote in ("a", "b", "tie"):
     log.append(arena="speech", model_a="x", model_b="y", vote=vote)
 sync.flush_on_sigterm()
@@ -190,14 +168,7 @@ def test_sigterm_pushes_waiting_votes_before_exiting(tmp_path):
 
 def test_two_writers_in_one_folder_each_push_their_own_shard(tmp_path):
     api = LocalHubApi(tmp_path / "hub")
-    writers = []
-    for _ in range(2):
-        sync = HubSync(REPO, tmp_path / "data", hf_api=api, every_minutes=60)
-        sync.pull()
-        shard = new_shard_name()
-        writers.append(
-            (sync, VoteLog(sync.votes_dir, lock=sync.start_uploads(shard).lock, shard_name=shard))
-        )
+    writers = [writer(tmp_path / "data", api) for _ in range(2)]
     for k in range(10):
         writers[k % 2][1].append(arena="speech", model_a="x", model_b="y", vote="ab"[k % 2])
         if k == 4:
@@ -256,32 +227,30 @@ def test_without_a_token_votes_stay_local(tmp_path, caplog):
 
 def test_a_live_neighbours_shard_is_not_adopted(tmp_path):
     api = LocalHubApi(tmp_path / "hub")
-
-    def writer():
-        sync = HubSync(REPO, tmp_path / "data", hf_api=api, every_minutes=60)
-        sync.pull()
-        shard = new_shard_name()
-        return sync, VoteLog(sync.votes_dir, lock=sync.start_uploads(shard).lock, shard_name=shard)
-
-    first, first_log = writer()
+    first, first_log = writer(tmp_path / "data", api)
     for vote in "ab":
         first_log.append(arena="speech", model_a="x", model_b="y", vote=vote)
-    second, _ = writer()  # starts while the first one still runs, before it pushed
+    second, _ = writer(tmp_path / "data", api)  # starts while the first still runs, unpushed
     first.flush()
     second.flush()
     votes = repo_votes(api)
     assert len(votes) == 2 and not votes.skipped  # no copy adopted by the second process
 
 
-def test_nothing_is_adopted_when_the_download_failed(tmp_path, caplog):
+def test_nothing_is_pushed_or_adopted_before_the_hubs_copy_is_read(tmp_path, caplog):
     api = LocalHubApi(tmp_path / "hub")
     seed_repo(api, [row(k) for k in range(3)])
-    earlier = VoteLog(tmp_path / "data" / "votes")
-    earlier.path.write_text("\n".join(json.dumps(row(k)) for k in range(3)) + "\n")
+    earlier = VoteLog(tmp_path / "data" / "votes")  # an earlier run, all pushed but row 3
+    earlier.path.write_text("\n".join(json.dumps(row(k)) for k in range(4)) + "\n")
+    earlier.close()
     api.snapshot_download = lambda **kwargs: (_ for _ in ()).throw(HubDownError("offline"))
-    sync = HubSync(REPO, tmp_path / "data", hf_api=api, every_minutes=60)
-    sync.pull()
-    sync.start_uploads(new_shard_name())
+    sync, log = writer(tmp_path / "data", api)
+    log.append(arena="speech", model_a="x", model_b="y", vote="a")
+    assert sync.uploader is None and sync.status().waiting == 1
+    assert "could not download" in caplog.text
+    assert len(repo_votes(api)) == 3 and not api.commits  # nothing pushed blind
+    del api.snapshot_download  # the Hub answers again
+    assert sync.connect()
     sync.flush()
-    assert "not adopting" in caplog.text
-    assert len(repo_votes(api)) == 3 and not repo_votes(api).skipped  # no duplicates pushed
+    votes = repo_votes(api)
+    assert len(votes) == 5 and not votes.skipped  # row 3 adopted, the new vote pushed, no copy

@@ -1,15 +1,27 @@
-"""Leaderboard rows: ranking, tallies, statuses, intervals, filters."""
+"""Leaderboard rows: ranking, tallies, statuses, intervals, groups, windows, filters.
+
+Two boards are checked against values computed independently: plain maximum likelihood
+against choix, and the default posterior against the reference written with scipy in
+test_posterior.py; tallies and ranks are worked out by hand.
+"""
 
 import json
+import math
+from datetime import UTC, datetime, timedelta
 
+import choix
 import numpy as np
 import pytest
+from scipy import stats
+from test_posterior import reference
 
 from arena_core.leaderboard import (
     BoardParams,
     Entrant,
+    Window,
     board_from_votes,
     compute_board,
+    standings,
 )
 from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.elo import EloState, sequential_elo
@@ -17,12 +29,19 @@ from arena_core.votes import reasons
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
 
+START = datetime(2026, 11, 1, tzinfo=UTC)
 
-def make_log(tmp_path, votes):
-    store = VoteLog(tmp_path)
+
+def make_log(tmp_path, votes, days=None):
+    """Votes written through the log; ``days[k]`` puts vote k that many days after START."""
+    moments = iter(START + timedelta(days=d) for d in (days or [0] * len(votes)))
+    store = VoteLog(tmp_path, clock=lambda: next(moments))
     for v in votes:
         store.append(**v)
-    return read_votes(tmp_path)
+    # Read as of a fixed day after the last vote, not today: these votes are dated around
+    # November 2026, and rows later than the reader's clock are skipped as future_ts.
+    now = START + timedelta(days=max(days or [0]) + 1)
+    return read_votes(tmp_path, now_us=int(now.timestamp() * 1_000_000))
 
 
 def v(a, b, vote, arena="ar", **extra):
@@ -32,7 +51,7 @@ def v(a, b, vote, arena="ar", **extra):
 def test_tallies_win_rate_and_order(tmp_path):
     votes = make_log(tmp_path, [v("x", "y", "a"), v("x", "y", "a"), v("y", "x", "tie"),
                                 v("x", "z", "both_bad"), v("z", "y", "b")])  # fmt: skip
-    board = board_from_votes(votes, "ar", params=BoardParams(bootstrap_rounds=50))
+    board = board_from_votes(votes, "ar")
     rows = {r.model_id: r for r in board.rows}
     x = rows["x"]
     assert (x.battles, x.wins, x.losses, x.ties, x.both_bad) == (4, 2, 0, 1, 1)
@@ -40,23 +59,31 @@ def test_tallies_win_rate_and_order(tmp_path):
     assert rows["y"].win_rate == pytest.approx(1 / 3)
     assert rows["z"].win_rate == 0.0
     assert [r.model_id for r in board.rows] == ["x", "y", "z"]
-    assert [r.rank for r in board.rows] == [1, 2, 3]
+    # Five votes prove nothing: every interval overlaps the others, so all share ranks 1-3.
+    assert [(r.rank, r.rank_worst) for r in board.rows] == [(1, 3)] * 3
     assert board.votes_used == 5 and board.last_vote.endswith("Z")
+    assert board.warnings == () and {r.component for r in board.rows} == {1}
 
 
-def test_rank_upper_bound_counts_models_clearly_above():
-    entrants = [Entrant(f"m{k}", f"M{k}") for k in range(3)]
-    rng = np.random.default_rng(0)
-    # m0 >> m1 ~ m2: m1 and m2 overlap, both sit clearly below m0.
+def three_models(rng_seed=0):
+    """m0 >> m1 ~ m2, 300 battles per pair."""
+    rng = np.random.default_rng(rng_seed)
     a = np.repeat([0, 0, 1], 300)
     b = np.repeat([1, 2, 2], 300)
     p = np.repeat([0.95, 0.95, 0.5], 300)
     o = np.where(rng.random(900) < p, 0, 1)
-    counts = count_pairs(3, a, b, o)
-    rows = compute_board(entrants, sequential_elo(3, (a, b, o)), counts, BoardParams())
+    return a, b, o
+
+
+def test_rank_bands_separate_only_what_the_intervals_separate():
+    entrants = [Entrant(f"m{k}", f"M{k}") for k in range(3)]
+    a, b, o = three_models()
+    rows = compute_board(entrants, sequential_elo(3, (a, b, o)), count_pairs(3, a, b, o),
+                         BoardParams())  # fmt: skip
     by_id = {r.model_id: r for r in rows}
-    assert by_id["m0"].rank_ub == 1
-    assert by_id["m1"].rank_ub == 2 and by_id["m2"].rank_ub == 2
+    assert (by_id["m0"].rank, by_id["m0"].rank_worst) == (1, 1)
+    assert (by_id["m1"].rank, by_id["m1"].rank_worst) == (2, 3)
+    assert (by_id["m2"].rank, by_id["m2"].rank_worst) == (2, 3)
     assert all(r.ci_low < r.rating < r.ci_high for r in rows)
 
 
@@ -66,37 +93,141 @@ def test_statuses_and_elo_per_million_params():
         Entrant("b", "B"),
         Entrant("c", "C", prior_rating=1100),
     ]
-    a = np.zeros(400, dtype=int)
-    b = np.ones(400, dtype=int)
-    o = np.tile([0, 1], 200)
+    a = np.zeros(4000, dtype=int)
+    b = np.ones(4000, dtype=int)
+    o = np.tile([0, 1], 2000)
     counts = count_pairs(3, a, b, o)
     elo = sequential_elo(3, (a, b, o))
     rows = {r.model_id: r for r in compute_board(entrants, elo, counts, BoardParams())}
     assert rows["a"].status == rows["b"].status == "established"
     assert rows["c"].status == "prior" and rows["c"].rating == pytest.approx(1100)
-    assert rows["c"].ci_low is None and rows["c"].rank_ub is None
+    assert rows["c"].ci_low is None and rows["c"].rank is None and rows["c"].component is None
     assert rows["a"].elo_per_m_params == pytest.approx(rows["a"].rating / 5.0)
     assert rows["b"].elo_per_m_params is None
-    strict = BoardParams(established_min_battles=1000)
+    strict = BoardParams(established_min_battles=10_000)
     rows = {r.model_id: r for r in compute_board(entrants, elo, counts, strict)}
     assert rows["a"].status == "provisional"
+
+
+def test_models_without_battles_are_not_ranked_and_come_last():
+    # "top" has a prior of 1300 and no votes: it sits below the models that played and lost.
+    entrants = [Entrant("top", "Top", prior_rating=1300), Entrant("x", "X"), Entrant("y", "Y")]
+    counts = PairCounts.zeros(3)
+    for _ in range(5):
+        counts.add(1, 2, 0)
+    rows = compute_board(entrants, EloState.start(3), counts, BoardParams())
+    assert [r.model_id for r in rows] == ["x", "y", "top"]
+    assert rows[-1].rank is None and rows[-1].status == "prior" and rows[-1].rating == 1300
 
 
 def test_equal_ratings_break_ties_by_battles_then_id():
     entrants = [Entrant(i, i) for i in ("b", "a", "c")]
     counts = PairCounts.zeros(3)
     counts.add(0, 1, 2)  # b and a tie once: both at 1000 with one battle
-    rows = compute_board(entrants, EloState.start(3), counts, BoardParams(bootstrap_rounds=0))
+    rows = compute_board(entrants, EloState.start(3), counts, BoardParams())
     assert [r.model_id for r in rows] == ["a", "b", "c"]  # c has no battles
+
+
+def test_unavailable_models_leave_the_board_unless_they_have_votes():
+    entrants = [Entrant(i, i) for i in ("x", "y", "gone", "idle")]
+    counts = PairCounts.zeros(4)
+    counts.add(0, 2, 0)
+    counts.add(1, 2, 1)
+    result = standings(entrants, EloState.start(4), counts, BoardParams(),
+                       available={"gone": False, "idle": False, "x": True})  # fmt: skip
+    rows = {r.model_id: r for r in result.rows}
+    assert set(rows) == {"x", "y", "gone"}
+    assert rows["gone"].available is False and rows["x"].available and rows["y"].available
+
+
+def test_groups_that_never_met_are_ranked_apart_and_said_so(tmp_path):
+    votes = make_log(tmp_path, [v("a", "b", "a"), v("b", "a", "a"), v("a", "b", "a"),
+                                v("c", "d", "a"), v("d", "c", "tie")])  # fmt: skip
+    for weight in (None, 0.0):
+        board = board_from_votes(votes, "ar", params=BoardParams(prior_weight=weight))
+        rows = {r.model_id: r for r in board.rows}
+        assert rows["a"].component == rows["b"].component == 1  # three votes: the larger group
+        assert rows["c"].component == rows["d"].component == 2
+        assert rows["a"].rank == 1 and rows["c"].rank == 1  # each group has its own first
+        assert "2 groups of models that never met" in board.warnings[0]
+        assert not any("no finite" in w for w in board.warnings)
+        data = json.loads(json.dumps(board.to_json()))
+        assert data["warnings"] == list(board.warnings)
+        assert [r["component"] for r in data["rows"]] == [1, 1, 2, 2]
+
+
+def test_plain_mle_never_stops_the_board(tmp_path):
+    # x beat y once and never lost: with prior weight 0 its rating is infinite.
+    votes = make_log(tmp_path, [v("x", "y", "a")])
+    board = board_from_votes(votes, "ar", params=BoardParams(prior_weight=0.0))
+    rows = {r.model_id: r for r in board.rows}
+    assert rows["y"].rating is None and rows["y"].note.startswith("never beat")
+    assert rows["y"].ci_high == pytest.approx(1000 - math.log(0.025 / 0.975) * 400 / math.log(10))
+    assert rows["x"].rating == pytest.approx(1000) and rows["x"].rank == 1
+    data = json.loads(json.dumps(board.to_json(), allow_nan=False))
+    assert data["rows"][1]["rating"] is None
+    assert data["fit"]["bootstrap_rounds"] == 1000 and data["fit"]["bootstrap_dropped"] == 0
+    assert any("no finite maximum-likelihood rating" in w for w in data["warnings"])
+
+
+def test_plain_mle_board_agrees_with_choix_and_hand_worked_ranks(tmp_path):
+    # Four models in a cycle of wins with some draws: finite MLE. choix fits the same half-win
+    # matrix (a tie is half a win each way); ranks follow from the printed intervals by hand.
+    log = [("a", "b", "a")] * 6 + [("b", "a", "a")] * 2 + [("b", "c", "a")] * 5 + \
+          [("c", "b", "a")] * 3 + [("c", "d", "a")] * 7 + [("d", "c", "a")] * 1 + \
+          [("d", "a", "a")] * 2 + [("a", "d", "a")] * 8 + [("a", "c", "tie")] * 2  # fmt: skip
+    votes = make_log(tmp_path, [v(*x) for x in log])
+    board = board_from_votes(
+        votes, "ar", params=BoardParams(prior_weight=0.0, bootstrap_rounds=400)
+    )
+    ids = ["a", "b", "c", "d"]
+    wins = np.zeros((4, 4))
+    for x, y, vote in log:
+        i, j = ids.index(x), ids.index(y)
+        if vote == "a":
+            wins[i, j] += 1
+        else:
+            wins[i, j] += 0.5
+            wins[j, i] += 0.5
+    strengths = choix.ilsr_pairwise_dense(wins, alpha=0.0, tol=1e-13, max_iter=100_000)
+    expected = 1000 + (strengths - strengths.mean()) * 400 / math.log(10)
+    rows = {r.model_id: r for r in board.rows}
+    for k, m in enumerate(ids):
+        assert rows[m].rating == pytest.approx(expected[k], abs=0.01)
+    assert (rows["a"].battles, rows["a"].wins, rows["a"].losses, rows["a"].ties) == (20, 14, 4, 2)
+    for r in board.rows:  # best rank: 1 + models whose interval lies wholly above
+        above = sum(q.ci_low > r.ci_high for q in board.rows)
+        below = sum(q.ci_high < r.ci_low for q in board.rows)
+        assert (r.rank, r.rank_worst) == (1 + above, 4 - below)
+
+
+def test_default_board_agrees_with_an_independent_posterior(tmp_path):
+    log = [("a", "b", "a"), ("b", "c", "a"), ("c", "a", "tie"), ("a", "c", "a"), ("b", "a", "b"),
+           ("c", "b", "both_bad"), ("a", "b", "a")]  # fmt: skip
+    votes = make_log(tmp_path, [v(*x) for x in log])
+    entrants = [Entrant("a", "A"), Entrant("b", "B", prior_rating=1050), Entrant("c", "C")]
+    board = board_from_votes(votes, "ar", entrants=entrants)
+    counts = count_pairs(3, *(np.array(x) for x in ([0, 1, 2, 0, 1, 2, 0], [1, 2, 0, 2, 0, 1, 1],
+                                                    [0, 0, 2, 0, 1, 3, 0])))  # fmt: skip
+    k = math.log(10) / 400
+    taus = np.geomspace(2 * k, 800 * k, 41)
+    log_hyper = -0.5 * (taus / (200 * k)) ** 2 + np.log(taus)
+    mean, _, _ = reference(counts, [1000, 1050, 1000], taus, log_hyper)
+    wts, mus, sds = reference(counts, [1000, 1050, 1000], taus, log_hyper, parts=True)
+    rows = {r.model_id: r for r in board.rows}
+    for i, m in enumerate("abc"):
+        assert rows[m].rating == pytest.approx(mean[i], abs=0.01)
+        # The 95% interval: the 2.5% and 97.5% quantiles of the reference mixture.
+        for bound, q in ((rows[m].ci_low, 0.025), (rows[m].ci_high, 0.975)):
+            cdf = stats.norm.cdf((bound - mus[:, i]) / sds[:, i])
+            assert float(wts @ cdf) == pytest.approx(q, abs=1e-4)
 
 
 def test_flagged_votes_are_kept_out_unless_asked(tmp_path):
     votes = make_log(tmp_path, [v("x", "y", "a"), v("x", "y", "b", flags=["rate_limited"])])
-    board = board_from_votes(votes, "ar", params=BoardParams(bootstrap_rounds=0))
+    board = board_from_votes(votes, "ar")
     assert board.votes_used == 1 and board.skipped == {reasons.FLAGGED: 1}
-    with_flagged = board_from_votes(
-        votes, "ar", params=BoardParams(bootstrap_rounds=0, include_flagged=True)
-    )
+    with_flagged = board_from_votes(votes, "ar", params=BoardParams(include_flagged=True))
     assert with_flagged.votes_used == 2
 
 
@@ -105,7 +236,7 @@ def test_registry_entrants_skip_unknown_models_and_use_priors(tmp_path):
         tmp_path, [v("x", "y", "a"), v("x", "ghost", "a"), v("x", "y", "a", arena="other")]
     )
     entrants = [Entrant("x", "X"), Entrant("y", "Y", prior_rating=1200), Entrant("w", "W")]
-    board = board_from_votes(votes, "ar", entrants=entrants, params=BoardParams(bootstrap_rounds=0))
+    board = board_from_votes(votes, "ar", entrants=entrants)
     assert board.votes_used == 1
     assert board.skipped == {reasons.UNKNOWN_MODEL: 1}
     rows = {r.model_id: r for r in board.rows}
@@ -116,12 +247,59 @@ def test_registry_entrants_skip_unknown_models_and_use_priors(tmp_path):
 def test_category_boards_and_voter_kinds(tmp_path):
     votes = make_log(tmp_path, [v("x", "y", "a", category="de"), v("x", "y", "b", category="fr"),
                                 v("x", "y", "b", category="fr", voter_kind="judge", judge="gpt")])  # fmt: skip
-    de = board_from_votes(votes, "ar", category="de", params=BoardParams(bootstrap_rounds=0))
+    de = board_from_votes(votes, "ar", category="de")
     assert de.votes_used == 1 and de.rows[0].model_id == "x"
-    humans = board_from_votes(
-        votes, "ar", params=BoardParams(bootstrap_rounds=0, voter_kind="human")
-    )
+    humans = board_from_votes(votes, "ar", params=BoardParams(voter_kind="human"))
     assert humans.votes_used == 2
+
+
+def test_time_windows_pick_their_votes(tmp_path):
+    # Votes on days 0, 10, 20 and 30 after 1 November 2026.
+    votes = make_log(tmp_path, [v("x", "y", "a"), v("x", "y", "a"), v("y", "x", "a"),
+                                v("x", "y", "b", flags=["rate_limited"])], days=[0, 10, 20, 30])  # fmt: skip
+    window = Window.parse("2026-11-05", "2026-11-21T12:00:00Z")
+    board = board_from_votes(votes, "ar", window=window)
+    assert board.votes_used == 2 and board.last_vote.startswith("2026-11-21")
+    assert board.skipped == {reasons.FLAGGED: 1}  # skips count the whole log
+    data = board.to_json()
+    assert data["since"] == "2026-11-05T00:00:00.000000Z"
+    assert data["until"] == "2026-11-21T12:00:00.000000Z"
+    # Votes stamped exactly at midnight: since is inclusive, until exclusive.
+    edges = board_from_votes(votes, "ar", window=Window.parse("2026-11-11", "2026-11-21"))
+    assert edges.votes_used == 1 and edges.last_vote.startswith("2026-11-11T00:00:00.000")
+    recent = Window.recent(15, datetime(2026, 11, 30, 17, 5, tzinfo=UTC))
+    assert recent == Window.parse("2026-11-15")
+    assert board_from_votes(votes, "ar", window=recent).votes_used == 1
+    with pytest.raises(ValueError, match="ISO-8601"):
+        Window.parse("last week")
+    with pytest.raises(ValueError, match="after its start"):
+        Window.parse("2026-11-05", "2026-11-01")
+
+
+def test_time_decay_weighs_recent_votes_more(tmp_path):
+    # x won three votes long ago (days 0-2); y won three recent ones (days 58-60).
+    votes = make_log(tmp_path, [v("x", "y", "a")] * 3 + [v("y", "x", "a")] * 3,
+                     days=[0, 1, 2, 58, 59, 60])  # fmt: skip
+    flat = {r.model_id: r for r in board_from_votes(votes, "ar").rows}
+    decayed = board_from_votes(votes, "ar", params=BoardParams(half_life_days=7))
+    rows = {r.model_id: r for r in decayed.rows}
+    assert flat["x"].rating == pytest.approx(flat["y"].rating)
+    assert rows["y"].rating > rows["x"].rating
+    assert rows["y"].battles == 6 and decayed.to_json()["fit"]["half_life_days"] == 7
+
+    # Ages count back from the window's end when it has one: a week later, every vote
+    # weighs half as much, so the same votes give wider intervals (under a fixed prior).
+    def width(until):
+        params = BoardParams(half_life_days=7, prior_weight=4.0)
+        board = board_from_votes(votes, "ar", params=params,
+                                 window=Window.parse(None, until))  # fmt: skip
+        row = next(r for r in board.rows if r.model_id == "y")
+        return row.ci_high - row.ci_low
+
+    assert width("2027-01-07") > 1.1 * width("2026-12-31T00:00:01Z")
+    # A half-life of a million days is no decay, to a hundredth of a point.
+    slow = board_from_votes(votes, "ar", params=BoardParams(half_life_days=1e6))
+    assert slow.rows[0].rating == pytest.approx(flat[slow.rows[0].model_id].rating, abs=0.01)
 
 
 def test_elo_method_orders_by_sequential_elo_without_intervals(tmp_path):
@@ -130,14 +308,17 @@ def test_elo_method_orders_by_sequential_elo_without_intervals(tmp_path):
     )
     board = board_from_votes(votes, "ar", params=BoardParams(method="elo"))
     assert all(r.rating == r.elo and r.ci_low is None for r in board.rows)
+    assert [r.rank for r in board.rows] == [1, 2]
     with pytest.raises(ValueError, match="method"):
         BoardParams(method="glicko")
+    with pytest.raises(ValueError, match="half_life"):
+        BoardParams(half_life_days=0)
 
 
 def test_board_json_is_plain_json(tmp_path):
     votes = make_log(tmp_path, [v("x", "y", "a"), v("y", "x", "tie")])
-    data = json.loads(
-        json.dumps(board_from_votes(votes, "ar", params=BoardParams(bootstrap_rounds=20)).to_json())
-    )
+    data = json.loads(json.dumps(board_from_votes(votes, "ar").to_json(), allow_nan=False))
     assert data["arena"] == "ar" and data["votes_used"] == 2
     assert data["rows"][0]["rating"] == round(data["rows"][0]["rating"], 1)
+    assert data["fit"]["prior"] == "fitted" and data["fit"]["spread"] > 0
+    assert data["since"] is None and data["warnings"] == []

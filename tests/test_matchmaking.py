@@ -152,11 +152,11 @@ def test_a_starved_model_is_lifted_to_its_share_and_a_crowded_one_held_back():
 
 
 def test_match_params_are_validated():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="floor must be in"):
         MatchParams(floor=1.5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cap must be >= 1"):
         MatchParams(cap=0.5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="window and refit_votes >= 1"):
         MatchParams(window=0)
 
 

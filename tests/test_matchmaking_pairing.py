@@ -62,10 +62,14 @@ def test_the_exposure_window_counts_only_its_last_votes():
     assert seen.votes == 0
     cum = np.array([8, 8, 0])  # 8 votes between models 0 and 1
     assert window.update(cum).battles.tolist() == [8, 8, 0]
-    cum = cum + [0, 6, 6]  # 6 more votes, 1 against 2: the window spans all 14 from the mark at 0
+    cum = cum + np.array(
+        [0, 6, 6]
+    )  # 6 more votes, 1 against 2: the window spans all 14 from the mark at 0
     seen = window.update(cum)
     assert seen.votes == 14 and seen.battles.tolist() == [8, 14, 6]
-    cum = cum + [5, 0, 5]  # 19 votes in all: the window now starts at the mark after 8 votes
+    cum = cum + np.array(
+        [5, 0, 5]
+    )  # 19 votes in all: the window now starts at the mark after 8 votes
     seen = window.update(cum)
     assert seen.votes == 11 and seen.battles.tolist() == [5, 6, 11]
     seen = window.update(np.array([1, 1, 0]))  # counts rebuilt (a replay): start over

@@ -77,7 +77,11 @@ def test_rules_follow_the_registry(tmp_path):
     arena = load(tmp_path, ARENA).arena("speech")
     rules = rules_for(arena, {"v1": 0, "v2": 1, "w": 2})
     assert rules.weights.tolist() == [1.0, 1.0, 3.0]
-    assert rules.blocked.tolist() == [[True, True, False], [True, True, False], [False, False, True]]
+    assert rules.blocked.tolist() == [
+        [True, True, False],
+        [True, True, False],
+        [False, False, True],
+    ]
 
 
 def fresh_snapshot(n):
@@ -90,7 +94,9 @@ def test_never_paired_models_never_meet_and_no_allowed_pair_is_an_error():
     snap, battles = fresh_snapshot(4)
     rules = Rules.build(4, never=[[0, 1], [2, 3]])
     rng = np.random.default_rng(3)
-    pairs = Counter(frozenset(draw_pair(snap, battles, range(4), rng, rules=rules)) for _ in range(400))
+    pairs = Counter(
+        frozenset(draw_pair(snap, battles, range(4), rng, rules=rules)) for _ in range(400)
+    )
     assert set(pairs) == {frozenset(p) for p in [(0, 2), (0, 3), (1, 2), (1, 3)]}
     with pytest.raises(NoPairError):
         draw_pair(snap, battles, [0, 1], rng, rules=rules)
@@ -108,7 +114,7 @@ def test_a_weighted_model_is_drawn_in_proportion_to_its_weight():
 
 
 def test_rules_refuse_bad_weights():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="3 positive numbers"):
         Rules.build(3, weights=[1, 0, 1])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="3 positive numbers"):
         Rules.build(3, weights=[1, 1])

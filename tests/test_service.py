@@ -3,21 +3,26 @@
 import json
 import re
 import threading
+import unicodedata
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 from fakes import REGISTRY, Clock, FakeBackend
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arena_core.votes.log as vote_log_module
-from arena_core.backends import ModelPool, PoolSettings
-from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
+from arena_core.backends import Availability, ModelPool, Output, PoolSettings
+from arena_core.leaderboard import BoardParams, Entrant, Window, board_from_votes
 from arena_core.registry import parse_registry
-from arena_core.space.battles import BattleBook
+from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, clean_prompt
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
-from arena_core.votes.schema import FIELDS
+from arena_core.votes.schema import FIELDS, VOTES
 
 
 def make_service(tmp_path, *, failing=(), clock=None, **kwargs):
@@ -82,6 +87,9 @@ def test_vote_reveals_models_and_elo_before_and_after(tmp_path):
     assert (row["model_a"], row["model_b"]) == (reveal.a.model_id, reveal.b.model_id)
     assert row["prompt_id"] == "p1" and row["category"] == "en" and row["voter"] == "v1"
     assert row["arena"] == "speech" and row["flags"] == [] and row["voter_kind"] == "human"
+    # Schema 2: each side's engine version, as its backend reports it (FakeBackend: "1").
+    assert row["schema_version"] == 2
+    assert row["model_a_version"] == row["model_b_version"] == "fake 1"
 
 
 @pytest.mark.parametrize("second", ["a", "b", "tie", "both_bad"])
@@ -151,10 +159,44 @@ def test_no_models_answering_is_a_clear_error(tmp_path):
         ("bell\x07 and null\x00 removed", "bell and null removed"),
         ("zero\u200bwidth space", "zerowidth space"),
         ("keeps ü, 日本語 and emoji 👍\u200d", "keeps ü, 日本語 and emoji 👍\u200d"),
+        ("Hello \ud800", "Hello"),  # a lone surrogate crashed the cache key on every request
+        ("a\udfff\ud83d b", "a b"),
     ],
 )
 def test_typed_prompts_are_cleaned(typed, result):
     assert clean_prompt(typed, 100) == result
+
+
+@pytest.mark.parametrize("typed", ["\u200d", ".", "'", "()", "👍", "\ud800", "-- ?"])
+def test_prompts_with_nothing_to_say_are_refused(typed):
+    with pytest.raises(ArenaError, match=r"letter or digit|empty"):
+        clean_prompt(typed, 100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_any_typed_text_is_cleaned_to_encodable_text_or_refused(typed):
+    try:
+        cleaned = clean_prompt(typed, 100)
+    except ArenaError:
+        return
+    cleaned.encode("utf-8")  # raises on a lone surrogate
+    assert cleaned == cleaned.strip() and "  " not in cleaned
+    assert any(ch.isalnum() or unicodedata.category(ch)[0] in "LN" for ch in cleaned)
+
+
+def test_typed_prompts_that_make_models_fail_pause_no_model(tmp_path):
+    # Twelve requests of "\u200d" paused five real voices for 300 s. Now the cleaning
+    # refuses such prompts, and a failure on any typed prompt does not count anyway.
+    service, backends = make_service(tmp_path)
+    for backend in backends.values():
+        backend.fail_on = "Odd"
+    for _ in range(12):
+        with pytest.raises(ArenaError, match="could not answer this prompt"):
+            service.new_battle("speech", "Odd words")
+    assert all(s == "available" for s in service.model_status().values())
+    view = service.new_battle("speech", "Hello there.")  # known prompts still battle
+    assert view.prompt == "Hello there."
 
 
 def test_typed_prompt_limits(tmp_path):
@@ -258,3 +300,100 @@ def test_a_vote_that_could_not_be_saved_can_be_cast_again(tmp_path, monkeypatch)
     assert service.vote(view.handle, "b", voter="v").vote == "b"  # the battle was reopened
     assert [r["vote"] for r in logged(tmp_path)] == ["b"]
     assert service.board("speech").votes_used == 1
+
+
+def test_the_listening_gate_holds_a_battle_open_until_its_time_has_passed():
+    clock = Clock()
+    book = BattleBook(ttl=1800, clock=clock)
+    handle, _ = book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
+                          category=None)  # fmt: skip
+    book.delivered(handle, listen_seconds=6.0)
+    clock.now += 5.5
+    with pytest.raises(BattleError, match=r"Listen to both clips before you vote \(1 s left\)"):
+        book.close_for_vote(handle)
+    clock.now += 0.5
+    assert book.close_for_vote(handle).model_a == "a"  # the refusal did not close it
+
+
+class SpeakingFake(FakeBackend):
+    """Speaks: a 440 Hz tone lasting 0.1 s per character of the prompt."""
+
+    modalities = frozenset({"audio"})
+
+    def _generate(self, text, timeout, language):
+        self.calls += 1
+        t = np.arange(int(1600 * len(text))) / 16000
+        return Output.from_audio(16000, 0.3 * np.sin(2 * np.pi * 440 * t))
+
+
+def test_the_gate_asks_for_half_of_both_clips_by_default(tmp_path):
+    registry = parse_registry({"arenas": [{**REGISTRY["arenas"][0], "modality": "audio"}]})
+    arena = registry.arenas[0]
+    clock = Clock()
+    backends = {m.id: SpeakingFake(m) for m in arena.models}
+    pool = ModelPool(arena, backends, clock=clock)
+    service = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes"), clock=clock,
+                           rng=np.random.default_rng(0), listen_share=Settings().listen_share)  # fmt: skip
+    service.load()
+    view = service.new_battle("speech", "Hello there.")  # two clips of 1.2 s each
+    assert view.output_a.duration + view.output_b.duration == pytest.approx(2.4)
+    clock.now += 1.15
+    with pytest.raises(ArenaError, match=r"Listen to both clips before you vote \(1 s left\)"):
+        service.vote(view.handle, "a", voter="v")
+    clock.now += 0.1
+    assert service.vote(view.handle, "a", voter="v").counted
+
+
+class Missing(FakeBackend):
+    """A model whose engine is not installed here."""
+
+    def _check_availability(self):
+        return Availability.no("engine not installed")
+
+
+def dated_service(tmp_path, days, *, params=None, missing=()):
+    """A service whose vote log stamps vote k at ``days[k]`` days after 1 November 2026."""
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    backends = {m.id: (Missing if m.id in missing else FakeBackend)(m) for m in arena.models}
+    moments = iter(datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=d) for d in days)
+    log = VoteLog(tmp_path / "votes", clock=lambda: next(moments))
+    service = ArenaService(registry, {"speech": ModelPool(arena, backends)}, log,
+                           rng=np.random.default_rng(1), params=params)  # fmt: skip
+    service.load()
+    return service
+
+
+def replayed(tmp_path, service, **kwargs):
+    arena = service.registry.arena("speech")
+    # As of a fixed day after the last vote (day 40), not today: later rows are future_ts.
+    as_of = int(datetime(2026, 12, 20, tzinfo=UTC).timestamp() * 1_000_000)
+    return board_from_votes(read_votes(tmp_path / "votes", now_us=as_of), "speech",
+                            entrants=Entrant.from_arena(arena), **kwargs).to_json()  # fmt: skip
+
+
+def test_live_windows_and_decay_equal_the_cli_replay(tmp_path):
+    days = list(range(0, 40, 2))
+    service = dated_service(tmp_path, days, params=BoardParams(half_life_days=5))
+    rng = np.random.default_rng(2)
+    for _ in days:
+        service.vote(service.new_battle("speech").handle, VOTES[int(rng.integers(4))], voter="v")
+    params = BoardParams(half_life_days=5)
+    assert service.board("speech").to_json() == replayed(tmp_path, service, params=params)
+    window = Window.recent(10, datetime(2026, 12, 9, tzinfo=UTC))  # from 29 November on
+    live = service.board("speech", window=window)
+    assert live.votes_used == 6
+    assert live.to_json() == replayed(tmp_path, service, params=params, window=window)
+    counts = service.live["speech"].pair_counts(None, window)
+    assert counts.total() == 6
+    for category in ("en", "de"):
+        assert service.board("speech", category, window=window).to_json() == replayed(
+            tmp_path, service, params=params, window=window, category=category)  # fmt: skip
+
+
+def test_models_that_cannot_run_here_leave_the_board_until_they_have_votes(tmp_path):
+    service = dated_service(tmp_path, range(20), missing={"m3"})
+    rows = {r.model_id for r in service.board("speech").rows}
+    assert "m3" not in rows and {"m0", "m1", "m2"} <= rows
+    cli = replayed(tmp_path, service, available={"m3": False})
+    assert service.board("speech").to_json() == cli

@@ -28,7 +28,8 @@ def test_writes_every_contract_key_in_order(tmp_path):
     (line,) = lines(store)
     data = json.loads(line)
     assert list(data) == [f.name for f in FIELDS]
-    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 1
+    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 2
+    assert data["model_a_version"] is None and data["model_b_version"] is None
     assert data["flags"] == [] and data["judge"] is None and data["voter_kind"] == "human"
     assert data["vote_id"] == vote.vote_id and data["ts"] == vote.ts
     assert store.path.name.startswith("votes-") and store.path.suffix == ".jsonl"
@@ -56,6 +57,8 @@ def test_fsync_happens_before_append_returns(tmp_path, monkeypatch):
         ({"arena": ""}, "arena must be"),
         ({"voter_kind": "bot"}, "voter_kind"),
         ({"flags": [""]}, "flags"),
+        ({"model_a_version": ""}, "model_a_version"),
+        ({"model_b_version": 3}, "model_b_version"),
     ],
 )
 def test_bad_votes_write_nothing(tmp_path, fields, message):
@@ -162,8 +165,166 @@ def test_a_live_log_holds_its_shard(tmp_path):
 
 def test_timestamps_never_go_below_the_replayed_log(tmp_path):
     t = datetime(2026, 1, 1, tzinfo=UTC)
-    store = VoteLog(tmp_path, clock=fixed_clock(t))
-    store.advance_to(parse_ts("2026-06-01T00:00:00.000Z"))  # the previous run's clock was ahead
+    store = VoteLog(tmp_path, clock=lambda: t)
+    store.advance_to(parse_ts("2026-01-01T00:05:00.000Z"))  # the previous run's clock was ahead
     assert (
-        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-06-01T00:00:00.001Z"
+        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-01-01T00:05:00.001Z"
     )
+
+
+@pytest.mark.parametrize("future", ["9999-12-31T23:59:59.999Z", "3000-01-01T00:00:00.000Z",
+                                    "2026-01-01T00:10:00.001Z"])  # fmt: skip
+def test_a_row_from_the_future_never_moves_the_clock(tmp_path, future):
+    # A forged row dated year 9999 made every later vote fail with OverflowError, and one
+    # dated year 3000 stamped every new vote after it. Readers skip such rows; the log
+    # also refuses to follow a floor past its clock's slack of ten minutes.
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    store = VoteLog(tmp_path, clock=lambda: t)
+    store.advance_to(parse_ts(future))
+    assert (
+        store.append(arena="x", model_a="a", model_b="b", vote="a").ts == "2026-01-01T00:00:00.000Z"
+    )
+
+
+def test_each_vote_is_fsynced_in_its_shard_after_it_is_written(tmp_path, monkeypatch):
+    # Removing the shard's own fsync was caught only by a service test that counted the
+    # folder's fsync: here the file descriptor synced must be the shard's, after the write.
+    events = []
+    real_write, real_fsync = os.write, os.fsync
+
+    def write(fd, data):
+        events.append(("write", os.fstat(fd).st_ino))
+        return real_write(fd, data)
+
+    def fsync(fd):
+        events.append(("fsync", os.fstat(fd).st_ino))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(vote_log.os, "write", write)
+    monkeypatch.setattr(vote_log.os, "fsync", fsync)
+    store = VoteLog(tmp_path)
+    for vote in ("a", "b"):
+        events.clear()
+        store.append(arena="x", model_a="a", model_b="b", vote=vote)
+        shard = store.path.stat().st_ino
+        last_write = max(k for k, e in enumerate(events) if e == ("write", shard))
+        assert ("fsync", shard) in events[last_write + 1 :]
+
+
+def _fail_on(name, errno, *, when=lambda args: True, times=1):
+    """os.<name> that raises ``errno`` on the first ``times`` calls matching ``when``."""
+    real, left = getattr(os, name), [times]
+
+    def fake(*args, **kwargs):
+        if left[0] and when(args):
+            left[0] -= 1
+            raise OSError(errno, os.strerror(errno))
+        return real(*args, **kwargs)
+
+    return fake
+
+
+def _is_shard(args):
+    return str(args[0]).endswith(".jsonl")
+
+
+def _is_folder(args):
+    return os.path.isdir(f"/proc/self/fd/{args[0]}")
+
+
+FAULTS = {
+    # A folder made read-only, or a full disk when the shard is created.
+    "open-eacces": ("open", 13, _is_shard),
+    "open-enospc": ("open", 28, _is_shard),
+    "write-enospc": ("write", 28, lambda args: True),
+    "fsync-eio": ("fsync", 5, lambda args: not _is_folder(args)),
+    # The new shard's directory entry cannot be made durable.
+    "folder-fsync-eio": ("fsync", 5, _is_folder),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("existing", [False, True], ids=["new-shard", "existing-shard"])
+def test_a_vote_that_cannot_be_made_durable_is_refused_and_leaves_nothing(tmp_path, monkeypatch,
+                                                                          fault, existing):  # fmt: skip
+    name, errno, when = FAULTS[fault]
+    store = VoteLog(tmp_path)
+    if existing:
+        store.append(arena="x", model_a="a", model_b="b", vote="a")
+    monkeypatch.setattr(vote_log.os, name, _fail_on(name, errno, when=when))
+    if existing and fault == "folder-fsync-eio":  # an existing shard needs no folder fsync
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+    else:
+        with pytest.raises(VoteWriteError) as err:
+            store.append(arena="x", model_a="a", model_b="b", vote="b")
+        assert err.value.rolled_back
+    monkeypatch.undo()
+    store.append(arena="x", model_a="a", model_b="b", vote="tie")
+    votes = read_votes(tmp_path)
+    expected = ["a", "b"] if existing and fault == "folder-fsync-eio" else ["a"] * existing
+    assert votes.column("vote").to_pylist() == [*expected, "tie"] and not votes.skipped
+
+
+def test_a_vote_whose_rollback_also_fails_is_not_called_rolled_back(tmp_path, monkeypatch):
+    store = VoteLog(tmp_path)
+    monkeypatch.setattr(vote_log.os, "fsync", _fail_on("fsync", 5, times=99))
+    with pytest.raises(VoteWriteError) as err:
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert not err.value.rolled_back  # the service then closes the battle: no second vote
+
+
+def test_concurrent_votes_share_fsyncs_and_keep_their_order(tmp_path, monkeypatch):
+    # Group commit: fifty voters at once must not wait for fifty fsyncs in turn. Every
+    # caller still gets its own vote back, durable, and `then` runs in log order.
+    syncs = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd):
+        syncs.append(fd)
+        threading.Event().wait(0.005)  # a disk's few milliseconds, so votes pile up
+        return real_fsync(fd)
+
+    monkeypatch.setattr(vote_log.os, "fsync", slow_fsync)
+    store = VoteLog(tmp_path)
+    applied, results = [], {}
+    barrier = threading.Barrier(50)
+
+    def voter(k):
+        barrier.wait()
+        results[k] = store.append(arena="x", model_a="a", model_b="b", vote="a", voter=f"v{k}",
+                                  then=lambda v: applied.append(v.vote_id) or v)  # fmt: skip
+
+    threads = [threading.Thread(target=voter, args=(k,)) for k in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    votes = read_votes(tmp_path)
+    assert sorted(votes.column("voter").to_pylist()) == sorted(f"v{k}" for k in range(50))
+    assert {r.voter for r in results.values()} == {f"v{k}" for k in range(50)}
+    assert applied == votes.column("vote_id").to_pylist()  # applied in the log's order
+    assert len(syncs) < 25  # batched (one per vote would be 50, plus the folder's)
+    assert store.written == 50
+
+
+def test_a_bad_record_in_a_batch_fails_only_its_caller(tmp_path):
+    store = VoteLog(tmp_path)
+    store._queue.append(vote_log._Request({"arena": "x", "model_a": "a", "model_b": "a",
+                                           "vote": "a"}, None))  # fmt: skip
+    good = store.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert good.vote == "b"
+    assert read_votes(tmp_path).column("vote").to_pylist() == ["b"]
+
+    with pytest.raises(VoteError, match="differ"):
+        store.append(arena="x", model_a="a", model_b="a", vote="a")
+
+
+def test_model_versions_are_written_when_the_backend_reports_them(tmp_path):
+    store = VoteLog(tmp_path)
+    store.append(arena="x", model_a="a", model_b="b", vote="a", model_a_version="piper 1.8.0",
+                 model_b_version="espeak-ng 1.52")  # fmt: skip
+    (line,) = lines(store)
+    data = json.loads(line)
+    assert (data["model_a_version"], data["model_b_version"]) == ("piper 1.8.0", "espeak-ng 1.52")
+    votes = read_votes(tmp_path)
+    assert votes.column("model_a_version").to_pylist() == ["piper 1.8.0"]

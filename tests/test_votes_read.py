@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from arena_core.votes import reasons
 from arena_core.votes.read import read_votes
-from arena_core.votes.schema import ARROW_SCHEMA, FIELDS
+from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
 
 def record(k: int, **over) -> dict:
-    """A valid vote with every field, the k-th of a log."""
+    """A valid vote with every field of schema version 1, the k-th of a log."""
     row = {
         "schema_version": 1,
         "vote_id": f"00000000-0000-4000-8000-{k:012d}",
@@ -73,7 +73,7 @@ DAMAGE = [
     (dumps({k: v for k, v in record(95).items() if k != "model_b"}), reasons.MISSING),
     (dumps(record(96, arena="")), reasons.MISSING),
     (dumps(record(97, vote_id=None)), reasons.MISSING),
-    (dumps(record(98, schema_version=2)), reasons.VERSION),
+    (dumps(record(98, schema_version=3)), reasons.VERSION),
     (dumps(record(99, vote="A")), reasons.BAD_VOTE),
     (dumps(record(100, vote="model_a")), reasons.BAD_VOTE),
     (dumps(record(101, voter_kind="robot")), reasons.BAD_VOTER_KIND),
@@ -82,6 +82,12 @@ DAMAGE = [
     (dumps(record(104, ts="2026-11-29T17:34:36")), reasons.BAD_TS),  # no zone
     (dumps(record(105, ts="2026-02-30T10:00:00Z")), reasons.BAD_TS),  # no such day
     (dumps(record(106, ts="2026-11-29T17:34:36.123456789Z")), reasons.BAD_TS),  # nanoseconds
+    # Nested deeper than Python's JSON parser goes (it raised RecursionError out of the
+    # whole replay): a 2 KB line of 1,000 levels, and one of 100,000 in a known field.
+    ("[" * 1000 + "]" * 1000, reasons.INVALID_JSON),
+    ('{"prompt":' + "[" * 100_000 + "]" * 100_000 + "}", reasons.INVALID_JSON),
+    (dumps(record(107, ts="9999-12-31T23:59:59.999Z")), reasons.FUTURE_TS),
+    (dumps(record(108, ts="3000-01-01T00:00:00Z")), reasons.FUTURE_TS),
 ]
 
 
@@ -242,7 +248,12 @@ def test_any_mangled_log_is_read_without_crashing(tmp_path, lines):
 
 
 # Damage found in review: each must be judged the same whichever path reads the file.
+DEEP = "[" * 5000 + "]" * 5000
 SNEAKY = [
+    # A valid vote with a deeply nested unknown field: Arrow ignores the field, so the
+    # line-by-line path must keep the vote too (None: kept, not skipped).
+    (json.dumps(record(77))[:-1].encode() + b', "extra": ' + DEEP.encode() + b"}", None),
+    (b'{"x": ' * 2000 + b"1" + b"}" * 2000, reasons.MISSING),
     (b'{"schema_version":1,"vote_id":"u1","ts":"2026-11-29T10:00:00Z","arena":"ar","model_a":"m\xff","model_b":"m2","vote":"a"}', reasons.INVALID_JSON),
     (b'{"schema_version":1,"vote_id":"u2","ts":"2026-11-29T10:00:00Z","arena":"ar","model_a":"m1","model_b":"m2","vote":"a","prompt":"caf\xe9"}', reasons.INVALID_JSON),
     (json.dumps(record(70)).encode() + b" " + json.dumps(record(71)).encode(), reasons.INVALID_JSON),
@@ -261,8 +272,11 @@ def test_tricky_rows_are_judged_the_same_on_every_path(tmp_path, line, reason, n
     lines = [good[0], line, good[1]] + ([neighbour] if neighbour else [])
     (tmp_path / "votes-x.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     votes = read_votes(tmp_path)
-    assert ids(votes) == [record(k)["vote_id"] for k in range(2)]
-    expected = {reason: 1}
+    kept = [record(k)["vote_id"] for k in range(2)]
+    if reason is None:
+        kept.append(json.loads(line.split(b', "extra"')[0] + b"}")["vote_id"])
+    assert ids(votes) == kept
+    expected = {reason: 1} if reason else {}
     if neighbour:
         expected[reasons.INVALID_JSON] = expected.get(reasons.INVALID_JSON, 0) + 1
     assert votes.skipped == expected
@@ -274,3 +288,44 @@ def test_validity_does_not_depend_on_the_columns_asked_for(tmp_path):
     )
     assert read_votes(tmp_path).skipped == read_votes(tmp_path, columns=["vote_id"]).skipped
     assert len(read_votes(tmp_path, columns=["vote_id"])) == 1
+
+
+def test_future_rows_are_judged_by_the_readers_clock(tmp_path):
+    # A row from the future stopped all voting (OverflowError from the log's clock). It is
+    # skipped as future_ts against the reader's clock, with ten minutes' slack for replicas.
+    now = parse_ts("2026-11-29T17:00:00Z")
+    rows = [record(0, ts="2026-11-29T17:09:59.000Z"), record(1, ts="2026-11-29T17:10:01.000Z")]
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(r) for r in rows])
+    votes = read_votes(tmp_path, now_us=now)
+    assert ids(votes) == [rows[0]["vote_id"]]
+    assert votes.skipped == {reasons.FUTURE_TS: 1}
+    assert len(read_votes(tmp_path)) == 2  # today both are in the past
+
+
+def test_a_deeply_nested_fastchat_export_is_one_unreadable_file(tmp_path):
+    (tmp_path / "battles.json").write_text("[" * 100_000 + "]" * 100_000)
+    write_lines(tmp_path / "votes-x.jsonl", [dumps(record(0))])
+    votes = read_votes([tmp_path / "battles.json", tmp_path / "votes-x.jsonl"])
+    assert len(votes) == 1 and votes.skipped == {reasons.UNREADABLE: 1}
+
+
+def test_version_1_and_version_2_rows_read_together(tmp_path):
+    # Version 2 added model_a_version and model_b_version; a version-1 row, from a JSONL shard
+    # or a Parquet file written before the columns existed, reads with both null.
+    v1 = [record(k) for k in range(3)]
+    v2 = [record(k, schema_version=2, model_a_version="espeak-ng 1.52", model_b_version=None)
+          for k in range(3, 6)]  # fmt: skip
+    write_lines(tmp_path / "votes-a.jsonl", [dumps(r) for r in v1 + v2])
+    added = {"model_a_version", "model_b_version"}
+    old_schema = pa.schema([f for f in ARROW_SCHEMA if f.name not in added])
+    pq.write_table(pa.Table.from_pylist([record(k) for k in range(6, 8)], schema=old_schema),
+                   tmp_path / "part-old.parquet")  # fmt: skip
+    votes = read_votes(tmp_path)
+    assert not votes.skipped and len(votes) == 8
+    assert votes.column("schema_version").to_pylist() == [1, 1, 1, 2, 2, 2, 1, 1]
+    assert (
+        votes.column("model_a_version").to_pylist()
+        == [None] * 3 + ["espeak-ng 1.52"] * 3 + [None] * 2
+    )
+    assert votes.column("model_b_version").to_pylist() == [None] * 8
+    assert votes.table.column_names == [f.name for f in FIELDS]

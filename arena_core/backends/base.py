@@ -141,6 +141,8 @@ class Backend(ABC):
     modalities: ClassVar[frozenset[str]]
     #: Option name -> spec; any other key in the backend block is refused.
     options_spec: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({})
+    #: Whether generation calls a remote service (checked once at start-up, see ModelPool.probe_remote).
+    remote: ClassVar[bool] = False
 
     def __init__(self, model: Model, modality: str, env: Mapping[str, str] | None = None):
         problems = self.option_problems(model.backend.options, modality)
@@ -207,15 +209,26 @@ class Backend(ABC):
     @property
     def version(self) -> str:
         """Engine, voice and settings version: part of the cache key, so new engines regenerate."""
+        settings = json.dumps(dict(self.options), sort_keys=True, default=str)
+        return f"{self._engine_label()} {settings}"
+
+    def _engine_label(self) -> str:
+        """``<type> <engine version>``, asked of the engine once."""
         with self._lock:
             if self._version is None:
                 try:
                     engine = self._engine_version()
                 except Exception as exc:  # e.g. a package without metadata: still a usable key
                     engine = f"unknown ({describe_exception(exc)})"
-                settings = json.dumps(dict(self.options), sort_keys=True, default=str)
-                self._version = f"{self.type_name} {engine} {settings}"
+                self._version = f"{self.type_name} {engine}"
             return self._version
+
+    @property
+    def model_version(self) -> str | None:
+        """What the vote record calls this model's version (``model_a_version``): the engine
+        and voice packages that made the output, e.g. ``piper 1.8.0, 1.0.0``. None when the
+        model runs elsewhere and reports none (hosted backends)."""
+        return None if self.remote else self._engine_label()  # settings are in the registry
 
     @abstractmethod
     def _engine_version(self) -> str:
@@ -271,6 +284,8 @@ class Backend(ABC):
         except Exception as exc:  # engines raise anything; callers get one typed error
             logger.warning("generation by %s failed", self.model_id, exc_info=True)
             raise BackendError(self.model_id, describe_exception(exc)) from exc
+        if not isinstance(output, Output):
+            raise BackendError(self.model_id, f"returned {type(output).__name__}, not an Output")
         if output.modality != self.modality:
             raise BackendError(
                 self.model_id, f"made {output.modality}, the arena wants {self.modality}"

@@ -4,11 +4,14 @@ Registry block::
 
     backend: {type: espeak, voice: en-us+f3, rate: 175, pitch: 50}
     backend: {type: espeak, voices: {en: en-us, de: de, fr: fr}}   # multilingual
+    backend: {type: espeak, voice: ja, language: ja, reading: kana}  # Japanese via Open JTalk
 
 ``voice`` is any eSpeak NG voice name, optionally with a ``+variant``
 (``en-us+f3``, ``en+klatt``). Synthesis runs in the library's synchronous mode:
 ``espeak_Synth`` returns after calling our callback with every chunk of 16-bit
-samples at the library's rate (22,050 Hz).
+samples at the library's rate (22,050 Hz). ``reading: kana`` first turns the
+text into katakana with Open JTalk's front end (``pyopenjtalk-plus``): eSpeak
+NG's Japanese voice reads kana but names each kanji in English.
 
 The C library keeps one global synthesizer (the current voice, parameters and
 callback are process-wide) and is not thread-safe, so every call goes through
@@ -54,6 +57,8 @@ _CHARS_UTF8 = 1
 _PARAM_RATE, _PARAM_PITCH = 1, 3
 #: espeak_ERROR code for success.
 _EE_OK = 0
+#: The one ``reading`` option value: Japanese text is spoken from its katakana reading.
+KANA_READING = "kana"
 #: Default speaking rate (words per minute) and pitch (0-100) of the library, restored between calls.
 DEFAULT_RATE, DEFAULT_PITCH = 175, 50
 
@@ -139,25 +144,35 @@ class EspeakBackend(Backend):
             **VOICE_OPTIONS,
             "rate": OptionSpec(NUMBER, help="words per minute, 80-450 (default 175)"),
             "pitch": OptionSpec(NUMBER, help="base pitch 0-100 (default 50)"),
+            "reading": OptionSpec((str,), help=f"{KANA_READING}: read Japanese through Open JTalk"),
         }
     )
 
     @classmethod
     def _extra_problems(cls, options):
-        return (
-            []
-            if options.get("voice") or options.get("voices")
-            else ["needs backend.voice or backend.voices"]
-        )
+        named = options.get("voice") or options.get("voices")
+        problems = [] if named else ["needs backend.voice or backend.voices"]
+        if options.get("reading") not in (None, KANA_READING):
+            problems.append(f"backend.reading can only be {KANA_READING!r}")
+        return problems
 
     def _check_availability(self) -> Availability:
-        return Availability.of_package("espeakng_loader", "espeakng-loader")
+        found = Availability.of_package("espeakng_loader", "espeakng-loader")
+        if found.ok and self.options.get("reading") == KANA_READING:
+            return Availability.of_package("pyopenjtalk", "pyopenjtalk-plus")
+        return found
 
     def _engine_version(self) -> str:
+        if self.options.get("reading") == KANA_READING:
+            return f"{package_version('espeakng-loader')}, {package_version('pyopenjtalk-plus')}"
         return package_version("espeakng-loader")
 
     def _generate(self, text: str, timeout: float, language: str | None) -> Output:
         voice = self.voice_for(language)
+        if self.options.get("reading") == KANA_READING:
+            from arena_core.backends.openjtalk import kana_reading
+
+            text = kana_reading(text)
         rate = int(self.options.get("rate") or DEFAULT_RATE)
         pitch = int(
             self.options.get("pitch") if self.options.get("pitch") is not None else DEFAULT_PITCH

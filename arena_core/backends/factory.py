@@ -18,7 +18,9 @@ from arena_core.backends.hosted import (
     HfInferenceBackend,
     OpenAICompatibleBackend,
 )
+from arena_core.backends.kokoro import KokoroBackend
 from arena_core.backends.nanotts import PicoBackend
+from arena_core.backends.openjtalk import OpenJTalkBackend
 from arena_core.backends.piper import PiperBackend
 from arena_core.backends.system import FestivalBackend, FliteBackend
 from arena_core.registry import Model, Registry
@@ -30,6 +32,8 @@ _BACKEND_CLASSES: tuple[type[Backend], ...] = (
     PiperBackend,
     FliteBackend,
     FestivalBackend,
+    KokoroBackend,
+    OpenJTalkBackend,
     HfInferenceBackend,
     GradioSpaceBackend,
     OpenAICompatibleBackend,

@@ -84,6 +84,8 @@ _CHAT_OPTIONS = {
 class HostedBackend(Backend):
     """A remote model: token handling, availability, error translation and output decoding."""
 
+    remote = True
+
     #: Import name of the client library, and its pip distribution.
     library: ClassVar[str]
     distribution: ClassVar[str]

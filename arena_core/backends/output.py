@@ -35,6 +35,13 @@ IMAGE_SUFFIXES = {"png": ".png", "jpeg": ".jpg", "webp": ".webp", "gif": ".gif"}
 _SUFFIXES = {"audio": ".wav", "text": ".txt"}
 #: Random bytes in a saved file's name (hex-encoded, so twice as many characters).
 _NAME_BYTES = 16
+#: Sample rates an audio output may have (Hz): telephone-band speech up to studio audio.
+MIN_SAMPLE_RATE, MAX_SAMPLE_RATE = 4_000, 192_000
+#: Longest audio output accepted (seconds): far beyond any prompt's speech, short of
+#: the hours of audio a broken service could send to fill memory and disk.
+MAX_AUDIO_SECONDS = 600.0
+#: Largest absolute int16 sample of a clip that counts as silent (about -66 dBFS).
+SILENT_PEAK = 16
 
 
 class OutputError(ValueError):
@@ -68,12 +75,27 @@ class Output:
 
     @classmethod
     def from_audio(cls, sample_rate: int, samples: np.ndarray) -> Output:
-        """Audio output; samples are converted to read-only mono int16 (floats taken as [-1, 1])."""
-        if int(sample_rate) <= 0:
-            raise OutputError(f"sample rate must be positive, got {sample_rate}")
-        mono = audio.as_mono_int16(samples)
+        """Audio output; samples are converted to read-only mono int16 (floats taken as [-1, 1]).
+
+        Refused with :class:`OutputError`, whatever the engine claims: a rate outside
+        :data:`MIN_SAMPLE_RATE`..:data:`MAX_SAMPLE_RATE`, NaN or infinite samples,
+        no samples, more than :data:`MAX_AUDIO_SECONDS`, or silence. A visitor must
+        never be asked to judge a clip that is not speech.
+        """
+        if not MIN_SAMPLE_RATE <= int(sample_rate) <= MAX_SAMPLE_RATE:
+            raise OutputError(
+                f"sample rate {sample_rate} Hz is outside {MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz"
+            )
+        array = np.asarray(samples)
+        if len(array) > MAX_AUDIO_SECONDS * int(sample_rate):
+            raise OutputError(f"{len(array) / int(sample_rate):.0f} s of audio is too long")
+        if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
+            raise OutputError("audio holds NaN or infinite samples")
+        mono = audio.as_mono_int16(array)
         if len(mono) == 0:
             raise OutputError("audio output has no samples")
+        if int(np.abs(mono.astype(np.int32)).max()) <= SILENT_PEAK:
+            raise OutputError("audio output is silent")
         return cls(modality="audio", sample_rate=int(sample_rate), samples=mono)
 
     @classmethod

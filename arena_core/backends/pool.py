@@ -17,6 +17,21 @@ with what the app needs around each generation:
   refused by :meth:`generate`. When the pause ends it is retried; one more
   failure pauses it again at once (the failure count is only reset by a
   success), a success returns it to normal.
+* **Only known-good prompts count.** A failure on a prompt a visitor typed
+  (``trusted=False``) says as much about the prompt as about the model: twelve
+  requests of ``"\u200d"`` must not pause five voices. Such a failure does not
+  count; it starts a *probe* instead: the model is asked, in the background, for
+  one of the arena's own prompts (bypassing the cache), and that result counts
+  like any trusted one. At most one probe per model runs at a time, and at most
+  one per ``settings.probe_interval`` seconds, so a flood of bad prompts cannot
+  turn into a flood of probes.
+* **Remote models are checked before their first battle.** :meth:`ModelPool.probe_remote`
+  (called once at start-up) marks every available remote model (``Backend.remote``)
+  *unverified* and asks it, in the background, for the arena's shortest prompt it
+  speaks. An unverified model is reported paused ("checking the service") and is
+  never paired; a success clears it, a failure pauses it at once for
+  ``settings.pause_seconds`` with the failure as the reason, and when that pause
+  ends the model is probed again instead of being offered to a battle.
 * **Languages.** ``language`` arguments take the prompt's category. A
   category counts as a language only if some model of the arena declares it
   (``voices:`` keys or ``language:``); then only models that speak it are
@@ -59,6 +74,12 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
+#: Why an unverified remote model is held back while its check runs.
+CHECKING = "checking the service before its first battle"
+#: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
+#: per character (people speak about 14 characters a second; four times slower is
+#: still accepted). Longer audio is a broken engine, not an answer.
+PLAUSIBLE_SECONDS, SECONDS_PER_CHAR = 10.0, 0.3
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,8 @@ class PoolSettings:
     latency_window: int = 100
     #: Generations running at once (each battle uses two).
     max_workers: int = 8
+    #: Seconds between two probes of one model after failures on typed prompts.
+    probe_interval: float = 30.0
 
     def __post_init__(self):
         if self.timeout <= 0 or self.pause_seconds < 0 or self.failures_before_pause < 1:
@@ -94,6 +117,8 @@ class ModelStatus:
     retry_in: float | None
     consecutive_failures: int
     languages: frozenset[str] | None
+    #: Why the model is paused (the last failure, or the start-up check still running); "" if not.
+    pause_reason: str = ""
 
     @property
     def state(self) -> str:
@@ -114,6 +139,13 @@ class _Health:
     failures: int = 0
     paused_until: float | None = None
     latencies: deque = field(default_factory=deque)
+    #: Injected-clock time of the last probe started, None before the first.
+    last_probe: float | None = None
+    probing: bool = False
+    #: Not paired until a probe succeeds (a remote model not yet checked, or that failed its check).
+    unverified: bool = False
+    #: The reason of the last failure, "" after a success.
+    last_error: str = ""
 
 
 class ModelPool:
@@ -152,6 +184,9 @@ class ModelPool:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix=f"arena-{arena.id}"
         )
+        self._prober = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe"
+        )
 
     @classmethod
     def from_arena(
@@ -167,12 +202,15 @@ class ModelPool:
         """Every model's availability, pause and language coverage, in registry order."""
         now = self._clock()
         with self._lock:
-            health = {m: (h.failures, h.paused_until) for m, h in self._health.items()}
+            health = {m: (h.failures, h.paused_until, h.unverified, h.last_error)
+                      for m, h in self._health.items()}  # fmt: skip
         statuses = {}
         for model_id, backend in self._backends.items():
-            failures, until = health[model_id]
+            failures, until, unverified, last_error = health[model_id]
             paused = until is not None and until > now
             availability = backend.availability()
+            if unverified and not paused:  # the check runs (or is due): held back until it passes
+                until, paused = now, True
             statuses[model_id] = ModelStatus(
                 model_id=model_id,
                 available=availability.ok,
@@ -181,11 +219,16 @@ class ModelPool:
                 retry_in=until - now if paused else None,
                 consecutive_failures=failures,
                 languages=backend.languages,
+                pause_reason=(last_error or CHECKING) if paused else "",
             )
         return statuses
 
     def pairable(self, language: str | None = None) -> list[str]:
-        """Models that may be drawn now: available, not paused, and able to speak the prompt's language."""
+        """Models that may be drawn now: available, not paused, and able to speak the prompt's language.
+
+        Unverified models whose pause has ended get their probe started here.
+        """
+        self._recheck_due()
         return [
             model_id
             for model_id, status in self.status().items()
@@ -202,6 +245,10 @@ class ModelPool:
             return None
         return normalize_language(category)
 
+    def model_version(self, model_id: str) -> str | None:
+        """The model's version for the vote record (see :attr:`Backend.model_version`)."""
+        return self._backends[model_id].model_version
+
     def median_latency(self, model_id: str) -> float | None:
         """Median seconds of recent successful uncached generations, or None before the first."""
         with self._lock:
@@ -210,54 +257,71 @@ class ModelPool:
 
     # -- generation ----------------------------------------------------------------------
 
-    def generate(self, model_id: str, text: str, language: str | None = None) -> Output:
-        """One output for ``text`` (cache first); raises :class:`BackendError` on any failure."""
-        return self._finish(self._start(model_id, text, self.language_of(language)))
+    def generate(self, model_id: str, text: str, language: str | None = None, *,
+                 trusted: bool = True) -> Output:  # fmt: skip
+        """One output for ``text`` (cache first); raises :class:`BackendError` on any failure.
+
+        ``trusted`` False marks a typed prompt: a failure on it does not count
+        toward the model's pause, but probes the model on a known-good prompt.
+        """
+        return self._finish(self._start(model_id, text, self.language_of(language), trusted))
 
     def generate_pair(
-        self, model_a: str, model_b: str, text: str, language: str | None = None
-    ) -> tuple[Output | BackendError, Output | BackendError]:
+        self, model_a: str, model_b: str, text: str, language: str | None = None, *,
+        trusted: bool = True,
+    ) -> tuple[Output | BackendError, Output | BackendError]:  # fmt: skip
         """Both sides of a battle, generated concurrently; each side is an Output or the error it raised.
 
         Errors are returned, not raised, so the app can keep the good side and
-        redraw only the failed one.
+        redraw only the failed one. ``trusted`` as in :meth:`generate`.
         """
         if model_a == model_b:
             raise ValueError(f"a battle needs two different models, got {model_a!r} twice")
         language = self.language_of(language)
         # Start both before waiting for either, so they run at the same time.
-        starts = [_error_or(self._start, m, text, language) for m in (model_a, model_b)]
+        starts = [_error_or(self._start, m, text, language, trusted) for m in (model_a, model_b)]
         first, second = (
             s if isinstance(s, BackendError) else _error_or(self._finish, s) for s in starts
         )
         return first, second
 
-    def _start(self, model_id: str, text: str, language: str | None) -> _Started:
-        """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit."""
+    def _start(self, model_id: str, text: str, language: str | None, trusted: bool = True, *,
+               use_cache: bool = True, probe: bool = False) -> _Started:  # fmt: skip
+        """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit.
+
+        ``probe`` (a health check): no cache, and run even if the model is paused.
+        """
+        use_cache = use_cache and not probe
         backend = self._backends[model_id]  # KeyError for a model not in this arena
         availability = backend.availability()
         if not availability.ok:
             raise BackendUnavailable(model_id, availability.reason)
         key = self._cache.key(model_id, text, backend.version, language) if self._cache else None
-        if key is not None:
+        if key is not None and use_cache:
             cached = self._cache.get(key, self.arena.modality)
             if cached is not None:
                 return _Started(model_id, key, output=cached)
-        self._refuse_if_paused(model_id)
+        if not probe:
+            self._refuse_if_paused(model_id)
         if not backend.serves(language):
             raise BackendUnavailable(model_id, f"does not speak {language!r}")
         began = self._clock()
         future = self._executor.submit(backend.generate, text, self.settings.timeout, language)
-        return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic())
+        return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic(),
+                        trusted=trusted, text=text)  # fmt: skip
 
     def _refuse_if_paused(self, model_id: str) -> None:
         now = self._clock()
         with self._lock:
             until = self._health[model_id].paused_until
+            unverified = self._health[model_id].unverified
         if until is not None and until > now:
+            why = "its service check failed" if unverified else "repeated failures"
             raise BackendUnavailable(
-                model_id, f"paused after repeated failures, retried in {until - now:.0f} s"
+                model_id, f"paused after {why}, retried in {until - now:.0f} s"
             )
+        if unverified:
+            raise BackendUnavailable(model_id, f"paused: {CHECKING}")
 
     def _finish(self, started: _Started) -> Output:
         """Wait for a submitted generation, then record its outcome and cache its output."""
@@ -272,15 +336,20 @@ class ModelPool:
             output = started.future.result(timeout=remaining)
         except concurrent.futures.TimeoutError:
             error = BackendTimeout(model_id, f"no output within {self.settings.timeout:g} s")
-            self._record_failure(model_id, error)
+            self._failed(started, error)
             raise error from None
         except BackendError as exc:
-            self._record_failure(model_id, exc)
+            self._failed(started, exc)
             raise
         except Exception as exc:  # a backend that broke its contract still must not crash a battle
             error = BackendError(model_id, describe_exception(exc))
-            self._record_failure(model_id, error)
+            self._failed(started, error)
             raise error from exc
+        if output.duration > PLAUSIBLE_SECONDS + SECONDS_PER_CHAR * len(started.text):
+            error = BackendError(model_id, f"{output.duration:.0f} s of audio for "
+                                           f"{len(started.text)} characters of text")  # fmt: skip
+            self._failed(started, error)
+            raise error
         self._record_success(model_id, self._clock() - started.began)
         if started.key is not None:
             try:
@@ -289,11 +358,96 @@ class ModelPool:
                 logger.warning("could not cache an output of %s", model_id, exc_info=True)
         return output
 
+    def _failed(self, started: _Started, error: BackendError) -> None:
+        """Count a failure on a known-good prompt; probe the model after one on a typed prompt."""
+        if started.trusted:
+            self._record_failure(started.model_id, error)
+        else:
+            logger.info("%s failed on a typed prompt (not counted): %s", started.model_id, error)
+            self._probe(started.model_id)
+
+    def _probe(self, model_id: str, prompt=None) -> concurrent.futures.Future | None:
+        """Ask the model for one of the arena's prompts in the background; its result counts.
+
+        Returns the probe's future, or None when a probe runs already, one ran
+        less than ``settings.probe_interval`` ago, or the arena has no prompt the
+        model speaks.
+        """
+        prompt = prompt or self._probe_prompt(model_id)
+        now = self._clock()
+        with self._lock:
+            health = self._health[model_id]
+            recent = (health.last_probe is not None
+                      and now - health.last_probe < self.settings.probe_interval)  # fmt: skip
+            if prompt is None or health.probing or recent:
+                return None
+            health.probing, health.last_probe = True, now
+
+        def run() -> None:
+            try:
+                language = self.language_of(prompt.category)
+                self._finish(self._start(model_id, prompt.text, language, probe=True))
+            except BackendError:
+                pass  # counted by _finish
+            finally:
+                with self._lock:
+                    self._health[model_id].probing = False
+
+        try:  # the probe waits on its own thread: a wait inside the executor could starve it
+            return self._prober.submit(run)
+        except RuntimeError:  # the pool is closing
+            with self._lock:
+                health.probing = False
+            return None
+
+    def _probe_prompt(self, model_id: str):
+        """The first of the arena's prompts the model speaks, or None."""
+        for prompt in self.arena.prompts:
+            if self.serves(model_id, prompt.category):
+                return prompt
+        return None
+
+    def probe_remote(self) -> dict[str, concurrent.futures.Future]:
+        """Check every available remote model once, in the background, before it is paired.
+
+        Each is asked for the arena's shortest prompt it speaks (a cheap call);
+        until that succeeds it is held back (see "Remote models" above).
+        Returns the probes' futures by model id (for tests and logs).
+        """
+        futures = {}
+        for model_id, backend in self._backends.items():
+            if not backend.remote or not backend.availability().ok:
+                continue
+            prompt = self._short_prompt(model_id)
+            if prompt is None:
+                continue
+            with self._lock:
+                self._health[model_id].unverified = True
+            future = self._probe(model_id, prompt)
+            if future is not None:
+                futures[model_id] = future
+        return futures
+
+    def _recheck_due(self) -> None:
+        """Start the probe of each unverified model whose pause has ended (rate-limited by _probe)."""
+        now = self._clock()
+        with self._lock:
+            due = [m for m, h in self._health.items() if h.unverified and not h.probing
+                   and (h.paused_until is None or h.paused_until <= now)]  # fmt: skip
+        for model_id in due:
+            self._probe(model_id, self._short_prompt(model_id))
+
+    def _short_prompt(self, model_id: str):
+        """The arena's shortest prompt the model speaks (the cheapest check), or None."""
+        spoken = [p for p in self.arena.prompts if self.serves(model_id, p.category)]
+        return min(spoken, key=lambda p: len(p.text)) if spoken else None
+
     def _record_success(self, model_id: str, seconds: float) -> None:
         with self._lock:
             health = self._health[model_id]
             health.failures = 0
             health.paused_until = None
+            health.unverified, health.last_error = False, ""
             health.latencies.append(max(seconds, 0.0))
 
     def _record_failure(self, model_id: str, error: BackendError) -> None:
@@ -301,8 +455,9 @@ class ModelPool:
         with self._lock:
             health = self._health[model_id]
             health.failures += 1
+            health.last_error = error.reason
             failures = health.failures
-            if failures >= self.settings.failures_before_pause:
+            if failures >= self.settings.failures_before_pause or health.unverified:
                 health.paused_until = now + self.settings.pause_seconds
         logger.warning("generation failed (%d in a row): %s", failures, error)
 
@@ -310,6 +465,7 @@ class ModelPool:
 
     def close(self) -> None:
         """Stop accepting work; running generations finish in the background."""
+        self._prober.shutdown(wait=False, cancel_futures=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> ModelPool:
@@ -339,3 +495,7 @@ class _Started:
     began: float = 0.0
     #: Real monotonic time of submission, for the timeout.
     submitted_at: float = 0.0
+    #: A known-good prompt (the arena's own, or a probe): failures count toward a pause.
+    trusted: bool = True
+    #: The prompt, to judge whether the output's length is plausible.
+    text: str = ""

@@ -1,8 +1,8 @@
-"""Votes on the Hugging Face Hub: start-up download, periodic push, final flush.
+"""Votes on the Hugging Face Hub: download, periodic push, final flush, and Hub outages.
 
 Spaces have no persistent disk, so the dataset repo is the durable store. Each
 process keeps its local JSONL shard (fsynced, the record of what it acknowledged)
-and a :class:`VoteUploader`, a ``CommitScheduler`` whose push sends the lines
+and a :class:`~arena_core.dataset.uploader.VoteUploader` that pushes the lines
 added since the last successful push as one new Parquet file,
 ``data/<shard>-<n>.parquet``. Files are never rewritten once pushed (a failed
 push is retried at the next tick under the same name with the same and newer
@@ -10,170 +10,84 @@ lines), so replicas never collide, compaction can roll files up while the Space
 runs, and the whole repo is Parquet: ``datasets.load_dataset(repo)`` loads every
 vote (it cannot mix JSONL and Parquet in one dataset).
 
+The Hub may be down when the Space starts. Then :class:`HubSync` lets the app
+come up on its local log and keeps trying in the background; once the Hub
+answers it downloads the repo, hands the votes to the app (``on_download``),
+starts the pushes (adopting local votes the repo lacks) and publishes the card.
+
 The ``HfApi`` is injected everywhere (``hf_api=``), which is how the tests run
 without the Hub.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import signal
 import threading
-from collections import Counter
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler, HfApi
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.hf_api import RepoFile
 
 from arena_core.dataset.card import REGISTRY_DIR, dataset_card
 from arena_core.dataset.compact import CompactReport, compact
+from arena_core.dataset.uploader import (
+    DATA_DIR,
+    LineCount,
+    SyncStatus,
+    VoteUploader,
+    utc_now,
+)
 from arena_core.registry import Registry
 from arena_core.votes.log import shard_in_use
-from arena_core.votes.parquet import contract_table, parquet_bytes
-from arena_core.votes.read import parse_jsonl, read_votes, vote_files
+from arena_core.votes.read import read_votes, vote_files
+
+__all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader", "compact_repo"]
 
 log = logging.getLogger(__name__)
 
-#: Repo folder of the vote files.
-DATA_DIR = "data"
 #: Seconds the final flush may take on shutdown before we give up (Spaces kill at ~30 s).
 FLUSH_TIMEOUT = 20.0
-
-
-@dataclass
-class SyncStatus:
-    """What the page shows about the Hub: last successful push, votes waiting, last error."""
-
-    last_push: datetime | None = None
-    pushed_votes: int = 0
-    waiting: int = 0
-    last_error: str | None = None
-    pulled_files: int = 0
-
-
-class VoteUploader(CommitScheduler):
-    """A CommitScheduler that pushes this process's new lines as a new Parquet file.
-
-    Only this process's shard (``shard_name``) is pushed, so processes sharing a
-    folder never push each other's votes. Hold :attr:`lock` while appending to
-    the shard (the VoteLog is built with it), so a push never reads half a line.
-    """
-
-    def __init__(self, *, repo_id: str, folder_path: Path, shard_name: str, every: float,
-                 hf_api: HfApi, token: str | None = None):  # fmt: skip
-        self.shard_name = shard_name
-        self._offset = 0  # bytes of the shard already pushed
-        self._inode: int | None = None  # the shard file those bytes were in
-        self._sequence = 0  # files pushed so far
-        self._adopted: list[pa.Table] = []
-        self.status = SyncStatus()
-        super().__init__(repo_id=repo_id, repo_type="dataset", folder_path=folder_path,
-                         path_in_repo=DATA_DIR, every=every, hf_api=hf_api, token=token)  # fmt: skip
-
-    def adopt(self, files: list[Path], published_ids: set[str]) -> int:
-        """Queue the votes of earlier local vote files that the Hub does not have yet.
-
-        For a restart on a machine that kept its disk (shards and compacted
-        files of earlier runs). Returns the number of votes queued.
-        """
-        known = pa.array(sorted(published_ids), type=pa.string())
-        with self.lock:
-            queued = 0
-            for path in files:
-                votes = read_votes(path)
-                missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
-                if missing.num_rows:
-                    self._adopted.append(contract_table(missing))
-                    queued += missing.num_rows
-            self.status.waiting = queued + self._count_waiting()
-            return queued
-
-    def push_to_hub(self):
-        """Send the shard's complete new lines; advance only after the commit succeeded."""
-        with self.lock:  # the only time the shard is read: appends wait, uploads do not
-            new, adopted = self._new_lines(), list(self._adopted)
-        tables = list(adopted)
-        if new is not None:
-            tables.append(parse_jsonl(new[1], Counter()))
-        if not tables:
-            return None
-        operations = []
-        if new is not None:
-            path = f"{DATA_DIR}/{Path(self.shard_name).stem}-{self._sequence + 1:06d}.parquet"
-            operations.append(
-                CommitOperationAdd(path_in_repo=path, path_or_fileobj=parquet_bytes(tables[-1]))
-            )
-        if adopted:
-            table = pa.concat_tables(adopted)
-            digest = hashlib.sha256(
-                "\n".join(table.column("vote_id").to_pylist()).encode()
-            ).hexdigest()
-            operations.append(CommitOperationAdd(path_in_repo=f"{DATA_DIR}/adopted-{digest[:16]}.parquet",
-                                                 path_or_fileobj=parquet_bytes(table)))  # fmt: skip
-        votes = sum(t.num_rows for t in tables)
-        try:
-            info = self.api.create_commit(repo_id=self.repo_id, repo_type="dataset", operations=operations,
-                                          commit_message=f"Add {votes} votes")  # fmt: skip
-        except Exception as exc:
-            with self.lock:
-                self.status.last_error = f"{type(exc).__name__}: {exc}"
-            log.error("push of %d votes failed; retrying at the next tick: %s", votes, exc)
-            raise
-        with self.lock:
-            if new is not None:
-                self._offset, self._sequence = new[0], self._sequence + 1
-            self._adopted = self._adopted[len(adopted) :]
-            self.status.last_push = datetime.now(UTC)
-            self.status.pushed_votes += votes
-            self.status.last_error = None
-            self.status.waiting = self._count_waiting() + sum(t.num_rows for t in self._adopted)
-        log.info("pushed %d votes to %s", votes, self.repo_id)
-        return info
-
-    def refresh_waiting(self) -> SyncStatus:
-        """Recount the votes written locally but not pushed yet."""
-        with self.lock:
-            self.status.waiting = self._count_waiting() + sum(t.num_rows for t in self._adopted)
-            return SyncStatus(**self.status.__dict__)
-
-    def _new_lines(self) -> tuple[int, bytes] | None:
-        """End offset and bytes of the shard's complete lines not pushed yet. Call under the lock."""
-        shard = self.folder_path / self.shard_name
-        if not shard.exists():  # created at the first vote
-            return None
-        inode = shard.stat().st_ino
-        if inode != self._inode:  # first sight, or the file was replaced: start from its top
-            self._inode, self._offset = inode, 0
-        with shard.open("rb") as f:
-            f.seek(self._offset)
-            data = f.read()
-        cut = data.rfind(b"\n") + 1
-        return (self._offset + cut, data[:cut]) if cut else None
-
-    def _count_waiting(self) -> int:
-        new = self._new_lines()
-        return new[1].count(b"\n") if new else 0
+#: Longest wait, in seconds, between two attempts to reach a Hub that did not answer at
+#: start-up (shorter when pushes are more frequent): a minute of delay after an outage,
+#: one request a minute during it.
+RECONNECT_SECONDS = 60.0
 
 
 class HubSync:
     """Everything the app does with the dataset repo.
 
+    Parameters
+    ----------
+    repo_id, data_dir : the dataset repo, and the local folder of ``votes/`` and ``hub/``.
+    hf_api : HfApi
+        Injected; tests pass a stand-in.
+    every_minutes : float
+        Minutes between pushes.
+    license_id, space_id : written in the dataset card.
+    clock : callable, optional
+        Current UTC datetime, for the status times (injected by tests).
+    retry_seconds : float, optional
+        Wait between attempts to reach the Hub (default: the push interval,
+        at most :data:`RECONNECT_SECONDS`).
+
     Examples
     --------
     >>> sync = HubSync("org/arena-votes", data_dir, hf_api=HfApi(token=token))  # doctest: +SKIP
-    >>> mirror = sync.pull()                          # start-up: the repo's votes, as local files
     >>> shard = new_shard_name()
-    >>> uploader = sync.start_uploads(shard)          # then write votes under its lock:
-    >>> log = VoteLog(sync.votes_dir, lock=uploader.lock, shard_name=shard)
+    >>> log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name=shard)  # votes go here at once
+    >>> sync.start(shard, registry=registry, on_download=service.reload)  # never raises
+    False
+    >>> sync.status().unreachable_since  # the Hub refused; retried every minute
+    datetime.datetime(2026, 11, 29, 17, 5, tzinfo=datetime.timezone.utc)
     """
 
     def __init__(self, repo_id: str, data_dir: Path, *, hf_api: HfApi, every_minutes: float = 5.0,
-                 license_id: str = "cc-by-4.0", space_id: str = ""):  # fmt: skip
+                 license_id: str = "cc-by-4.0", space_id: str = "",
+                 clock: Callable[[], datetime] = utc_now, retry_seconds: float | None = None):  # fmt: skip
         self.repo_id = repo_id
         self.api = hf_api
         self.votes_dir = Path(data_dir) / "votes"
@@ -181,52 +95,126 @@ class HubSync:
         self.every = every_minutes
         self.license_id = license_id
         self.space_id = space_id
+        self.retry_seconds = (
+            retry_seconds
+            if retry_seconds is not None
+            else min(60 * every_minutes, RECONNECT_SECONDS)
+        )
+        #: The VoteLog's lock, in force from the first vote; the uploader reads under it.
+        #: Reentrant, so the app can move the log's clock while it holds it (ArenaService.reload).
+        self.lock = threading.RLock()
         self.uploader: VoteUploader | None = None
-        self.pull_error: str | None = None
+        self.registry: Registry | None = None
+        self.on_download: Callable[[], object] | None = None
+        self._clock = clock
+        self._shard: str | None = None
+        self._unpushed: LineCount | None = None
+        self._error: str | None = None
+        self._since: datetime | None = None
+        self._connecting = threading.Lock()
+        self._stopped = threading.Event()
 
-    def pull(self) -> Path:
-        """Download the repo's vote files into the mirror folder (network errors are logged)."""
-        try:
-            self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", local_dir=self.mirror,
-                                       allow_patterns=[f"{DATA_DIR}/**", "README.md"])  # fmt: skip
-        except Exception as exc:
-            self.pull_error = f"{type(exc).__name__}: {exc}"
-            log.error("could not download %s; replaying local votes only: %s", self.repo_id, exc)
-        (self.mirror / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    @property
+    def hub_votes(self) -> Path:
+        """The local copy of the repo's vote files (replayed with the local ones)."""
         return self.mirror / DATA_DIR
 
-    def start_uploads(self, shard_name: str) -> VoteUploader:
-        """Start the periodic push of this process's shard ``shard_name``.
+    def start(self, shard_name: str, *, registry: Registry | None = None,
+              on_download: Callable[[], object] | None = None) -> bool:  # fmt: skip
+        """Connect now, or keep trying in the background; True if the Hub answered now.
 
-        Vote files already in the folder (an earlier run on a machine that kept
-        its disk) are adopted: their votes the Hub lacks are queued for the first
-        push. Shards a running process holds are left to it; nothing is adopted
-        when the download failed (the Hub's contents are unknown).
+        ``shard_name`` is this process's shard in :attr:`votes_dir`, written
+        under :attr:`lock`. ``on_download`` is called after the repo's votes
+        are in :attr:`hub_votes` (the app replays them); ``registry``, when
+        given, is published with the card. Nothing here raises on a Hub error:
+        a Space that restarts during a Hub outage must still take votes.
         """
-        self.uploader = VoteUploader(repo_id=self.repo_id, folder_path=self.votes_dir, shard_name=shard_name,
-                                     every=self.every, hf_api=self.api)  # fmt: skip
+        self._shard, self.registry, self.on_download = shard_name, registry, on_download
+        self._unpushed = LineCount(self.votes_dir / shard_name)
+        self.hub_votes.mkdir(parents=True, exist_ok=True)
+        if self.connect():
+            return True
+        threading.Thread(target=self._keep_trying, name="hub-connect", daemon=True).start()
+        return False
+
+    def connect(self) -> bool:
+        """Create the repo if needed, download it, then start pushing and publish the card.
+
+        Returns False, with the error kept for :meth:`status`, if the Hub did
+        not answer; votes keep going to the local shard and the next attempt
+        starts over. Safe to call from several threads; True once connected.
+        """
+        if self._shard is None:
+            raise RuntimeError("HubSync.start() names the shard before connect()")
+        with self._connecting:
+            if self.uploader is not None:
+                return True
+            try:
+                self.api.create_repo(self.repo_id, repo_type="dataset", exist_ok=True)
+                self._download()
+            except Exception as exc:  # refused, offline, timed out, 5xx: all mean "later"
+                return self._failed("download", exc)
+            if self.on_download is not None:
+                try:
+                    self.on_download()
+                except Exception:  # the board lags, but the votes must still be pushed
+                    log.exception("could not replay the votes downloaded from %s", self.repo_id)
+            try:  # CommitScheduler's constructor calls create_repo too
+                uploader = VoteUploader(repo_id=self.repo_id, folder_path=self.votes_dir,
+                                        shard_name=self._shard, every=self.every, hf_api=self.api,
+                                        lock=self.lock, clock=self._clock)  # fmt: skip
+            except Exception as exc:
+                return self._failed("start pushing to", exc)
+            self._adopt_earlier(uploader)
+            self.uploader = uploader
+            self._error = self._since = None
+        log.info("connected to %s: pushing votes every %g minutes", self.repo_id, self.every)
+        if self.registry is not None:
+            try:
+                self.publish_card(self.registry)
+            except Exception as exc:  # the card can wait for the next start; votes cannot
+                log.error("could not update the dataset card: %s", exc)
+        return True
+
+    def _download(self) -> None:
+        """Download the repo's vote files and card into :attr:`mirror`.
+
+        The commit is asked for first: when it cannot reach the Hub,
+        ``snapshot_download`` returns a local folder that already has files
+        with only a warning, and a stale copy must not pass for the Hub's.
+        """
+        sha = self.api.repo_info(self.repo_id, repo_type="dataset").sha
+        self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", revision=sha,
+                                   local_dir=self.mirror, allow_patterns=[f"{DATA_DIR}/**", "README.md"])  # fmt: skip
+        self.hub_votes.mkdir(parents=True, exist_ok=True)
+
+    def _failed(self, action: str, exc: Exception) -> bool:
+        self._error = f"{type(exc).__name__}: {exc}"
+        self._since = self._since or self._clock()
+        log.error("could not %s %s (%s); votes stay in %s, next attempt in %g s",
+                  action, self.repo_id, self._error, self.votes_dir, self.retry_seconds)  # fmt: skip
+        return False
+
+    def _keep_trying(self) -> None:
+        while not self._stopped.wait(self.retry_seconds):
+            if self.connect():
+                return
+
+    def _adopt_earlier(self, uploader: VoteUploader) -> None:
+        """Queue the votes of earlier local vote files (an earlier run on a machine that kept
+        its disk) that the repo lacks. Shards a running process holds are left to it."""
         earlier = [
             path
-            for path, _ in (vote_files(self.votes_dir) if self.votes_dir.is_dir() else [])
-            if path.name != shard_name and not shard_in_use(path)  # a live neighbour pushes its own
+            for path, _ in vote_files(self.votes_dir)
+            if path.name != self._shard
+            and not shard_in_use(path)  # a live neighbour pushes its own
         ]
-        if earlier and self.pull_error:
-            log.warning(
-                "not adopting %d local vote files: the Hub's copy could not be read", len(earlier)
-            )
-        elif earlier:
-            published = set(
-                read_votes(self.mirror / DATA_DIR, columns=["vote_id"])
-                .column("vote_id")
-                .to_pylist()
-            )
-            queued = self.uploader.adopt(earlier, published)
-            log.info(
-                "adopted %d local shards; %d of their votes were not on the Hub yet",
-                len(earlier),
-                queued,
-            )
-        return self.uploader
+        if not earlier:
+            return
+        published = read_votes(self.hub_votes, columns=["vote_id"]).column("vote_id").to_pylist()
+        queued = uploader.adopt(earlier, set(published))
+        log.info("adopted %d local vote files; %d of their votes were not on the Hub yet",
+                 len(earlier), queued)  # fmt: skip
 
     def publish_card(self, registry: Registry) -> None:
         """Create or update the dataset card and the registry snapshot, if they changed."""
@@ -250,11 +238,24 @@ class HubSync:
                                    commit_message="Update dataset card and registry snapshot")  # fmt: skip
 
     def flush(self, timeout: float = FLUSH_TIMEOUT) -> None:
-        """Push what is waiting now, then stop (a stopped scheduler would skip the atexit push)."""
+        """Push what is waiting now, then stop (a stopped scheduler would skip the atexit push).
+
+        If the Hub has not answered yet, one more attempt is made within
+        ``timeout``: on a Space the local disk goes with the process.
+        """
+        deadline = time.monotonic() + timeout
+        self._stopped.set()
+        if self.uploader is None and self._shard is not None:
+            try:
+                self.api.run_as_future(self.connect).result(timeout=timeout)
+            except Exception as exc:
+                log.error("last attempt to reach %s failed: %s", self.repo_id, exc)
         if self.uploader is None:
+            log.error("the Hub never answered: %d votes were not pushed and stay only in %s",
+                      self.status().waiting, self.votes_dir)  # fmt: skip
             return
         try:
-            self.uploader.trigger().result(timeout=timeout)
+            self.uploader.trigger().result(timeout=max(0.0, deadline - time.monotonic()))
         except Exception as exc:
             log.error("final push failed: %s", exc)
         self.uploader.stop()
@@ -274,13 +275,13 @@ class HubSync:
 
         signal.signal(signal.SIGTERM, handler)
 
-    def status(self) -> SyncStatus | None:
-        if self.uploader is None:
-            return None
-        status = self.uploader.refresh_waiting()
-        if self.pull_error and not status.last_error:
-            status.last_error = f"start-up download failed ({self.pull_error})"
-        return status
+    def status(self) -> SyncStatus:
+        """Last push, votes waiting, and since when the Hub has not answered, if it has not."""
+        if self.uploader is not None:
+            return self.uploader.refresh_waiting()
+        with self.lock:
+            waiting = self._unpushed.update() if self._unpushed is not None else 0
+        return SyncStatus(waiting=waiting, last_error=self._error, unreachable_since=self._since)
 
 
 def compact_repo(

@@ -2,72 +2,124 @@
 
 Ratings with their 95% intervals, and two pair-by-pair heatmaps in board order:
 how often the row model beat the column model in decided battles, and how many
-battles each pair has had. All three read the same board and counts as the table.
+battles each pair has had. All three read the same board and counts as the table,
+and show only the models that have played: a board without votes has no charts
+(the page shows its empty state instead), so no axis is ever drawn around nothing.
+
+Axes are set, not left to Plotly's guesses: whole rating points with a margin
+around the intervals (one model or equal ratings still get a readable span), a
+win share from 0% to 100%, and battle counts from zero.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
-from arena_core.leaderboard import Board
-from arena_core.page.presenters import MIN_BATTLES_FOR_INTERVAL, win_fraction
+from arena_core.leaderboard import Board, LeaderboardRow
+from arena_core.page.presenters import win_fraction
 from arena_core.ratings.counts import PairCounts
 
-#: Chart height in pixels, enough for twenty model names.
-HEIGHT = 560
+#: Pixels per model row, and around the plot area, so any number of models fits.
+ROW_PX, FRAME_PX = 40, 150
+#: Smallest span of the rating axis (points), so equal ratings are not drawn on a
+#: span of one point with fractional ticks.
+MIN_SPAN = 100.0
+#: Colours: the page's accent, and a muted one for provisional ratings.
+ACCENT, MUTED = "#4f46e5", "#94a3b8"
+FONT = {"family": "Inter, ui-sans-serif, system-ui, sans-serif", "size": 13, "color": "#334155"}
 
 
-def rating_chart(board: Board) -> go.Figure:
-    """Each model's rating, best first, with its 95% interval once it has enough battles."""
-    rows = list(board.rows)
-    shown = [r.ci_low is not None and r.battles >= MIN_BATTLES_FOR_INTERVAL for r in rows]
+#: Names longer than this break before their parenthesis, so labels leave room for the plot.
+WRAP_AT = 22
+
+
+def label(name: str) -> str:
+    """A model name as an axis label: long ones on two lines ("eSpeak NG<br>(US English)")."""
+    return name.replace(" (", "<br>(", 1) if len(name) > WRAP_AT else name
+
+
+def _rated(board: Board) -> list[LeaderboardRow]:
+    return [r for r in board.rows if r.battles > 0]
+
+
+def _frame(fig: go.Figure, title: str, rows: int) -> go.Figure:
+    fig.update_layout(title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 16}},
+                      height=FRAME_PX + ROW_PX * max(rows, 3), template="plotly_white",
+                      font=FONT, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+                      paper_bgcolor="rgba(0,0,0,0)")  # fmt: skip
+    return fig
+
+
+def rating_span(rows: list[LeaderboardRow]) -> tuple[float, float]:
+    """The rating axis: every rating and interval bound, with a margin, at least MIN_SPAN wide."""
+    values = [v for r in rows for v in (r.rating, r.ci_low, r.ci_high) if v is not None]
+    low, high = min(values), max(values)
+    pad = max(0.08 * (high - low), (MIN_SPAN - (high - low)) / 2, 10.0)
+    return math.floor((low - pad) / 10) * 10, math.ceil((high + pad) / 10) * 10
+
+
+def rating_chart(board: Board) -> go.Figure | None:
+    """Each rated model's rating, best at the top, with its 95% interval; None without votes."""
+    rows = [r for r in _rated(board) if r.rating is not None]
+    if not rows:
+        return None
     fig = go.Figure(
         go.Scatter(
-            x=[r.model for r in rows],
-            y=[r.rating for r in rows],
-            mode="markers",
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [
-                    r.ci_high - r.rating if ok else 0 for r, ok in zip(rows, shown, strict=True)
-                ],
-                "arrayminus": [
-                    r.rating - r.ci_low if ok else 0 for r, ok in zip(rows, shown, strict=True)
-                ],
-            },
-            customdata=[r.battles for r in rows],
-            hovertemplate="%{x}<br>rating %{y:.0f}, %{customdata} battles<extra></extra>",
-        )
-    )
-    title = "Rating with 95% confidence interval"
-    if not all(shown):
-        title += f" (intervals from {MIN_BATTLES_FOR_INTERVAL} battles on)"
-    fig.update_layout(title=title, yaxis_title="rating", height=HEIGHT, margin={"b": 160})
-    return fig
-
-
-def _heatmap(board: Board, ids: list[str], matrix: np.ndarray, title: str, text_format: str,
-             colorscale: str) -> go.Figure:  # fmt: skip
-    order = [ids.index(r.model_id) for r in board.rows]
-    names = [r.model for r in board.rows]
-    values = matrix[np.ix_(order, order)].astype(float)
-    fig = go.Figure(
-        go.Heatmap(
-            z=values, x=names, y=names, colorscale=colorscale, texttemplate=text_format,
-            hovertemplate="%{y} vs %{x}: %{z}<extra></extra>",
+            y=[label(r.model) for r in rows], x=[r.rating for r in rows], mode="markers",
+            marker={"size": 11, "color": [ACCENT if r.status == "established" else MUTED
+                                          for r in rows]},
+            error_x={"type": "data", "symmetric": False, "color": "#64748b", "thickness": 1.5,
+                     "array": [r.ci_high - r.rating if r.ci_high is not None else 0 for r in rows],
+                     "arrayminus": [r.rating - r.ci_low if r.ci_low is not None else 0
+                                    for r in rows]},
+            customdata=[[r.battles, r.status] for r in rows],
+            hovertemplate="%{y}<br>rating %{x:.0f} · %{customdata[0]} battles · "
+                          "%{customdata[1]}<extra></extra>",
         )
     )  # fmt: skip
-    fig.update_layout(title=title, height=HEIGHT + 120, xaxis_title="column model",
-                      yaxis_title="row model", yaxis_autorange="reversed", xaxis_tickangle=-40)  # fmt: skip
-    return fig
+    title = "Rating with 95% interval (grey: provisional)"
+    if len(rows) < len(_rated(board)):
+        title += " · models without a finite rating are left out"
+    fig.update_xaxes(range=rating_span(rows), tickformat="d", nticks=8, title="rating")
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return _frame(fig, title, len(rows))
 
 
-def win_rate_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Figure:
-    return _heatmap(board, ids, win_fraction(counts.wins),
-                    "Share of decided battles the row model won", "%{z:.2f}", "RdBu")  # fmt: skip
+def _heatmap(board: Board, ids: list[str], matrix: np.ndarray, title: str, text: np.ndarray,
+             **scale) -> go.Figure | None:  # fmt: skip
+    rows = _rated(board)
+    if not rows:
+        return None
+    order = [ids.index(r.model_id) for r in rows]
+    names = [label(r.model) for r in rows]
+    fig = go.Figure(
+        go.Heatmap(z=matrix[np.ix_(order, order)], x=names, y=names,
+                   text=text[np.ix_(order, order)], texttemplate="%{text}", xgap=1, ygap=1,
+                   hovertemplate="%{y} vs %{x}: %{text}<extra></extra>", **scale)
+    )  # fmt: skip
+    fig.update_yaxes(autorange="reversed", automargin=True, title="row model")
+    fig.update_xaxes(tickangle=-35, automargin=True, title="column model")
+    return _frame(fig, title, len(rows) + 4)
 
 
-def battle_count_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Figure:
-    return _heatmap(board, ids, counts.battles(), "Battles between each pair", "%{z:.0f}", "Blues")
+def win_rate_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Figure | None:
+    """Share of decided battles the row model won against the column model (blank: none)."""
+    share = win_fraction(counts.wins)
+    text = np.where(np.isnan(share), "", np.char.add((np.nan_to_num(share) * 100).round()
+                                                     .astype(int).astype(str), "%"))  # fmt: skip
+    return _heatmap(board, ids, share, "Share of decided battles the row model won", text,
+                    zmin=0.0, zmax=1.0, colorscale="RdBu",
+                    colorbar={"tickformat": ".0%", "title": "won"})  # fmt: skip
+
+
+def battle_count_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Figure | None:
+    """Battles between each pair (blank: never met)."""
+    battles = counts.battles().astype(float)
+    text = np.where(battles > 0, battles.astype(int).astype(str), "")
+    top = max(1.0, float(battles.max(initial=0)))
+    return _heatmap(board, ids, battles, "Battles between each pair", text, zmin=0.0, zmax=top,
+                    colorscale="Blues", colorbar={"tickformat": "d", "title": "battles",
+                                                  "dtick": max(1, math.ceil(top / 5))})  # fmt: skip

@@ -1,81 +1,85 @@
-"""What the page shows, as plain values: tables, Markdown, JSON. No Gradio here.
+"""What the page shows, as plain values: board cells, summaries, the reveal. No Gradio here.
 
 The app turns these into component updates; keeping them pure lets the
-wording and the table layout be tested without a browser.
+wording be tested without a browser. The board's HTML table is in
+:mod:`~arena_core.page.table`, the battle's pieces in :mod:`~arena_core.page.battle`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 import numpy as np
-import pandas as pd
 
 from arena_core.dataset.hub import SyncStatus
-from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
+from arena_core.leaderboard import Board, LeaderboardRow
 from arena_core.space.service import LoadProgress, Reveal
+from arena_core.window import ALL_TIME, Window
 
 #: Words for each vote, as the visitor chose it.
 VOTE_WORDS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
-#: Battles before the page shows a model's interval. Bootstrap intervals say
-#: nothing about a handful of votes (one vote, resampled, is always that vote:
-#: an interval of width zero), so below this the interval cell stays empty.
-MIN_BATTLES_FOR_INTERVAL = 10
-#: Columns of the page's leaderboard table, in order.
-TABLE_COLUMNS = ["Rank", "Rank (UB)", "Model", "Params", "Rating", "95% CI", "Seq. Elo",
-                 "Elo / M params", "Battles", "W / L / T / Both bad", "Win rate",
-                 "Latency (s)", "Status"]  # fmt: skip
-#: Relative widths of those columns on the page.
-TABLE_WIDTHS = ["4%", "5%", "22%", "6%", "6%", "8%", "6%", "6%", "6%", "10%", "6%", "6%", "9%"]
-#: How each column renders (the model name is Markdown, to italicise provisional models).
-TABLE_TYPES = ["number", "str", "markdown", "str", "number", "str", "number", "str", "number",
-               "str", "str", "str", "str"]  # fmt: skip
+#: Periods the leaderboard offers: value -> (label, days back; None: every vote).
+PERIODS = {"all": ("All time", None), "30d": ("Last 30 days", 30)}
+#: Rank cell of a model without battles (the group below the ranked ones).
+NOT_YET_RATED = "not yet rated"
 
 
-def board_table(
-    board: Board, latency: Mapping[str, float | None], show_provisional: bool = True
-) -> pd.DataFrame:
-    """The leaderboard as the page shows it; provisional models marked or left out."""
-    rows = [r for r in board.rows if show_provisional or r.status == ESTABLISHED]
-    data = [_table_row(r, latency.get(r.model_id)) for r in rows]
-    return pd.DataFrame(data, columns=TABLE_COLUMNS)
+def period_window(period: str, now: datetime) -> Window:
+    """The time window of a period choice (:data:`PERIODS`), as of ``now``."""
+    _, days = PERIODS[period]
+    return ALL_TIME if days is None else Window.recent(days, now)
 
 
-def _table_row(r: LeaderboardRow, latency: float | None) -> list:
-    settled = r.status == ESTABLISHED
-    ci = ""
-    if r.ci_low is not None and r.battles >= MIN_BATTLES_FOR_INTERVAL:
-        ci = f"+{r.ci_high - r.rating:.0f} / -{r.rating - r.ci_low:.0f}"
-    return [
-        r.rank,
-        "" if r.rank_ub is None else r.rank_ub,
-        r.model if settled else f"*{r.model}*",  # Markdown: unsettled ratings in italics
-        r.params or "",
-        round(r.rating, 1),
-        ci,
-        round(r.elo, 1),
-        "" if r.elo_per_m_params is None else round(r.elo_per_m_params, 4),
-        r.battles,
-        f"{r.wins} / {r.losses} / {r.ties} / {r.both_bad}",
-        "" if r.win_rate is None else f"{100 * r.win_rate:.1f}%",
-        "" if latency is None else round(latency, 2),
-        r.status,
-    ]
+def rank_text(r: LeaderboardRow, groups: bool = False) -> str:
+    """The rank band ("3", "2–5"), with the group when the board has several."""
+    if r.battles == 0:
+        return NOT_YET_RATED
+    if r.rank is None:
+        return "–"
+    band = str(r.rank) if r.rank == r.rank_worst else f"{r.rank}–{r.rank_worst}"
+    return f"{band} (group {r.component})" if groups else band
+
+
+def interval_text(r: LeaderboardRow) -> str:
+    """The interval as offsets from the rating, or the one-sided bound of an unbounded model."""
+    if r.rating is None:
+        if r.ci_low is not None:
+            return f"≥ {r.ci_low:.0f} (never beaten)"
+        if r.ci_high is not None:
+            return f"≤ {r.ci_high:.0f} (never won)"
+        return "unbounded"
+    if r.ci_low is None or r.ci_high is None:
+        return ""
+    return f"+{r.ci_high - r.rating:.0f} / -{r.rating - r.ci_low:.0f}"
 
 
 def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None = None) -> str:
-    """One line above the table: votes counted, last vote, what was left out, Hub sync."""
+    """Above the table: votes counted, window, last vote, what was left out, warnings, Hub sync.
+
+    A board without votes says so and invites the first one instead of showing blanks.
+    """
     if progress.error:
         return f"⚠️ The vote log could not be replayed ({progress.error}); showing new votes only."
     if not progress.done:
         return "⏳ Replaying the vote log… the board fills in when it is done."
     where = f" in category **{board.category}**" if board.category else ""
-    last = board.last_vote.replace("T", " ")[:19] + " UTC" if board.last_vote else "none yet"
+    since = board.window.to_json()["since"]
+    if since:
+        where += f" since {since[:10]} {since[11:16]} UTC (`--since {since[:19]}Z`)"
+    if not board.votes_used:
+        line = f"**No votes yet{where}: be the first.** Open the Arena tab, listen, and vote."
+    else:
+        plural = "" if board.votes_used == 1 else "s"
+        line = f"**{board.votes_used:,} vote{plural} counted**{where}"
+        if board.last_vote:
+            line += f" · last vote {board.last_vote.replace('T', ' ')[:16]} UTC"
     left_out = sum(board.skipped.values())
-    note = f" · {left_out} votes left out ({_reasons(board.skipped)})" if left_out else ""
-    line = (
-        f"{board.votes_used} votes counted{where} · last vote: {last}{note} · *italic*: provisional"
-    )
+    if left_out:
+        line += f" · {left_out} votes left out ({_reasons(board.skipped)})"
+    if board.votes_used and board.fit is not None and board.fit.spread is not None:
+        line += f" · models spread ±{board.fit.spread:.0f} points around their priors"
+    line += "".join(f"\n\n⚠️ {w}" for w in board.warnings)
     return line + (f"\n\n{sync_line(sync)}" if sync is not None else "")
 
 
@@ -83,6 +87,8 @@ def sync_line(sync: SyncStatus) -> str:
     """The Hub's side: when the votes were last pushed, how many wait, what went wrong."""
     pushed = sync.last_push.strftime("%Y-%m-%d %H:%M UTC") if sync.last_push else "not yet"
     line = f"Dataset: last push {pushed} · {sync.waiting} votes waiting to be pushed"
+    if sync.unreachable_since is not None:
+        line += f" · ⚠️ Hub unreachable since {sync.unreachable_since:%Y-%m-%d %H:%M UTC}"
     return line + (f" · ⚠️ {sync.last_error}" if sync.last_error else "")
 
 
@@ -108,6 +114,7 @@ def reveal_data(reveal: Reveal) -> dict:
     """The reveal as plain JSON for API clients."""
     return {
         "vote": reveal.vote,
+        "vote_id": reveal.vote_id,
         "counted": reveal.counted,
         "note": reveal.note,
         "model_a": {"id": reveal.a.model_id, "name": reveal.a.name,

@@ -2,29 +2,86 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from arena_core.leaderboard import BoardParams
 from arena_core.registry import Registry
 
 TITLE = "Open Model Arena"
 
-HEADER = f"""# {TITLE}
-Two anonymous models answer the same prompt. Listen or read, then vote for the better one.
-Their names are revealed only after your vote. Every vote is published so anyone can
-recompute the leaderboard."""
+HEADER = f"""<div class="page-head"><h1>⚖️ {TITLE}</h1>
+<p class="tagline">Two anonymous models read the same text. Listen to both, vote for the better
+one, and only then see who they were. Every vote is public, so anyone can recompute the board.</p>
+</div>"""
 
-PROMPT_HINT = "Leave empty for a random prompt from the arena's set, or type your own."
+PROMPT_HINT = "Leave empty for a sentence from the arena's set, or type your own."
+PROMPT_INFO = "Your typed prompt is published with your vote: type nothing private."
+LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it answer."
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
+#: The board's toggle for the models whose rating is not settled yet.
+PROVISIONAL_TOGGLE = "Include provisional and unrated models"
+
+VISITORS = """## Voting
+
+1. Pick an arena and press **New battle** (or the <kbd>N</kbd> key). Two models, drawn at
+   random and shown only as **A** and **B**, read the same sentence. Leave the prompt empty
+   for one of the arena's sentences, or type your own (in a multilingual arena, choose its
+   language: only voices that speak it answer).
+2. Listen to both clips to the end (**Play A then B** plays them in turn; starting one
+   pauses the other). Each side says whether you have heard it.
+3. Vote: **A is better** (<kbd>A</kbd>), **B is better** (<kbd>B</kbd>), **Tie**
+   (<kbd>T</kbd>) or **Both are bad** (<kbd>X</kbd>). The buttons open once both clips were
+   heard; the server also checks that enough time passed to hear them.
+4. The names are revealed: which model was which, a link to its page, how its rating moved
+   and where it now ranks. **Next battle** (<kbd>N</kbd>) starts another.
+
+## What the labels mean
+
+On the leaderboard:
+
+- **Rank** is a band, such as 2–4: the places a model could hold given the votes so far.
+  Models whose intervals overlap share places.
+- **provisional**: the model has votes, but its 95% interval is still wider than {width:g}
+  points or it has fewer than {battles} battles; its rank may still change a lot. Models
+  without a badge are *established*.
+- **Not yet rated**: the model is in the arena but has no votes yet.
+- **unavailable here**: the model has votes, but cannot run on this server now (a hosted
+  model without a token, an engine that is not installed); it gets no new battles.
+
+For each model below, on this server:
+
+- **Running**: it takes part in battles.
+- **Being checked**: a hosted model is called once on a short sentence at start-up; it joins
+  the battles when it answers.
+- **Paused**: it failed several times in a row (or its service did not answer); it is left
+  out for a few minutes and then tried again. No battle is lost on it.
+- **Needs a Hugging Face token**, **Not installed here**, **Offline here**: the server
+  cannot run it; the operator can fix that (README, "Configuration").
+
+## What is published, and what is never stored
+
+Each vote is published in the arena's public dataset: the arena, the two models, the
+sentence (**including a prompt you typed**), its category or language, your vote, the
+time, and a voter code. The voter code is a salted hash of your Hugging Face user name
+when you are signed in, else of your network address: it tells one voter's votes apart
+(for the rate limit and the test for manipulated votes) and cannot be turned back into
+you without the secret salt, which is never published.
+
+Never stored by this app: your network address, your user name, or anything about your
+browser or device. The clips are kept only in a size-bounded cache on the server (so a
+sentence is not synthesised twice) and are not published.
+"""
 
 METHODOLOGY = """## How it works
 
-**Pairs.** Each battle draws two models that are available right now (and that speak the
-prompt's language in a multilingual arena). Votes go where they teach the ranking most:
-mostly to models whose order is still in doubt (close ratings, overlapping intervals), then to
-those with the widest intervals, while a new model first meets opponents from across the board
-and every model keeps at least half its share of battles. Which one is shown as "A" is a coin
-flip, and the registry can weight a model or keep two versions of one model apart.
+**Pairs.** Each battle draws two models available right now (that speak the prompt's
+language in a multilingual arena) where a vote teaches the ranking most: mostly models whose
+order is still in doubt (close ratings, overlapping intervals), then those with the widest
+intervals, while a new model first meets opponents from across the board and every model
+keeps at least half its share of battles. Which one is shown as "A" is a coin flip, and the
+registry can weight a model or keep two versions of one model apart.
 A model that fails or times out does not lose: the battle is redrawn without it, and a model
 that keeps failing is paused for a few minutes.
 
@@ -33,14 +90,17 @@ page never knows which models it is playing. A tie and "both are bad" each count
 win for both sides. A voter is identified only by a salted hash; votes above the rate limit
 are kept in the log with a flag and left out of the ratings.
 
-**Ratings.** The board is a Bradley-Terry model fitted by maximum likelihood to all counted
-votes, on a scale where 1000 is the anchor and 400 points mean 10-to-1 odds. Each model also
-gets {prior_weight:g} virtual draws against its starting rating (a published benchmark figure
-where the registry gives one, else 1000), so a model with few votes stays near its start
-instead of jumping to an extreme. The 95% interval comes from {rounds} bootstrap resamples of
-the votes; "Rank (UB)" is 1 + the number of models whose interval lies wholly above this
-one's. "Seq. Elo" is the classic Elo rating replayed vote by vote (new models move by up to
-48 points per vote, settled ones by about 12): it is what moves in the reveal after your vote.
+**Ratings.** The board is a Bradley-Terry model of all counted votes, on a scale where 1000
+is the anchor and 400 points mean 10-to-1 odds. Each model starts from a prior rating (a
+published benchmark figure where the registry gives one, else 1000); {prior}. A rating is the
+posterior mean and its 95% interval the posterior's, so a model with three votes has a wide
+interval and it narrows as votes arrive: across models drawn like this arena's, 95% of the
+intervals hold the true rating. "Rank" is a band: from 1 + the number of models whose interval
+lies wholly above, to the last position not ruled out, so models whose intervals overlap share
+positions. Models without battles are "not yet rated"; groups of models that never met are
+ranked apart. "Seq. Elo" is the classic Elo rating replayed vote by vote (new models move by
+up to 48 points per vote, settled ones by about 12): it is what moves in the reveal after your
+vote.
 
 **Provisional.** A model is *established* once its interval is at most
 {width:g} points wide and it has at least {battles} battles; before that it is
@@ -57,38 +117,99 @@ python -m arena_core leaderboard --votes votes/ --registry registry.yaml --arena
 ```
 
 prints exactly this board (`--format json` or `csv` for machines, `--category de` for one
-language).
+language; without `--arena` the table lists every arena's board).
 
 ## Add a model
 
-Open a pull request that adds an entry to the arena's `models:` list in `registry.yaml`:
-a stable `id`, a display `name`, a `backend` block (engine or hosted endpoint), and, only
-where its own documentation states them, `params`/`params_m`, a `license` and a `url`.
-A starting rating (`prior`) needs a published benchmark figure and its `source`.
+Model authors: open a pull request that adds an entry to the arena's `models:` list in
+`registry.yaml`:
+
+```yaml
+      - id: my-org/my-voice          # stable: votes are filed under it
+        name: My Voice (v1)          # what the board shows
+        backend: {{type: hf-inference, model: my-org/my-voice}}   # or a local engine
+        license: Apache-2.0          # the weights' licence; none stated counts as closed
+        url: https://huggingface.co/my-org/my-voice
+        params: 82M                  # only where your own documentation states them
+        params_m: 82
+```
+
+A starting rating (`prior`) needs a published benchmark figure and its `source`. The
+loader checks every field and names the first problem; the tests synthesise with every
+local engine. A new model starts *not yet rated*, plays under-sampled pairs more often,
+and becomes *established* once its interval is narrow enough.
 """
 
 
-def about(registry: Registry, params: BoardParams, status: dict[str, str] | None = None) -> str:
-    """The About tab: methodology, reproduction, and every model with its licence.
+RTF_EXPLAINED = """**RTF** is the real-time factor of a local engine: seconds of computing per second of
+speech, the median over sample prompts, measured with `python bench/rtf.py`{note}.
+Below 1 the engine speaks faster than real time. Hosted models run elsewhere and have none."""
 
-    ``status`` maps ``"<arena>/<model id>"`` to "available" or why the model cannot run
-    on this server (engine missing, no token), shown next to it.
+
+def _prior_words(params: BoardParams) -> str:
+    """How the board's prior works, in a clause."""
+    if params.prior_weight is None:
+        return ("how far true ratings spread around their priors is learnt from the arena's own "
+                "models")  # fmt: skip
+    if params.prior_weight == 0:
+        return (f"this board uses no prior (plain maximum likelihood, {params.bootstrap_rounds} "
+                "bootstrap resamples for the intervals)")  # fmt: skip
+    return f"the prior counts as {params.prior_weight:g} votes"
+
+
+def model_state(raw: str) -> str:
+    """A model's state on this server in a visitor's words (see "What the labels mean").
+
+    ``raw`` is :meth:`ArenaService.model_status`'s text: "available", "paused: <why>", or
+    the operator's reason the model cannot run here (the log keeps that one).
     """
-    text = METHODOLOGY.format(
-        prior_weight=params.prior_weight, rounds=params.bootstrap_rounds,
-        width=params.established_ci_width, battles=params.established_min_battles,
-    )  # fmt: skip
+    if raw == "available":
+        return "Running"
+    if raw.startswith("paused: checking"):
+        return "Being checked"
+    if raw.startswith("paused"):
+        return "Paused, retried automatically"
+    if "HF_HUB_OFFLINE" in raw:
+        return "Offline here"
+    if "HF_TOKEN" in raw or "token" in raw.lower():
+        return "Needs a Hugging Face token"
+    if "not installed" in raw or "not on PATH" in raw or "not found" in raw:
+        return "Not installed here"
+    return "Cannot run here" if raw else ""
+
+
+def about(registry: Registry, params: BoardParams, status: Mapping[str, str] | None = None,
+          rtf: Mapping[str, float] | None = None, rtf_note: str = "") -> str:  # fmt: skip
+    """The About tab: voting, labels, privacy, methodology, reproduction, adding a model,
+    and every model with its licence and its state here.
+
+    ``status`` maps ``"<arena>/<model id>"`` to :meth:`ArenaService.model_status`'s text,
+    shown in a visitor's words (:func:`model_state`). ``rtf`` maps model ids to their
+    measured real-time factor (``bench/rtf.py``), and ``rtf_note`` says where it was measured.
+    """
+    numbers = {"width": params.established_ci_width, "battles": params.established_min_battles}
+    text = (
+        VISITORS.format(**numbers)
+        + "\n"
+        + METHODOLOGY.format(prior=_prior_words(params), **numbers)
+    )
     sections = [text, "## Models and licences"]
+    if rtf:
+        sections.append(RTF_EXPLAINED.format(note=f" ({rtf_note})" if rtf_note else ""))
     for arena in registry.arenas:
         sections.append(f"### {arena.title} (`{arena.id}`)")
         if arena.description:
             sections.append(arena.description)
         sections.append(
-            "| Model | Id | Params | Licence | On this server |\n| --- | --- | --- | --- | --- |"
+            "| Model | Id | Params | Licence | RTF | On this server |\n"
+            "| --- | --- | --- | --- | --- | --- |"
         )
         for m in arena.models:
             name = f"[{m.name}]({m.url})" if m.url else m.name
-            here = (status or {}).get(f"{arena.id}/{m.id}", "")
+            here = model_state((status or {}).get(f"{arena.id}/{m.id}", ""))
             licence = m.license or "not stated"
-            sections[-1] += f"\n| {name} | `{m.id}` | {m.params or ''} | {licence} | {here} |"
+            speed = f"{rtf[m.id]:.2f}" if rtf and m.id in rtf else ""
+            sections[-1] += (
+                f"\n| {name} | `{m.id}` | {m.params or ''} | {licence} | {speed} | {here} |"
+            )
     return "\n\n".join(sections)

@@ -1,7 +1,8 @@
 """Rating math over integer-indexed models: no I/O, names are mapped by the caller.
 
 Every estimator takes ``(n_items, data, prior=None, params=None)``: sequential Elo
-takes votes in order, Bradley-Terry and its bootstrap take aggregated counts.
+takes votes in order, Bradley-Terry, its bootstrap and its posterior take
+aggregated counts. :func:`fit_board` chooses among them as a board's settings say.
 """
 
 from arena_core.ratings.bt import (
@@ -13,13 +14,19 @@ from arena_core.ratings.bt import (
     bradley_terry,
 )
 from arena_core.ratings.counts import PairCounts, count_pairs
+from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.elo import EloParams, EloState, EloStep, sequential_elo
+from arena_core.ratings.fit import BoardFit, fit_board
+from arena_core.ratings.graph import components, split_unbounded
+from arena_core.ratings.posterior import Posterior, PosteriorParams, posterior_bradley_terry
+from arena_core.ratings.ranks import rank_bands
 from arena_core.ratings.scale import ANCHOR, SCALE, expected_score
 
 __all__ = [
     "ANCHOR",
     "SCALE",
     "BTParams",
+    "BoardFit",
     "Bootstrap",
     "ConvergenceError",
     "EloParams",
@@ -27,9 +34,17 @@ __all__ = [
     "EloStep",
     "NotIdentifiableError",
     "PairCounts",
+    "Posterior",
+    "PosteriorParams",
     "bootstrap_bradley_terry",
     "bradley_terry",
+    "components",
     "count_pairs",
+    "decay_weights",
     "expected_score",
+    "fit_board",
+    "posterior_bradley_terry",
+    "rank_bands",
     "sequential_elo",
+    "split_unbounded",
 ]

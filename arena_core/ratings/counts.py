@@ -25,7 +25,7 @@ class PairCounts:
     """Per-pair tallies of ``n_items`` models.
 
     ``wins[i, j]`` is how often i beat j; ``ties`` and ``both_bad`` are
-    symmetric. The arrays are updated in place by :meth:`add` (the live app adds
+    symmetric. Counts are integers, or floats when votes carry weights. The arrays are updated in place by :meth:`add` (the live app adds
     one vote at a time), so treat a ``PairCounts`` you did not create as read-only.
     """
 
@@ -72,21 +72,30 @@ class PairCounts:
             "both_bad": self.both_bad.sum(axis=1),
         }
 
-    def total(self) -> int:
-        return int(self.wins.sum() + np.triu(self.ties).sum() + np.triu(self.both_bad).sum())
+    def total(self) -> float:
+        """Number of votes (sum of their weights for weighted counts)."""
+        total = self.wins.sum() + np.triu(self.ties).sum() + np.triu(self.both_bad).sum()
+        return int(total) if np.issubdtype(self.wins.dtype, np.integer) else float(total)
 
 
-def count_pairs(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> PairCounts:
-    """Aggregate votes given as parallel integer arrays (model a, model b, outcome code)."""
+def count_pairs(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
+                weights: np.ndarray | None = None) -> PairCounts:  # fmt: skip
+    """Aggregate votes given as parallel integer arrays (model a, model b, outcome code).
+
+    With ``weights`` (one per vote, e.g. a time decay) the tallies are sums of
+    weights, as floats; without, integer counts.
+    """
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     outcome = np.asarray(outcome, dtype=np.int64)
     cells = n_items * n_items
     # One bincount per outcome over the flattened (a, b) cell.
     flat = a * n_items + b
-    per = [
-        np.bincount(flat[outcome == k], minlength=cells).reshape(n_items, n_items) for k in range(4)
-    ]
+    per = []
+    for k in range(4):
+        chosen = outcome == k
+        w = None if weights is None else np.asarray(weights, dtype=float)[chosen]
+        per.append(np.bincount(flat[chosen], weights=w, minlength=cells).reshape(n_items, n_items))
     wins = per[A_WINS] + per[B_WINS].T
     return PairCounts(
         wins=wins, ties=per[TIE] + per[TIE].T, both_bad=per[BOTH_BAD] + per[BOTH_BAD].T

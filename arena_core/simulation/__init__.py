@@ -24,6 +24,7 @@ from types import ModuleType
 SCENARIOS: dict[str, str] = {
     "matchmaking": "arena_core.simulation.matchmaking",
     "calibration": "arena_core.simulation.calibration",
+    "voters": "arena_core.simulation.voters",
 }
 
 

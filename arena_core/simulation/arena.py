@@ -8,21 +8,15 @@ result whenever they stage the same meeting.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from arena_core.matchmaking import Recent, draw_pair, fisher_covariance, interval_widths, snapshot
-from arena_core.ratings.bt import BTParams, bradley_terry
+from arena_core.matchmaking import Recent, draw_pair, fit_snapshot
 from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, TIE, PairCounts, count_pairs
 from arena_core.ratings.scale import ANCHOR
 from arena_core.simulation.synthetic import Truth, evenly_spread
 
 #: Outcome codes seen from the other side (a win for a is a win for b when sides swap).
 _FLIPPED = np.array([B_WINS, A_WINS, TIE, BOTH_BAD])
-#: Bootstrap only where the Fisher approximation puts the widths under this multiple of
-#: the target: the bootstrap is the slow step, and it cannot pass where Fisher is far off.
-_PREFILTER = 1.25
 #: Uniform numbers drawn at once for a pair's outcome stream (extended when used up).
 _STREAM_CHUNK = 128
 
@@ -30,22 +24,25 @@ _STREAM_CHUNK = 128
 class SimArena:
     """The running state of one simulated arena under ``sampler`` ("uniform" or "matchmaking").
 
-    ``setup`` is a :class:`arena_core.simulation.matchmaking.Setup`; ``intervals_fn``
-    computes the board's intervals (``board_intervals``); models in ``absent``
-    are not drawn until removed from it.
+    ``setup`` is a :class:`arena_core.simulation.matchmaking.Setup`; models in
+    ``absent`` are not drawn until removed from it. After :meth:`refit`,
+    ``ratings``, ``low`` and ``high`` are the board's (its posterior, as the
+    Space computes it) on the votes so far.
     """
 
-    def __init__(self, setup, sampler: str, seed: int, intervals_fn: Callable, absent=()):
+    def __init__(self, setup, sampler: str, seed: int, absent=()):
         if sampler not in ("uniform", "matchmaking"):
             raise ValueError(f"unknown sampler {sampler!r}")
+        if setup.board.prior_weight == 0:
+            raise ValueError(
+                "the simulation fits the board's posterior: prior_weight must not be 0"
+            )
         self.setup, self.sampler, self.seed = setup, sampler, seed
-        self.intervals_fn = intervals_fn
         n = setup.models
         self.truth = Truth(evenly_spread(n, setup.spread), draw_rate=setup.draw_rate)
         self.prior = np.full(n, ANCHOR)
         self.rng_pairs = np.random.default_rng([seed, 1])
         self.rng_drift = np.random.default_rng([seed, 2])
-        self.rng_boot = np.random.default_rng([seed, 3])
         self.counts = PairCounts.zeros(n)
         self.battles = np.zeros((n, n), dtype=np.int64)
         self.a = np.zeros(setup.votes, dtype=np.int64)
@@ -54,6 +51,7 @@ class SimArena:
         self.t = 0
         self.absent = set(absent)
         self.ratings = self.prior.copy()
+        self.low = self.high = np.full(n, np.nan)
         self.snap = None
         self._meetings: dict[tuple[int, int], int] = {}
         self._streams: dict[tuple[int, int], np.ndarray] = {}
@@ -63,11 +61,12 @@ class SimArena:
         return [i for i in range(self.setup.models) if i not in self.absent]
 
     def refit(self) -> None:
-        """The board's point fit on the votes so far (and the sampler's snapshot of it)."""
-        bt = BTParams(prior_weight=self.setup.board.prior_weight)
-        self.ratings = bradley_terry(self.setup.models, self.counts, self.prior, bt)
-        if self.sampler == "matchmaking":
-            self.snap = snapshot(self.ratings, self._covariance(), self.battles, self.setup.match)
+        """The board on the votes so far, and the sampler's snapshot of it."""
+        board = self.setup.board
+        post, self.snap = fit_snapshot(self.counts, self.prior, prior_weight=board.prior_weight,
+                                       params=self.setup.match)  # fmt: skip
+        self.ratings = post.mean
+        self.low, self.high = post.interval(board.ci_level)
 
     def play(self, votes: int) -> None:
         """Draw ``votes`` pairs from the current fit, then their outcomes; drift the truth."""
@@ -89,23 +88,12 @@ class SimArena:
         self.t = stop
         self._drift(votes)
 
-    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.intervals_fn(self.counts, self.ratings, self.prior, self.setup, self.rng_boot)
-
     def settled(self, models) -> bool:
-        """Whether ``models`` are all ``established`` on the board now (fit must be current)."""
+        """Whether ``models`` are all ``established`` on the board as of the last refit."""
         board, models = self.setup.board, np.asarray(list(models))
         if np.any(self.battles.sum(axis=1)[models] < board.established_min_battles):
             return False
-        fisher = interval_widths(self._covariance())[models]
-        if np.any(fisher > _PREFILTER * board.established_ci_width):
-            return False
-        low, high = self.intervals()
-        return bool(np.all((high - low)[models] <= board.established_ci_width))
-
-    def _covariance(self) -> np.ndarray:
-        weight = self.setup.board.prior_weight
-        return fisher_covariance(self.ratings, self.battles, self.prior, weight)
+        return bool(np.all((self.high - self.low)[models] <= board.established_ci_width))
 
     def _draw(self, t: int) -> None:
         window = self.setup.match.window
@@ -129,7 +117,9 @@ class SimArena:
             if stream is None or nth >= len(stream):
                 # A longer draw from the same seed starts with the same numbers.
                 size = 2 * max(nth, _STREAM_CHUNK)
-                stream = self._streams[key] = np.random.default_rng([self.seed, 5, *key]).random(size)
+                stream = self._streams[key] = np.random.default_rng([self.seed, 5, *key]).random(
+                    size
+                )
             u[k] = stream[nth]
             self._meetings[key] = nth + 1
         cumulative = self.truth.outcome_probabilities(lo, hi).cumsum(axis=-1)

@@ -11,10 +11,10 @@ over seeds (a target never reached within the run is counted in ``*_missed``):
 * ``votes_to_spearman_95`` / ``_98``: votes from which Spearman's rho between
   the board and the truth stays at or above 0.95 / 0.98 (checked at every refit);
 * ``votes_to_ci_50``: votes until every model is ``established`` (interval at
-  most 50 points wide, at least 100 battles), by the board's own bootstrap
-  intervals (:func:`board_intervals`), checked every ``check_every`` votes;
-* ``mean_ci_width`` after N votes and ``ci_coverage``, the share of those
-  intervals that hold the true rating;
+  most 50 points wide, at least 100 battles), by the board's own posterior
+  intervals, checked at every refit;
+* ``mean_ci_width`` (and ``max_ci_width``, the widest) after N votes and
+  ``ci_coverage``, the share of those intervals that hold the true rating;
 * ``min_battles_share`` / ``max_battles_share``: over every ``window``
   consecutive votes, the fewest (most) battles of a model over the mean;
   ``min_battles`` / ``max_battles`` at the end of the run;
@@ -26,19 +26,20 @@ over seeds (a target never reached within the run is counted in ``*_missed``):
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from arena_core.leaderboard import BoardParams
 from arena_core.matchmaking import MatchParams
-from arena_core.ratings.bt import BTParams, bootstrap_bradley_terry
-from arena_core.ratings.counts import PairCounts
 from arena_core.simulation.arena import SimArena
 from arena_core.simulation.synthetic import first_sustained, spearman
 
 #: The samplers compared, in report order.
 SAMPLERS = ("uniform", "matchmaking")
+#: Seeds averaged over when ``--seeds`` is not given (the README's table uses them).
+DEFAULT_SEEDS = 60
 #: Battles of the newcomer counted by ``votes_newcomer_10``.
 NEWCOMER_TARGET_BATTLES = 10
 #: What the matchmaking issue asks for, printed beside each figure.
@@ -63,8 +64,6 @@ class Setup:
     draw_rate: float = 0.1
     #: Votes per run (the horizon of "sustained").
     votes: int = 15_000
-    #: Bootstrap rounds of the board's intervals (the board's own by default).
-    rounds: int = BoardParams().bootstrap_rounds
     #: Votes after which interval widths and coverage are measured.
     report_at: tuple[int, ...] = (2000, 5000)
     #: Votes of the windows ``min_battles_share`` looks at (the issue's "any 1,000 votes").
@@ -73,25 +72,14 @@ class Setup:
     join: int = 2500
     #: Standard deviation (points per 1000 votes) of a random walk of the true ratings.
     drift: float = 0.0
-    #: Votes between checks of "every model established".
-    check_every: int = 250
     board: BoardParams = field(default_factory=BoardParams)
     match: MatchParams = field(default_factory=MatchParams)
 
 
-def board_intervals(counts: PairCounts, ratings: np.ndarray, prior: np.ndarray, setup: Setup,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The board's 95% intervals for these counts: the one place the simulation computes them."""
-    n = counts.n_items
-    boot = bootstrap_bradley_terry(n, counts, prior, BTParams(prior_weight=setup.board.prior_weight),
-                                   rounds=setup.rounds, rng=rng, initial=ratings)  # fmt: skip
-    return boot.interval(setup.board.ci_level)
-
-
 def run_arena(setup: Setup, sampler: str, seed: int) -> dict:
     """One seed of the main comparison: every model present from the first vote."""
-    arena = SimArena(setup, sampler, seed, board_intervals)
-    steps, rho, widths, covered, shown, settled_at = [], [], {}, 0, 0, None
+    arena = SimArena(setup, sampler, seed)
+    steps, rho, widths, widest, covered, shown, settled_at = [], [], {}, {}, 0, 0, None
     while arena.t < setup.votes:
         arena.refit()
         t = arena.t
@@ -99,12 +87,13 @@ def run_arena(setup: Setup, sampler: str, seed: int) -> dict:
             steps.append(t)
             rho.append(spearman(arena.ratings, arena.truth.ratings))
         if t in setup.report_at:
-            low, high = arena.intervals()
+            low, high = arena.low, arena.high
             widths[str(t)] = float(np.mean(high - low))
+            widest[str(t)] = float(np.max(high - low))
             covered += int(np.sum((low <= arena.truth.ratings) & (arena.truth.ratings <= high)))
             shown += setup.models
-        if settled_at is None and t > 0 and t % setup.check_every == 0:
-            settled_at = t if arena.settled(range(setup.models)) else None
+        if settled_at is None and t > 0 and arena.settled(range(setup.models)):
+            settled_at = t
         arena.play(min(setup.match.refit_votes, setup.votes - t))
     arena.refit()
     steps.append(arena.t)
@@ -116,6 +105,7 @@ def run_arena(setup: Setup, sampler: str, seed: int) -> dict:
         "votes_to_spearman_98": first_sustained(rho, 0.98, steps),
         "votes_to_ci_50": settled_at,
         "mean_ci_width": widths,
+        "max_ci_width": widest,
         "covered": covered,
         "intervals": shown,
         "min_battles_share": low_share,
@@ -128,7 +118,7 @@ def run_arena(setup: Setup, sampler: str, seed: int) -> dict:
 def run_newcomer(setup: Setup, sampler: str, seed: int) -> dict:
     """One seed of the newcomer run: a model picked by the seed joins after ``join`` votes."""
     newcomer = int(np.random.default_rng([seed, 4]).integers(setup.models))
-    arena = SimArena(setup, sampler, seed, board_intervals, absent={newcomer})
+    arena = SimArena(setup, sampler, seed, absent={newcomer})
     join, settled_at = setup.join, None
     while arena.t < setup.votes and settled_at is None:
         if arena.t == join:
@@ -169,10 +159,8 @@ def summarise(per_seed: list[dict]) -> dict:
         reached = [r[key] for r in per_seed if r.get(key) is not None]
         out[key] = float(np.mean(reached)) if reached else None
         out[f"{key}_missed"] = len(per_seed) - len(reached)
-    out["mean_ci_width"] = {
-        k: float(np.mean([r["mean_ci_width"][k] for r in per_seed]))
-        for k in per_seed[0]["mean_ci_width"]
-    }
+    for key in ("mean_ci_width", "max_ci_width"):
+        out[key] = {k: float(np.mean([r[key][k] for r in per_seed])) for k in per_seed[0][key]}
     shown = sum(r["intervals"] for r in per_seed)
     out["ci_coverage"] = sum(r["covered"] for r in per_seed) / shown if shown else None
     for key, worst in (("min_battles_share", np.min), ("min_battles", np.min),
@@ -189,11 +177,27 @@ def savings(uniform: dict, matched: dict) -> dict:
             for k in _SAVED}  # fmt: skip
 
 
-def simulate(setup: Setup, seeds) -> dict:
-    """Both samplers on the same seeds: ``{"uniform": {...}, "matchmaking": {...}}``."""
+def run_seed(setup: Setup, sampler: str, seed: int) -> dict:
+    """Both runs of one seed under one sampler (the unit of work of ``simulate``)."""
+    return run_arena(setup, sampler, seed) | run_newcomer(setup, sampler, seed)
+
+
+def simulate(setup: Setup, seeds, jobs: int = 1) -> dict:
+    """Both samplers on the same seeds: ``{"uniform": {...}, "matchmaking": {...}}``.
+
+    ``jobs`` > 1 runs the seeds in that many processes; every run is seeded by
+    its own seed alone, so the result does not depend on ``jobs``.
+    """
+    seeds = list(seeds)
+    tasks = [(setup, sampler, s) for sampler in SAMPLERS for s in seeds]
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            runs = list(pool.map(run_seed, *zip(*tasks, strict=True)))
+    else:
+        runs = [run_seed(*task) for task in tasks]
     result = {}
-    for sampler in SAMPLERS:
-        per_seed = [run_arena(setup, sampler, s) | run_newcomer(setup, sampler, s) for s in seeds]
+    for k, sampler in enumerate(SAMPLERS):
+        per_seed = runs[k * len(seeds) : (k + 1) * len(seeds)]
         result[sampler] = summarise(per_seed) | {"setup": _describe(setup)}
     result["matchmaking"]["savings"] = savings(result["uniform"], result["matchmaking"])
     return result
@@ -214,20 +218,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--mm-draw-rate", type=float, default=d.draw_rate, help="chance two equals draw")
     add("--mm-votes", type=int, default=d.votes, help="votes per run")
     add("--mm-refit", type=int, default=d.match.refit_votes, help="votes between refits")
-    add("--mm-rounds", type=int, default=d.rounds, help="bootstrap rounds of the intervals")
     add("--mm-join", type=int, default=d.join, help="votes before the newcomer joins")
     add("--mm-drift", type=float, default=d.drift, help="drift of the truth, points per 1000 votes")
     add("--mm-report-at", type=int, nargs="+", default=list(d.report_at), metavar="N",
         help="votes after which interval widths and coverage are measured")  # fmt: skip
+    add("--mm-jobs", type=int, default=1, help="processes to run the seeds in")
 
 
 def run(args) -> dict:
     base = Setup()
     setup = replace(base, models=args.mm_models, spread=args.mm_spread, draw_rate=args.mm_draw_rate,
-                    votes=args.mm_votes, rounds=args.mm_rounds, join=args.mm_join,
+                    votes=args.mm_votes, join=args.mm_join,
                     drift=args.mm_drift, report_at=tuple(args.mm_report_at),
                     match=replace(base.match, refit_votes=args.mm_refit))  # fmt: skip
-    return simulate(setup, range(args.seed, args.seed + (args.seeds or 20)))
+    seeds = range(args.seed, args.seed + (args.seeds or DEFAULT_SEEDS))
+    return simulate(setup, seeds, jobs=args.mm_jobs)
 
 
 def format_table(result: dict) -> str:
@@ -238,9 +243,9 @@ def format_table(result: dict) -> str:
         s = m["savings"][key]
         rows.append(f"| {key} | {_num(u, key)} | {_num(m, key)} | "
                     f"{'' if s is None else f'{100 * s:.0f}%'} | {TARGETS[key]} |")  # fmt: skip
-    for k in u["mean_ci_width"]:
-        rows.append(f"| mean_ci_width after {k} votes | {u['mean_ci_width'][k]:.1f} | "
-                    f"{m['mean_ci_width'][k]:.1f} |  |  |")  # fmt: skip
+    for key in ("mean_ci_width", "max_ci_width"):
+        for k in u[key]:
+            rows.append(f"| {key} after {k} votes | {u[key][k]:.1f} | {m[key][k]:.1f} |  |  |")
     for key, digits in (("ci_coverage", 3), ("min_battles_share", 2), ("max_battles_share", 2),
                         ("min_battles", 0), ("max_battles", 0), ("votes_newcomer_10", 1),
                         ("votes_newcomer_established", 0)):  # fmt: skip

@@ -9,10 +9,12 @@ before it expires.
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -36,6 +38,10 @@ class Battle:
     battle_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     delivered: bool = False
     voted: bool = False
+    #: Clock time the outputs were handed to the visitor.
+    delivered_at: float | None = None
+    #: Seconds after delivery before a vote is taken (the listening gate; 0: none).
+    listen_seconds: float = 0.0
 
 
 class BattleBook:
@@ -44,7 +50,9 @@ class BattleBook:
     def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic):
         self.ttl = ttl
         self._clock = clock
-        self._open: dict[str, Battle] = {}
+        # Insertion order is creation order (the clock never runs back), so expired
+        # battles are always at the front: dropping them costs O(1) per battle.
+        self._open: OrderedDict[str, Battle] = OrderedDict()
         self._lock = threading.Lock()
 
     def open(self, **fields) -> tuple[str, Battle]:
@@ -57,12 +65,16 @@ class BattleBook:
             self._open[handle] = battle
         return handle, battle
 
-    def delivered(self, handle: str) -> None:
-        """Both outputs reached the visitor: the battle may now take a vote."""
+    def delivered(self, handle: str, listen_seconds: float = 0.0) -> None:
+        """Both outputs reached the visitor: the battle may take a vote once
+        ``listen_seconds`` more have passed (the server's own listening gate: the
+        browser's "played to the end" is the visitor's to fake)."""
         with self._lock:
             battle = self._open.get(handle)
             if battle is not None:
                 battle.delivered = True
+                battle.delivered_at = self._clock()
+                battle.listen_seconds = max(0.0, float(listen_seconds))
 
     def close_for_vote(self, handle: str | None) -> Battle:
         """Mark the battle voted and return it, or refuse with a reason the visitor can read.
@@ -81,6 +93,11 @@ class BattleBook:
                 raise BattleError("You already voted on this battle. Start a new battle.")
             if not battle.delivered:
                 raise BattleError("Both outputs must arrive before you vote.")
+            left = battle.delivered_at + battle.listen_seconds - self._clock()
+            if left > 0:
+                raise BattleError(
+                    f"Listen to both clips before you vote ({math.ceil(left)} s left)."
+                )
             battle.voted = True
             return battle
 
@@ -96,6 +113,8 @@ class BattleBook:
             return len(self._open)
 
     def _drop_expired(self, now: float) -> None:
-        expired = [h for h, b in self._open.items() if now - b.created > self.ttl]
-        for handle in expired:
+        while self._open:
+            handle, battle = next(iter(self._open.items()))
+            if now - battle.created <= self.ttl:
+                return
             del self._open[handle]

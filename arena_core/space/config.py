@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena_core.integrity.identity import IdentityRule
+
 log = logging.getLogger(__name__)
 
 
@@ -41,6 +43,9 @@ class Settings:
     max_prompt_chars: int = 500
     #: ARENA_CACHE_MB: size bound of the output cache.
     cache_mb: int = 1024
+    #: ARENA_CACHE_MEMORY_MB: outputs, and clips shaped for delivery, kept in memory too
+    #: (each of the two caches up to this much), so set-prompt battles read no file.
+    cache_memory_mb: int = 256
     #: ARENA_DATASET_REPO and HF_TOKEN: the Hub dataset the votes sync to (empty: local only).
     dataset_repo: str = ""
     hf_token: str = ""
@@ -50,6 +55,28 @@ class Settings:
     dataset_license: str = "cc-by-4.0"
     #: SPACE_ID: set by Hugging Face Spaces; enables the login button.
     space_id: str = ""
+    #: ARENA_LISTEN_SHARE: the listening gate. A vote on an audio battle is refused until
+    #: this share of the two clips' total duration has passed since delivery. 0.5 admits
+    #: a visitor who plays both at double speed (the player offers it), or side by side.
+    listen_share: float = 0.5
+    #: ARENA_MONITORING: serve Gradio's /monitoring page (function names, success rates).
+    monitoring: bool = False
+    #: GRADIO_ANALYTICS_ENABLED: Gradio's usage reports (off unless the operator asks).
+    analytics: bool = False
+    #: ARENA_TEMP_MB: size bound of Gradio's folder of served files (audio of battles).
+    temp_mb: int = 512
+    #: ARENA_AUDIO_RATE: the one sample rate (Hz) every clip of a speech battle is delivered at.
+    audio_rate: int = 24_000
+    #: ARENA_LOUDNESS: ITU-R BS.1770 loudness (LUFS) every clip is normalised to.
+    loudness: float = -23.0
+    #: ARENA_WARMUP: pre-generate the speech arenas' set prompts at start-up ("0" turns it off).
+    warmup: bool = True
+    #: ARENA_TRUSTED_PROXIES: proxies in front of the app that append the client address to
+    #: X-Forwarded-For; the voter address is that many entries from the right (0: the socket
+    #: peer). Default 1 on a Space (SPACE_ID set), 0 elsewhere.
+    trusted_proxies: int = 0
+    #: ARENA_REQUIRE_LOGIN: refuse votes from visitors not signed in with Hugging Face.
+    require_login: bool = False
 
     @property
     def votes_dir(self) -> Path:
@@ -59,13 +86,29 @@ class Settings:
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
 
+    @property
+    def shaped_dir(self) -> Path:
+        """Clips shaped for blind delivery (``arena_core.space.blinding``), cached like outputs."""
+        return self.data_dir / "shaped"
+
+    @property
+    def identity(self) -> IdentityRule:
+        """How voters are identified (see ``arena_core.integrity.identity``)."""
+        return IdentityRule(trusted_proxies=self.trusted_proxies, require_login=self.require_login)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
         """Build settings from ``env``; a malformed number raises :class:`ConfigError`."""
         salt = env.get("ARENA_VOTER_SALT", "")
         if not salt:
             salt = secrets.token_hex(16)
-            log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart")
+            log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart, so "
+                        "the rate limit and the anomalous-voter test start afresh each time")  # fmt: skip
+        space_id = env.get("SPACE_ID", "")
+        require_login = _switch(env, "ARENA_REQUIRE_LOGIN", cls.require_login)
+        if require_login and not space_id:
+            raise ConfigError("ARENA_REQUIRE_LOGIN needs Hugging Face sign-in, which only a Space "
+                              "offers (SPACE_ID is not set): every vote would be refused")  # fmt: skip
         return cls(
             registry=Path(env.get("ARENA_REGISTRY", cls.registry)),
             data_dir=Path(env.get("ARENA_DATA_DIR", cls.data_dir)),
@@ -76,15 +119,25 @@ class Settings:
             timeout=_number(env, "ARENA_TIMEOUT", cls.timeout, float),
             max_prompt_chars=_number(env, "ARENA_MAX_PROMPT_CHARS", cls.max_prompt_chars, int),
             cache_mb=_number(env, "ARENA_CACHE_MB", cls.cache_mb, int),
+            cache_memory_mb=_count(env, "ARENA_CACHE_MEMORY_MB", cls.cache_memory_mb),
             dataset_repo=env.get("ARENA_DATASET_REPO", ""),
             hf_token=env.get("HF_TOKEN", ""),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
             dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
-            space_id=env.get("SPACE_ID", ""),
+            space_id=space_id,
+            trusted_proxies=_count(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
+            require_login=require_login,
+            listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share, float, zero=True),
+            monitoring=_switch(env, "ARENA_MONITORING", cls.monitoring),
+            analytics=_switch(env, "GRADIO_ANALYTICS_ENABLED", cls.analytics),
+            temp_mb=_number(env, "ARENA_TEMP_MB", cls.temp_mb, int),
+            audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate, int),
+            loudness=_loudness(env, "ARENA_LOUDNESS", cls.loudness),
+            warmup=_switch(env, "ARENA_WARMUP", cls.warmup),
         )
 
 
-def _number(env: Mapping[str, str], name: str, default, kind):
+def _number(env: Mapping[str, str], name: str, default, kind, *, zero: bool = False):
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -92,6 +145,42 @@ def _number(env: Mapping[str, str], name: str, default, kind):
         value = kind(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    if not (value >= 0 if zero else value > 0):  # NaN compares false: refused too
+        raise ConfigError(f"{name} must be {'>= 0' if zero else 'positive'}, got {raw!r}")
     return value
+
+
+def _loudness(env: Mapping[str, str], name: str, default: float) -> float:
+    """A loudness in LUFS: negative, unlike the other numbers, and with room for the peaks
+    (12 dB of headroom under -1 dBFS, see ``arena_core.space.blinding``)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+    if not -40.0 <= value <= -14.0:
+        raise ConfigError(f"{name} must be within -40..-14 LUFS, got {raw!r}")
+    return value
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not one of 1/0, true/false, yes/no, on/off")
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number >= 0 (``_number`` refuses 0, which is meaningful here)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.strip().isascii() and raw.strip().isdigit()):
+        raise ConfigError(f"{name} must be a whole number >= 0, got {raw!r}")
+    return int(raw)

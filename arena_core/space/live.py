@@ -1,42 +1,73 @@
 """Live ratings of one arena: replayed once at start-up, then updated vote by vote.
 
 Each board (the whole arena, and one per prompt category) keeps a sequential
-Elo state and the pair counts. A vote costs one Elo step and a count update;
-the Bradley-Terry fit and its bootstrap run when a board is next looked at,
-on a snapshot taken under the lock, and are cached until the next vote. The
-log is never re-read per vote.
+Elo state, the pair counts, and the counted votes themselves (model indices,
+outcome, time: 19 bytes a vote) for boards over a time window or with time
+decay. A vote costs one Elo step, a count update and an append; the
+Bradley-Terry fit and its intervals run when a board is next looked at, on a
+snapshot taken under the lock, and are cached until the next vote. The log is
+never re-read per vote.
 
-Start-up uses :func:`arena_core.leaderboard.select_votes`, the same selection
-as the researchers' CLI, and every later vote takes the same path as a replay
-(flagged votes and unknown models left out), so the Space's board equals
-``python -m arena_core leaderboard --registry ...`` on its published log.
+Start-up uses :func:`arena_core.selection.select_votes`, the same selection as
+the researchers' CLI; every later vote takes the same path as a replay (flagged
+votes and unknown models left out), and windowed or decayed boards are built
+by :class:`~arena_core.selection.Selection` like the CLI's, so the Space's board
+equals ``python -m arena_core leaderboard --registry ...`` on its published log.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from arena_core.leaderboard import (
-    Board,
-    BoardParams,
-    Entrant,
-    compute_board,
-    format_us,
-    select_votes,
-)
-from arena_core.ratings.counts import OUTCOME_NAMES, PairCounts
+from arena_core.leaderboard import Board, BoardParams, make_board, standings
+from arena_core.ratings.counts import OUTCOME_NAMES, PairCounts, count_pairs
 from arena_core.ratings.elo import EloState, EloStep
 from arena_core.registry import Arena
+from arena_core.selection import Entrant, Selection, select_votes
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.reasons import FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import Vote, parse_ts
+from arena_core.window import ALL_TIME, Window
 
 #: Outcome code of each vote string.
 OUTCOME = {name: code for code, name in enumerate(OUTCOME_NAMES)}
+#: Votes of room a history starts with; it doubles when full.
+_START_CAPACITY = 1024
+
+
+class _History:
+    """The counted votes of one board, in the order they were applied (a growable array)."""
+
+    def __init__(self, a=(), b=(), outcome=(), ts_us=()):
+        n = len(a)
+        size = max(_START_CAPACITY, 2 * n)
+        self.a, self.b = np.zeros(size, np.int32), np.zeros(size, np.int32)
+        self.outcome, self.ts_us = np.zeros(size, np.int8), np.zeros(size, np.int64)
+        self.a[:n], self.b[:n], self.outcome[:n], self.ts_us[:n] = a, b, outcome, ts_us
+        self.n = n
+
+    def append(self, a: int, b: int, outcome: int, ts_us: int) -> None:
+        if self.n == len(self.a):
+            for name in ("a", "b", "outcome", "ts_us"):
+                old = getattr(self, name)
+                grown = np.zeros(2 * len(old), old.dtype)
+                grown[: self.n] = old
+                setattr(self, name, grown)
+        k = self.n
+        self.a[k], self.b[k], self.outcome[k], self.ts_us[k] = a, b, outcome, ts_us
+        self.n += 1
+
+    def selection(self, entrants: list[Entrant], window: Window) -> Selection:
+        """A copy of the votes in ``window``, as the CLI's selection of the same log holds them."""
+        n = self.n
+        keep = window.mask(self.ts_us[:n])
+        return Selection(entrants, self.a[:n][keep], self.b[:n][keep], self.outcome[:n][keep],
+                         self.ts_us[:n][keep], Counter(), window)  # fmt: skip
 
 
 @dataclass
@@ -45,11 +76,13 @@ class _Track:
 
     elo: EloState
     counts: PairCounts
+    history: _History
     used: int = 0
     last_ts_us: int | None = None
     skipped: Counter = field(default_factory=Counter)
     version: int = 0
-    cached: tuple[int, Board] | None = None
+    #: Boards computed at (version, (window, availability, skipped)).
+    cached: dict = field(default_factory=dict)
 
 
 class LiveArena:
@@ -66,7 +99,7 @@ class LiveArena:
     def _empty(self) -> _Track:
         n = len(self.entrants)
         prior = [e.prior_rating for e in self.entrants]
-        return _Track(EloState.start(n, prior, self.params.elo), PairCounts.zeros(n))
+        return _Track(EloState.start(n, prior, self.params.elo), PairCounts.zeros(n), _History())
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -79,9 +112,9 @@ class LiveArena:
             sel = select_votes(votes, self.arena.id, category=category, entrants=self.entrants,
                                params=self.params)  # fmt: skip
             elo, counts = sel.replay(self.params)
-            track = _Track(elo=elo, counts=counts, used=len(sel.a), last_ts_us=sel.last_ts_us,
-                           skipped=sel.skipped)  # fmt: skip
-            tracks[category] = track
+            tracks[category] = _Track(elo=elo, counts=counts, used=len(sel.a),
+                                      history=_History(sel.a, sel.b, sel.outcome, sel.ts_us),
+                                      last_ts_us=sel.last_ts_us, skipped=sel.skipped)  # fmt: skip
         with self._lock:
             self._tracks = tracks
         return tracks[None].used
@@ -98,6 +131,7 @@ class LiveArena:
         if vote.flags and not self.params.include_flagged:
             reason = FLAGGED
         ts_us = parse_ts(vote.ts)
+        outcome = OUTCOME[vote.vote]
         with self._lock:
             tracks = [self._tracks[None]]
             if vote.category is not None and vote.category in self._tracks:
@@ -108,8 +142,9 @@ class LiveArena:
                 return None
             steps = []
             for track in tracks:
-                steps.append(track.elo.step(a, b, OUTCOME[vote.vote]))
-                track.counts.add(a, b, OUTCOME[vote.vote])
+                steps.append(track.elo.step(a, b, outcome))
+                track.counts.add(a, b, outcome)
+                track.history.append(a, b, outcome, ts_us)
                 track.used += 1
                 track.last_ts_us = ts_us
                 track.version += 1
@@ -120,28 +155,45 @@ class LiveArena:
         with self._lock:
             return self._tracks[None].counts.battles()
 
-    def pair_counts(self, category: str | None = None) -> PairCounts:
+    def pair_counts(self, category: str | None = None, window: Window = ALL_TIME) -> PairCounts:
         """A copy of a board's pair counts (for the win-rate and battle-count charts)."""
         with self._lock:
-            return self._tracks[category].counts.copy()
+            track = self._tracks[category]
+            if window.all_time:
+                return track.counts.copy()
+            sel = track.history.selection(self.entrants, window)
+        return count_pairs(len(self.entrants), sel.a, sel.b, sel.outcome)
 
-    def board(self, category: str | None = None, skipped: Counter | None = None) -> Board:
-        """The board, recomputed only if a vote arrived since it was last asked for."""
+    def board(self, category: str | None = None, skipped: Counter | None = None, *,
+              window: Window = ALL_TIME, available: Mapping[str, bool] | None = None) -> Board:  # fmt: skip
+        """The board, recomputed only if a vote arrived since it was last asked for.
+
+        ``window`` limits it to votes of a time window; ``available`` marks the
+        models that can run here (see :func:`~arena_core.leaderboard.standings`).
+        """
+        key = (window, tuple(sorted((available or {}).items())),
+               tuple(sorted((skipped or {}).items())))  # fmt: skip
         with self._lock:
             track = self._tracks[category]
-            if track.cached and track.cached[0] == track.version:
-                return track.cached[1]
-            version = track.version
-            elo = EloState(list(track.elo.ratings), list(track.elo.battles), track.elo.params)
-            counts, used, last = track.counts.copy(), track.used, track.last_ts_us
-            dropped = Counter(track.skipped)
-        rows = compute_board(self.entrants, elo, counts, self.params)
-        board = Board(
-            arena=self.arena.id, category=category, method=self.params.method, rows=tuple(rows),
-            votes_used=used, skipped=dict(Counter(skipped or {}) + dropped),
-            last_vote=format_us(last),
-        )  # fmt: skip
+            version, dropped = track.version, Counter(track.skipped)
+            if (version, key) in track.cached:
+                return track.cached[version, key]
+            sel = None
+            if not window.all_time or self.params.half_life_days is not None:
+                sel = track.history.selection(self.entrants, window)
+            if window.all_time:
+                elo = EloState(list(track.elo.ratings), list(track.elo.battles), track.elo.params)
+                counts, used, last = track.counts.copy(), track.used, track.last_ts_us
+        if not window.all_time:
+            (elo, counts), used, last = sel.replay(self.params), len(sel.a), sel.last_ts_us
+        fit_counts = sel.fit_counts(self.params) if sel is not None else None
+        result = standings(self.entrants, elo, counts, self.params, fit_counts=fit_counts,
+                           available=available)  # fmt: skip
+        board = make_board(self.arena.id, category, self.params, result, votes_used=used,
+                           skipped=Counter(skipped or {}) + dropped, last_ts_us=last,
+                           window=window)  # fmt: skip
         with self._lock:
             if self._tracks.get(category) is track and track.version == version:
-                track.cached = (version, board)
+                track.cached = {k: v for k, v in track.cached.items() if k[0] == version}
+                track.cached[version, key] = board
         return board

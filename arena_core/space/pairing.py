@@ -6,8 +6,8 @@ keeps those current for the Space:
 
 * battle counts are read from :class:`~arena_core.space.live.LiveArena` at each
   draw, so they include the last vote;
-* the fit (the board's own Bradley-Terry point estimate on the same counts,
-  with the inverse Fisher information as its uncertainty) is refreshed in a
+* the fit (the board's own posterior on the same counts, with the inverse
+  Fisher information for the covariance of the pairs) is refreshed in a
   background thread once ``refit_votes`` votes arrived since the last one:
   a draw never waits for a fit, and nothing here runs under the vote lock
   (reading the counts takes the live arena's lock only to copy them);
@@ -31,10 +31,8 @@ from arena_core.matchmaking import (
     Rules,
     Snapshot,
     draw_pair,
-    fisher_covariance,
-    snapshot,
+    fit_snapshot,
 )
-from arena_core.ratings.bt import BTParams, bradley_terry
 from arena_core.registry import Arena
 from arena_core.space.live import LiveArena
 
@@ -116,12 +114,8 @@ class Pairing:
     def refresh(self) -> Snapshot:
         """Refit on the current counts and publish the new snapshot (runs in the caller)."""
         counts = self.live.pair_counts()
-        n = counts.n_items
-        weight = self.live.params.prior_weight
-        ratings = bradley_terry(n, counts, self._prior, BTParams(prior_weight=weight))
-        battles = counts.battles()
-        cov = fisher_covariance(ratings, battles, self._prior, weight)
-        snap = snapshot(ratings, cov, battles, self.params)
+        _, snap = fit_snapshot(counts, self._prior, prior_weight=self.live.params.prior_weight,
+                               params=self.params)  # fmt: skip
         with self._lock:
             self._snap, self._fitted_votes = snap, counts.total()
         return snap

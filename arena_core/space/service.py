@@ -18,21 +18,29 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
+import pyarrow as pa
 
 from arena_core.backends import BackendError, ModelPool, Output
+from arena_core.integrity.anomaly import ANOMALOUS_FLAG, detection_of
+from arena_core.integrity.detector import AnomalyDetector
+from arena_core.integrity.limiter import RateLimiter
 from arena_core.leaderboard import Board, BoardParams
 from arena_core.matchmaking import NoPairError
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.blinding import Blinder
 from arena_core.space.live import LiveArena
+from arena_core.space.pacing import Pacer
 from arena_core.space.pairing import Pairing
-from arena_core.space.voters import RateLimiter
+from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import VOTES, Vote
+from arena_core.window import ALL_TIME, Window
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +50,15 @@ MAX_DRAWS = 4
 RATE_LIMITED = "rate_limited"
 #: Characters allowed from Unicode's "format" class: joiners some scripts need.
 _KEPT_FORMAT = {"\u200c", "\u200d"}
+
+
+#: Why a vote was not counted (None: it will be, once the ratings are loaded).
+_NOT_COUNTED = {
+    RATE_LIMITED: "This vote was over the rate limit: it is kept but not counted.",
+    ANOMALOUS_FLAG: "Votes from this voter differ too much from everyone else's on the same "
+    "pairs: they are kept but not counted.",
+    None: "Ratings are still loading; your vote is saved and will count.",
+}
 
 
 class ArenaError(ValueError):
@@ -59,6 +76,9 @@ class BattleView:
     category: str | None
     output_a: Output
     output_b: Output
+    #: Seconds the caller must still wait before handing the outputs over (the typed-prompt
+    #: hold of ``pacing``): the app awaits it without holding a thread.
+    hold: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,8 @@ class Reveal:
     b: Side
     counted: bool
     note: str = ""
+    #: The logged vote's id: a visitor (or a load test) can find it in the public dataset.
+    vote_id: str | None = None
 
 
 @dataclass
@@ -93,19 +115,28 @@ class LoadProgress:
 
 
 def clean_prompt(text: str, max_chars: int) -> str:
-    """A typed prompt made safe: controls removed, whitespace collapsed, length bounded."""
+    """A typed prompt made safe: controls removed, whitespace collapsed, length bounded.
+
+    Removed: control characters, invisible format characters (but the joiners some
+    scripts need), and lone surrogates, which are not text at all (``"Hello \\ud800"``
+    cannot be encoded, and crashed every later step). A prompt must keep at least
+    one letter or digit: a joiner, punctuation or an emoji alone is nothing a model
+    can be compared on, and only made engines fail.
+    """
     kept = []
     for ch in text:
         kind = unicodedata.category(ch)
         if kind == "Cc" or ch in "\u2028\u2029":
             kept.append(" " if ch.isspace() else "")
-        elif kind != "Cf" or ch in _KEPT_FORMAT:
+        elif kind not in ("Cf", "Cs") or ch in _KEPT_FORMAT:
             kept.append(ch)
     cleaned = " ".join("".join(kept).split())
     if not cleaned:
         raise ArenaError("The prompt is empty once control characters and spaces are removed.")
     if len(cleaned) > max_chars:
         raise ArenaError(f"The prompt is {len(cleaned)} characters long; the limit is {max_chars}.")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        raise ArenaError("The prompt needs at least one letter or digit.")
     return cleaned
 
 
@@ -123,43 +154,64 @@ class ArenaService:
         of local votes are dropped by ``vote_id``.
     sync : HubSync, optional
         The Hub sync, for its status.
-    battle_ttl, rate_limit, rate_window, max_prompt_chars : settings (see ``config.Settings``)
+    battle_ttl, rate_limit, rate_window, max_prompt_chars, listen_share : settings
+        (see ``config.Settings``)
     params : BoardParams
         Board settings; the defaults are the CLI's, so both print the same boards.
+    blinder, pacer, warmup : optional
+        Blind delivery of audio outputs, the hold that hides generation time, and
+        the start-up pre-generation (``arena_core.space.blinding``, ``pacing``,
+        ``warmup``); without them outputs leave as the engines made them.
     clock, rng : injected for tests.
+    wall_clock : callable returning the current UTC datetime; ages the log's recent votes
+        when the rate limiter is restored at start-up (injected for tests).
     """
 
     def __init__(self, registry: Registry, pools: dict[str, ModelPool], vote_log: VoteLog, *,
                  replay_sources: list | None = None, sync=None, battle_ttl: float = 1800.0, rate_limit: int = 30, rate_window: float = 600.0,
-                 max_prompt_chars: int = 500, params: BoardParams | None = None,
+                 max_prompt_chars: int = 500, listen_share: float = 0.0,
+                 params: BoardParams | None = None,
+                 blinder: Blinder | None = None, pacer: Pacer | None = None, warmup=None,
                  clock: Callable[[], float] = time.monotonic,
-                 rng: np.random.Generator | None = None):  # fmt: skip
+                 rng: np.random.Generator | None = None,
+                 wall_clock: Callable[[], datetime] | None = None):  # fmt: skip
         self.registry = registry
         self.pools = pools
         self.vote_log = vote_log
         self.replay_sources = list(replay_sources or [])
         self.sync = sync
         self.max_prompt_chars = max_prompt_chars
+        self.listen_share = listen_share
         self.params = params or BoardParams()
         self.live = {a.id: LiveArena(a, self.params) for a in registry.arenas}
         self.pairing = {a.id: Pairing(self.live[a.id], a) for a in registry.arenas}
         self.book = BattleBook(battle_ttl, clock)
         self.limiter = RateLimiter(rate_limit, rate_window, clock)
+        self.detector = AnomalyDetector()
+        self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self.progress = LoadProgress()
         self._rng = rng if rng is not None else np.random.default_rng()
         self._rng_lock = threading.Lock()
         self._pending: list[Vote] = []
+        self._replaying = threading.Lock()  # one replay at a time: load, then any reload
+        self.blinder, self.pacer, self.warmup = blinder, pacer, warmup
 
     # -- start-up ---------------------------------------------------------------------
 
     def load(self) -> LoadProgress:
         """Replay the votes already in the log folder (all shards but this process's own)."""
+        with self._replaying:
+            return self._load()
+
+    def _load(self) -> LoadProgress:
         start = time.perf_counter()
         try:
             own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
             files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
             votes = read_votes(files)
+            self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+            self._restore_limiter(votes)
             if len(votes):
                 self.vote_log.advance_to(int(votes.ts_us.max()))
         except Exception as exc:  # the app must come up, showing what went wrong
@@ -167,17 +219,80 @@ class ArenaService:
             self.progress.error = f"{type(exc).__name__}: {exc}"
             files, used, votes = [], {}, None
         with self.vote_log.lock:  # votes cast during the replay were queued: apply them now
+            rebuild = False
             for vote in self._pending:
+                rebuild |= self.detector.observe(vote) and not vote.flags
                 self.live[vote.arena].apply(vote)
             self._pending.clear()
+            if rebuild:
+                self._rebuild()
             self.progress.files = len(files)
             self.progress.votes_used = used
             self.progress.skipped = Counter(votes.skipped) if votes is not None else Counter()
             self.progress.seconds = time.perf_counter() - start
             self.progress.done = True
-        log.info("replayed %d vote files in %.2f s: used %s, skipped %s", len(files),
-                 self.progress.seconds, used, dict(self.progress.skipped))  # fmt: skip
+        log.info("replayed %d vote files in %.2f s: used %s, skipped %s; anomalous voters: %d",
+                 len(files), self.progress.seconds, used, dict(self.progress.skipped),
+                 len(self.detector.flagged))  # fmt: skip
         return self.progress
+
+    def reload(self) -> LoadProgress | None:
+        """Replay every vote file again, this process's shard included, when votes arrive
+        after start-up (the Hub answered late). None if the start-up replay has not run yet:
+        it will read them.
+
+        Runs under the log's lock (which must be reentrant, as ``HubSync.lock`` is): votes
+        wait meanwhile, so none is counted twice or missed and the live board stays equal
+        to a replay of the files.
+        """
+        with self._replaying:
+            if not self.progress.done:
+                return None
+            start = time.perf_counter()
+            with self.vote_log.lock:
+                files, votes, used = self._rebuild()
+                if len(votes):  # later votes are stamped after the newest one replayed
+                    self.vote_log.advance_to(int(votes.ts_us.max()))
+                self.progress.files, self.progress.votes_used = len(files), used
+                self.progress.error = None
+                self.progress.seconds = time.perf_counter() - start
+        log.info("replayed %d vote files again in %.2f s: used %s", len(files),
+                 self.progress.seconds, used)  # fmt: skip
+        return self.progress
+
+    def _restore_limiter(self, votes: VoteTable) -> None:
+        """Give the rate limiter the votes each voter had counted in the last window."""
+        if "voter" not in votes.table.column_names or not len(votes):
+            return
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        recent = np.flatnonzero(votes.ts_us > now_us - int(self.limiter.window * 1_000_000))
+        rows = votes.table.take(pa.array(recent)).select(["voter", "flags", "voter_kind"])
+        counted = [
+            (row["voter"], (now_us - int(ts)) / 1_000_000)
+            for row, ts in zip(rows.to_pylist(), votes.ts_us[recent], strict=True)
+            if row["voter"] and (row["voter_kind"] or "human") == "human"
+            and RATE_LIMITED not in (row["flags"] or ())
+        ]  # fmt: skip
+        log.info("rate limiter restored with %d recent votes", self.limiter.restore(counted))
+
+    def _rebuild(self) -> tuple[list, VoteTable, dict[str, int]]:
+        """Replay every board, and the anomalous-voter test, from every vote file, this
+        process's shard included; returns the files, the votes and the votes used per arena.
+
+        The caller holds the log's lock: when a voter has just been flagged (their earlier
+        votes leave the ratings, exactly as a replay of the log leaves them out), and when
+        the Hub's votes arrive late (:meth:`reload`).
+        """
+        start = time.perf_counter()
+        files = [p for source in (self.vote_log.folder, *self.replay_sources)
+                 for p, _ in vote_files(source)]  # fmt: skip
+        votes = read_votes(files)
+        self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
+        used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+        self.progress.skipped = Counter(votes.skipped)
+        log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
+                 len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
+        return files, votes, used
 
     def start_loading(self) -> threading.Thread:
         """Replay in the background so visitors can battle while it runs."""
@@ -193,17 +308,25 @@ class ArenaService:
         except KeyError:
             raise ArenaError(f"There is no arena {arena_id!r}.") from None
 
-    def new_battle(self, arena_id: str, prompt: str | None = None) -> BattleView:
+    def new_battle(self, arena_id: str, prompt: str | None = None,
+                   language: str | None = None) -> BattleView:  # fmt: skip
         """Draw two models, generate both outputs concurrently, and open the battle.
 
         ``prompt`` None or empty takes a random prompt of the arena's set; a
         typed prompt equal to one of the set counts as that prompt. A model
         that fails or times out is left out and the pair redrawn: it does not
         lose the battle.
+
+        ``language`` (one of :meth:`languages`, e.g. ``"de"``) is the language of a
+        typed prompt: only models that speak it are drawn, they speak it, and the
+        vote counts on that language's board. Without it a typed prompt has no
+        category, as before; the arena's own prompts carry their own.
         """
+        started = self.pacer.clock() if self.pacer else 0.0
         arena = self.arena(arena_id)
-        text, prompt_id, category = self._prompt(arena, prompt)
+        text, prompt_id, category = self._prompt(arena, prompt, language or None)
         pool, live = self.pools[arena.id], self.live[arena.id]
+        trusted = prompt_id is not None  # failures on typed prompts do not pause models
         failed: set[str] = set()
         for _ in range(MAX_DRAWS):
             candidates = [live.index[m] for m in pool.pairable(category) if m not in failed]
@@ -213,28 +336,62 @@ class ArenaService:
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)
-            outputs = pool.generate_pair(*ids, text, category)
+            outputs = self._prepare(ids, pool.generate_pair(*ids, text, category, trusted=trusted))
             errors = [
                 (m, o) for m, o in zip(ids, outputs, strict=True) if isinstance(o, BackendError)
             ]
             if not errors:
-                return self._open(arena, ids, outputs, text, prompt_id, category)
+                return self._open(arena, ids, outputs, text, prompt_id, category, started)
             for model_id, error in errors:
                 log.warning(
                     "arena %s: %s failed (%s); redrawing the battle", arena.id, model_id, error
                 )
                 failed.add(model_id)
+        if failed and not trusted:
+            raise ArenaError("The models could not answer this prompt. Try other words.")
         raise ArenaError(
             "Not enough models are answering in this arena right now. Try again in a minute."
         )
 
-    def _open(self, arena, ids, outputs, text, prompt_id, category) -> BattleView:
+    def _prepare(self, ids, outputs) -> list:
+        """Each output shaped for blind delivery; a clip that cannot be shaped fails its model."""
+        if self.blinder is None:
+            return list(outputs)
+        prepared = []
+        for model_id, output in zip(ids, outputs, strict=True):
+            try:
+                ok = not isinstance(output, BackendError)
+                prepared.append(self.blinder.prepare(output) if ok else output)
+            except ValueError as exc:
+                prepared.append(BackendError(model_id, f"output cannot be delivered blind: {exc}"))
+        return prepared
+
+    def _open(self, arena, ids, outputs, text, prompt_id, category, started=0.0) -> BattleView:
+        if self.blinder is not None:
+            outputs = self.blinder.deliver(outputs)
+        held = 0.0
+        if self.pacer is not None:  # the answer's timing must not tell which engines ran
+            due = self.pacer.due(started, arena.id, self.pools[arena.id].pairable(category),
+                                 len(text), typed=prompt_id is None)  # fmt: skip
+            held = max(0.0, due - self.pacer.clock())
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
                                    prompt_id=prompt_id, category=category)  # fmt: skip
-        self.book.delivered(handle)
-        return BattleView(handle, arena.id, arena.modality, text, category, *outputs)
+        # Audio must be heard: both clips, at up to double speed or side by side, after
+        # the hold (the visitor gets them only then).
+        heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
+        self.book.delivered(handle, self.listen_share * heard + held if self.listen_share else 0.0)
+        return BattleView(handle, arena.id, arena.modality, text, category, *outputs, hold=held)
 
-    def _prompt(self, arena: Arena, prompt: str | None) -> tuple[str, str | None, str | None]:
+    def languages(self, arena_id: str) -> tuple[str, ...]:
+        """The prompt categories of an arena that are languages its models speak, in
+        first-seen order (the multilingual arena's "en", "de", ...; none for topics)."""
+        pool = self.pools[self.arena(arena_id).id]
+        return tuple(c for c in self.live[arena_id].categories if pool.language_of(c) is not None)
+
+    def _prompt(self, arena: Arena, prompt: str | None,
+                language: str | None = None) -> tuple[str, str | None, str | None]:  # fmt: skip
+        if language is not None and language not in self.languages(arena.id):
+            raise ArenaError(f"Arena {arena.id!r} has no prompts in language {language!r}.")
         if prompt is None or prompt == "":
             with self._rng_lock:
                 chosen = arena.prompts[int(self._rng.integers(len(arena.prompts)))]
@@ -243,7 +400,7 @@ class ArenaService:
         for known in arena.prompts:
             if known.text == text:
                 return known.text, known.id, known.category
-        return text, None, None
+        return text, None, language
 
     # -- votes ------------------------------------------------------------------------
 
@@ -262,11 +419,16 @@ class ArenaService:
         except BattleError as exc:
             raise ArenaError(str(exc)) from None
         flags = () if self.limiter.allow(voter) else (RATE_LIMITED,)
+        pool = self.pools[battle.arena]
+        if self.detector.is_flagged(voter):
+            flags += (ANOMALOUS_FLAG,)
         try:
             vote, step = self.vote_log.append(
                 arena=battle.arena, model_a=battle.model_a, model_b=battle.model_b, vote=choice,
                 battle_id=battle.battle_id, prompt_id=battle.prompt_id, prompt=battle.prompt,
                 category=battle.category, voter=voter, voter_kind="human", flags=flags,
+                model_a_version=pool.model_version(battle.model_a),
+                model_b_version=pool.model_version(battle.model_b),
                 then=self._apply,
             )  # fmt: skip
         except VoteWriteError as exc:
@@ -282,38 +444,54 @@ class ArenaService:
         if not self.progress.done:
             self._pending.append(vote)
             return vote, None
+        if self.detector.observe(vote) and not vote.flags:  # its voter was just flagged
+            self._rebuild()
+            return vote, None
         return vote, self.live[vote.arena].apply(vote)
 
     def _reveal(self, vote: Vote, step: EloStep | None) -> Reveal:
         arena = self.registry.arena(vote.arena)
         a, b = arena.model(vote.model_a), arena.model(vote.model_b)
         if step is None:
-            note = ("This vote was over the rate limit: it is kept but not counted."
-                    if vote.flags else "Ratings are still loading; your vote is saved and will count.")  # fmt: skip
+            if self.detector.is_flagged(vote.voter):
+                note = _NOT_COUNTED[ANOMALOUS_FLAG]
+            else:
+                note = _NOT_COUNTED[RATE_LIMITED if RATE_LIMITED in vote.flags else None]
             return Reveal(vote.vote, Side(a.id, a.name, None, None), Side(b.id, b.name, None, None),
-                          counted=False, note=note)  # fmt: skip
+                          counted=False, note=note, vote_id=vote.vote_id)  # fmt: skip
         return Reveal(
             vote.vote,
             Side(a.id, a.name, step.before_a, step.after_a),
             Side(b.id, b.name, step.before_b, step.after_b),
             counted=True,
+            vote_id=vote.vote_id,
         )
 
     # -- boards -----------------------------------------------------------------------
 
-    def board(self, arena_id: str, category: str | None = None) -> Board:
+    def board(self, arena_id: str, category: str | None = None, *,
+              window: Window = ALL_TIME) -> Board:  # fmt: skip
+        """The live board of an arena (a category, a time window), with the models that
+        cannot run here marked, and left out when they have no votes."""
         self.arena(arena_id)
         live = self.live[arena_id]
         if category is not None and category not in live.categories:
             raise ArenaError(f"Arena {arena_id!r} has no category {category!r}.")
-        return live.board(category, skipped=self.progress.skipped)
+        pool = self.pools.get(arena_id)
+        available = {m: s.available for m, s in pool.status().items()} if pool else None
+        return live.board(category, skipped=self.progress.skipped, window=window,
+                          available=available)  # fmt: skip
 
     def model_status(self) -> dict[str, str]:
-        """``"<arena>/<model>"``: "available", "paused", or why the model cannot run here."""
+        """``"<arena>/<model>"``: "available", "paused: <why>", or why the model cannot run here."""
         out = {}
         for arena_id, pool in self.pools.items():
             for model_id, status in pool.status().items():
-                out[f"{arena_id}/{model_id}"] = status.state if status.available else status.reason
+                out[f"{arena_id}/{model_id}"] = (
+                    status.reason if not status.available
+                    else f"paused: {status.pause_reason}" if status.state == "paused"
+                    else status.state
+                )  # fmt: skip
         return out
 
     def latency(self, arena_id: str) -> dict[str, float | None]:
@@ -322,6 +500,8 @@ class ArenaService:
         return {m.id: pool.median_latency(m.id) for m in self.arena(arena_id).models}
 
     def close(self) -> None:
+        if self.warmup is not None:
+            self.warmup.stop()
         for pool in self.pools.values():
             pool.close()
         self.vote_log.close()

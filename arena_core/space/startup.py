@@ -11,8 +11,11 @@ from huggingface_hub import HfApi
 from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
 from arena_core.dataset.hub import HubSync
 from arena_core.registry import load_registry
+from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
+from arena_core.space.pacing import Pacer
 from arena_core.space.service import ArenaService
+from arena_core.space.warmup import Warmup
 from arena_core.votes.log import VoteLog, new_shard_name
 
 log = logging.getLogger(__name__)
@@ -26,11 +29,19 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     that cannot run on this machine are listed with their reason and never
     paired. With ``ARENA_DATASET_REPO`` and ``HF_TOKEN`` set, the repo's votes
     are downloaded for the replay and new votes are pushed to it (``hf_api``
-    is injected by tests; the real Hub is used otherwise).
+    is injected by tests; the real Hub is used otherwise). A Hub that does
+    not answer does not stop the start: votes go to the local log, and the
+    download, the merge into the live boards and the pushes follow once it
+    answers. Audio outputs are delivered blind; the set-prompt warm-up is built
+    (``service.warmup``, None with ``ARENA_WARMUP=0``) and started by the caller,
+    like the vote replay.
     """
     registry = load_registry(settings.registry)
     check_registry(registry)
-    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024)
+    log.info("voters are identified by %s", settings.identity.describe())
+    memory = settings.cache_memory_mb * 1024 * 1024
+    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024,
+                        memory_bytes=memory)  # fmt: skip
     pool_settings = PoolSettings(timeout=settings.timeout)
     pools = {
         arena.id: ModelPool.from_arena(arena, env=env, cache=cache, settings=pool_settings)
@@ -40,22 +51,24 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         for model_id, status in pools[arena.id].status().items():
             if not status.available:
                 log.warning("arena %s: %s unavailable: %s", arena.id, model_id, status.reason)
+    start_remote_checks(pools)
     sync, sources, lock, shard = None, [], None, new_shard_name()
     if settings.dataset_repo and (settings.hf_token or hf_api is not None):
         api = hf_api or HfApi(token=settings.hf_token)
         sync = HubSync(settings.dataset_repo, settings.data_dir, hf_api=api, every_minutes=settings.push_minutes,
                        license_id=settings.dataset_license, space_id=settings.space_id)  # fmt: skip
-        sources.append(sync.pull())
-        lock = sync.start_uploads(shard).lock
-        try:
-            sync.publish_card(registry)
-        except Exception as exc:  # the card can wait for the next start; votes cannot
-            log.error("could not update the dataset card: %s", exc)
+        sources.append(sync.hub_votes)
+        lock = sync.lock
     elif settings.dataset_repo:
         log.warning(
             "ARENA_DATASET_REPO is set but HF_TOKEN is not: votes stay in %s", settings.votes_dir
         )
-    return ArenaService(
+    blinder = Blinder(BlindingParams(sample_rate=settings.audio_rate, loudness=settings.loudness),
+                      cache=OutputCache(settings.shaped_dir, max_bytes=settings.cache_mb * 1024 * 1024,
+                                        memory_bytes=memory))  # fmt: skip
+    pacer = Pacer()
+    warmup = Warmup(registry, pools, blinder, pacer) if settings.warmup else None
+    service = ArenaService(
         registry,
         pools,
         VoteLog(settings.votes_dir, lock=lock, shard_name=shard),
@@ -65,4 +78,23 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         rate_limit=settings.rate_limit,
         rate_window=settings.rate_window,
         max_prompt_chars=settings.max_prompt_chars,
+        listen_share=settings.listen_share,
+        blinder=blinder,
+        pacer=pacer,
+        warmup=warmup,
     )
+    if sync is not None:  # a Hub that does not answer yet is retried in the background
+        sync.start(shard, registry=registry, on_download=service.reload)
+    return service
+
+
+def start_remote_checks(pools: Mapping[str, ModelPool]) -> None:
+    """Call each available hosted model once on a short prompt, in the background.
+
+    Until its call succeeds a hosted model is not paired; one that fails is
+    paused with the failure as its reason (shown on the About tab) and checked
+    again when the pause ends, so no battle is spent on a service that is down.
+    """
+    for arena_id, pool in pools.items():
+        for model_id in pool.probe_remote():
+            log.info("arena %s: checking %s before its first battle", arena_id, model_id)

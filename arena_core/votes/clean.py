@@ -8,6 +8,7 @@ table, is what makes the result independent of file order and format.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from arena_core.votes.reasons import (
     BAD_VOTE,
     BAD_VOTER_KIND,
     DUPLICATE,
+    FUTURE_TS,
     MISSING,
     SAME_MODEL,
     VERSION,
@@ -35,6 +37,12 @@ from arena_core.votes.schema import (
     VOTES,
     parse_ts,
 )
+
+#: How far past the reader's clock a vote may be dated (microseconds): the clocks of
+#: replicas writing one dataset disagree by seconds, never by ten minutes. A row beyond
+#: it is forged or broken; kept, it would stamp every later vote after it (the log
+#: never writes a vote earlier than the latest one replayed).
+FUTURE_SLACK_US = 10 * 60 * 1_000_000
 
 #: Columns with few distinct values: dictionary-encoded in tables, and kept as
 #: :class:`Encoded` codes in a :class:`VoteTable`.
@@ -64,15 +72,20 @@ class VoteTable:
         return self.table.column(name)
 
 
-def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None) -> VoteTable:
+def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *,
+          now_us: int | None = None) -> VoteTable:  # fmt: skip
     """Validate, order and deduplicate ``table``; count what is dropped in ``skipped``.
+
+    ``now_us`` is the reader's clock (default: now), for refusing rows from the future.
 
     The rows to keep, in replay order, are worked out as one index; only then
     are the ``columns`` asked for (default: all) copied, once. Columns used only
     for checking (``vote_id``, ``ts``) are never copied when not asked for.
     """
     encoded = _encode(table)
-    ok, ts_us = _validate(table, encoded, skipped)
+    if now_us is None:
+        now_us = time.time_ns() // 1000
+    ok, ts_us = _validate(table, encoded, skipped, now_us + FUTURE_SLACK_US)
     rows = np.flatnonzero(ok)
     ids = table.column("vote_id")
     order = _replay_order(ts_us[rows], ids if ok.all() else ids.take(pa.array(rows)))
@@ -98,7 +111,7 @@ def _encode(table: pa.Table) -> dict[str, Encoded]:
     return out
 
 
-def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter):
+def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter, latest_us: int):
     """Mask of valid rows and their timestamps; the first rule each bad row breaks is counted."""
     n = table.num_rows
     reason = np.zeros(n, dtype=np.int8)
@@ -128,6 +141,7 @@ def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter):
     mark(encoded["model_a"].codes == encoded["model_b"].codes, SAME_MODEL)
     ts_us, good_ts = _parse_timestamps(table.column("ts"), reason == 0)
     mark(~good_ts & (reason == 0), BAD_TS)
+    mark(ts_us > latest_us, FUTURE_TS)
     for code, count in zip(*np.unique(reason[reason > 0], return_counts=True), strict=True):
         skipped[labels[code - 1]] += int(count)
     return reason == 0, ts_us

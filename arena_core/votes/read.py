@@ -56,6 +56,7 @@ def read_votes(
     columns: Sequence[str] | None = None,
     fastchat_all: bool = False,
     fastchat_arena: str = fastchat.DEFAULT_ARENA,
+    now_us: int | None = None,
 ) -> VoteTable:
     """Read every vote under ``paths`` (files or folders, format detected).
 
@@ -72,6 +73,10 @@ def read_votes(
         skipped, as FastChat's own leaderboard does).
     fastchat_arena : str
         Arena id given to FastChat battles, which carry none.
+    now_us : int, optional
+        The reader's clock, microseconds since the epoch (default: now). Rows
+        dated later than this plus :data:`~arena_core.votes.clean.FUTURE_SLACK_US`
+        are skipped as ``future_ts``: no server writes them.
     """
     wanted = _wanted_columns(columns)
     files = vote_files(paths)
@@ -92,12 +97,13 @@ def read_votes(
             # Arrow's allocator keeps freed pages for reuse; hand back the parsed
             # columns we just dropped, so peak memory stays near what we keep.
             pa.default_memory_pool().release_unused()
-        except (OSError, pa.ArrowException, ValueError) as exc:
-            log.error("skipping unreadable vote file %s: %s", path, exc)
+        except (OSError, pa.ArrowException, ValueError, RecursionError) as exc:
+            log.error("skipping unreadable vote file %s: %s", path, type(exc).__name__ if
+                      isinstance(exc, RecursionError) else exc)  # fmt: skip
             skipped[UNREADABLE] += 1
     schema = _categorical_schema(wanted)
     table = pa.concat_tables(tables) if tables else schema.empty_table()
-    votes = clean(table, skipped, _asked(columns))
+    votes = clean(table, skipped, _asked(columns), now_us=now_us)
     votes.files = len(files)
     if skipped:
         log.warning("skipped %d vote rows: %s", sum(skipped.values()), dict(skipped))
@@ -189,7 +195,7 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
     # No newline at the end: a crash mid-write, or a hand-edited file.
     try:
         complete = isinstance(json.loads(data[cut:]), dict)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         complete = False
     if complete:
         data += b"\n"
@@ -261,6 +267,13 @@ def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
         except ValueError:
             skipped[INVALID_JSON] += 1
             continue
+        except RecursionError:  # nested deeper than Python's parser goes: Arrow judges it
+            row = _arrow_row(raw)
+            if row is None:
+                skipped[INVALID_JSON] += 1
+            else:
+                rows.append(row)
+            continue
         if not isinstance(obj, dict):
             skipped[NOT_OBJECT] += 1
         elif not all(_utf8(obj.get(name)) for name in _FIELD_TYPES):
@@ -270,6 +283,19 @@ def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
         else:
             skipped[WRONG_TYPE] += 1
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def _arrow_row(raw: bytes) -> dict | None:
+    """One line parsed by Arrow alone (which has no nesting limit), or None if it refuses.
+
+    Arrow's verdict is the fast path's, so a deeply nested line (say, 1,000 levels
+    in an unknown field) is judged the same whichever path reads its file.
+    """
+    try:
+        table = _parse_json(pa.BufferReader(raw + b"\n"), list(_FIELD_TYPES), 1)
+    except pa.ArrowInvalid:
+        return None
+    return table.to_pylist()[0] if table.num_rows == 1 else None
 
 
 def _utf8(value) -> bool:

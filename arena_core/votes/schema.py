@@ -19,10 +19,11 @@ import pyarrow as pa
 
 from arena_core.ratings.counts import OUTCOME_NAMES
 
-#: Version written by this code.
-SCHEMA_VERSION = 1
+#: Version written by this code. Version 2 added ``model_a_version`` and
+#: ``model_b_version``; a version-1 row reads as one whose versions are unknown (null).
+SCHEMA_VERSION = 2
 #: Versions this reader understands; rows of other versions are skipped and counted.
-SUPPORTED_VERSIONS = frozenset({1})
+SUPPORTED_VERSIONS = frozenset({1, 2})
 #: Allowed values of ``vote``, in outcome-code order.
 VOTES = OUTCOME_NAMES
 #: Allowed values of ``voter_kind``.
@@ -52,13 +53,15 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("schema_version", pa.int64(), True, "Version of this record layout; 1."),
+    Field("schema_version", pa.int64(), True, "Version of this record layout; 2 (version 1 rows, without the model versions, are still read)."),
     Field("vote_id", pa.string(), True, "Unique id of the vote (UUID); duplicates are dropped."),
     Field("battle_id", pa.string(), False, "Id of the battle the vote closes (UUID)."),
     Field("ts", pa.string(), True, "When the server recorded the vote, ISO-8601 UTC, e.g. 2026-11-29T17:34:36.123Z."),
     Field("arena", pa.string(), True, "Arena id from the registry."),
     Field("model_a", pa.string(), True, "Model id shown as 'Model A'."),
     Field("model_b", pa.string(), True, "Model id shown as 'Model B'."),
+    Field("model_a_version", pa.string(), False, "Version of model_a as its backend reported it (engine release, API model revision); null when unknown. Since version 2."),
+    Field("model_b_version", pa.string(), False, "Version of model_b, likewise. Since version 2."),
     Field("vote", pa.string(), True, "'a', 'b', 'tie' or 'both_bad'."),
     Field("prompt_id", pa.string(), False, "Id of the prompt in the arena's prompt set; null for a typed prompt."),
     Field("prompt", pa.string(), False, "The prompt text."),
@@ -89,6 +92,8 @@ class Vote:
     model_a: str
     model_b: str
     vote: str
+    model_a_version: str | None = None
+    model_b_version: str | None = None
     battle_id: str | None = None
     prompt_id: str | None = None
     prompt: str | None = None
@@ -114,6 +119,10 @@ class Vote:
             raise VoteError(f"ts {self.ts!r} is not an ISO-8601 timestamp with a zone")
         if not all(isinstance(f, str) and f for f in self.flags):
             raise VoteError("flags must be non-empty strings")
+        for name in ("model_a_version", "model_b_version"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise VoteError(f"{name} must be a non-empty string or None")
 
     def to_dict(self) -> dict:
         """Every field, in contract order."""

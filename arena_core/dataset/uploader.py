@@ -1,0 +1,205 @@
+"""The periodic push of one process's votes to the dataset repo.
+
+:class:`VoteUploader` is a ``huggingface_hub.CommitScheduler`` whose push sends
+the complete lines its shard gained since the last successful push as one new
+Parquet file, ``data/<shard>-<n>.parquet``. A failed push is retried at the next
+tick under the same name with the same and newer lines, so a commit that
+reached the Hub although its answer was lost is overwritten, never doubled.
+
+It is built only once the Hub has answered (``CommitScheduler``'s constructor
+calls ``create_repo``): :class:`~arena_core.dataset.hub.HubSync` decides when.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
+
+from arena_core.votes.parquet import contract_table, parquet_bytes
+from arena_core.votes.read import parse_jsonl, read_votes
+
+log = logging.getLogger(__name__)
+
+#: Repo folder of the vote files.
+DATA_DIR = "data"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class SyncStatus:
+    """What the page shows about the Hub: last successful push, votes waiting, last error.
+
+    ``unreachable_since`` is when the Hub first failed to answer (the start-up
+    download or a push) in the current run of failures; None while it answers.
+    """
+
+    last_push: datetime | None = None
+    pushed_votes: int = 0
+    waiting: int = 0
+    last_error: str | None = None
+    pulled_files: int = 0
+    unreachable_since: datetime | None = None
+
+
+def complete_lines(shard: Path, offset: int) -> tuple[int, bytes] | None:
+    """End offset and bytes of the complete lines of ``shard`` after ``offset``.
+
+    A line without its newline is still being written (or was cut short by a
+    crash): it is left for a later call, when it is whole.
+    """
+    if not shard.exists():  # created at the first vote
+        return None
+    with shard.open("rb") as f:
+        f.seek(offset)
+        data = f.read()
+    cut = data.rfind(b"\n") + 1
+    return (offset + cut, data[:cut]) if cut else None
+
+
+class LineCount:
+    """Complete lines of a growing shard, counted incrementally: each call reads only the
+    bytes written since the last one, so the page can ask often even when hours of votes
+    wait for the Hub."""
+
+    def __init__(self, shard: Path):
+        self.shard = shard
+        self.lines = 0
+        self._inode: int | None = None
+        self._offset = 0
+
+    def update(self) -> int:
+        """The count now. Call under the votes lock."""
+        if not self.shard.exists():
+            return 0
+        inode = self.shard.stat().st_ino
+        if inode != self._inode:  # first sight, or the file was replaced
+            self._inode, self._offset, self.lines = inode, 0, 0
+        new = complete_lines(self.shard, self._offset)
+        if new is not None:
+            self._offset = new[0]
+            self.lines += new[1].count(b"\n")
+        return self.lines
+
+
+class VoteUploader(CommitScheduler):
+    """A CommitScheduler that pushes this process's new lines as a new Parquet file.
+
+    Only this process's shard (``shard_name``) is pushed, so processes sharing a
+    folder never push each other's votes. ``lock`` is the lock the VoteLog holds
+    while it appends; it is in force before the scheduler's thread starts, so no
+    push, not even the first one, reads a line while it is being written.
+    """
+
+    def __init__(self, *, repo_id: str, folder_path: Path, shard_name: str, every: float,
+                 hf_api: HfApi, lock, clock: Callable[[], datetime] = utc_now,
+                 token: str | None = None):  # fmt: skip
+        self.shard_name = shard_name
+        self._votes_lock = lock  # CommitScheduler makes a lock of its own: it is replaced below
+        self._clock = clock
+        self._offset = 0  # bytes of the shard already pushed
+        self._inode: int | None = None  # the shard file those bytes were in
+        self._sequence = 0  # files pushed so far
+        self._pushed_lines = 0  # lines of the shard those bytes held
+        self._lines = LineCount(Path(folder_path) / shard_name)
+        self._adopted: list[pa.Table] = []
+        self.status = SyncStatus()
+        super().__init__(repo_id=repo_id, repo_type="dataset", folder_path=folder_path,
+                         path_in_repo=DATA_DIR, every=every, hf_api=hf_api, token=token)  # fmt: skip
+        self.lock = lock
+
+    def adopt(self, files: list[Path], published_ids: set[str]) -> int:
+        """Queue the votes of earlier local vote files that the Hub does not have yet.
+
+        For a restart on a machine that kept its disk (shards and compacted
+        files of earlier runs). Returns the number of votes queued.
+        """
+        known = pa.array(sorted(published_ids), type=pa.string())
+        with self._votes_lock:
+            queued = 0
+            for path in files:
+                votes = read_votes(path)
+                missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
+                if missing.num_rows:
+                    self._adopted.append(contract_table(missing))
+                    queued += missing.num_rows
+            self.status.waiting = queued + self._count_waiting()
+            return queued
+
+    def push_to_hub(self):
+        """Send the shard's complete new lines; advance only after the commit succeeded."""
+        with self._votes_lock:  # the only time the shard is read: appends wait, uploads do not
+            new, adopted = self._new_lines(), list(self._adopted)
+        operations, votes = self._operations(new, adopted)
+        if not operations:
+            return None
+        try:
+            info = self.api.create_commit(repo_id=self.repo_id, repo_type="dataset", operations=operations,
+                                          commit_message=f"Add {votes} votes")  # fmt: skip
+        except Exception as exc:
+            with self._votes_lock:
+                self.status.last_error = f"{type(exc).__name__}: {exc}"
+                self.status.unreachable_since = self.status.unreachable_since or self._clock()
+            log.error("push of %d votes failed; retrying at the next tick: %s", votes, exc)
+            raise
+        with self._votes_lock:
+            if new is not None:
+                self._offset, self._sequence = new[0], self._sequence + 1
+                self._pushed_lines += new[1].count(b"\n")
+            self._adopted = self._adopted[len(adopted) :]
+            self.status.last_push = self._clock()
+            self.status.pushed_votes += votes
+            self.status.last_error = self.status.unreachable_since = None
+            self.status.waiting = self._count_waiting() + sum(t.num_rows for t in self._adopted)
+        log.info("pushed %d votes to %s", votes, self.repo_id)
+        return info
+
+    def _operations(self, new, adopted) -> tuple[list[CommitOperationAdd], int]:
+        """The files of one push: the shard's new lines, and the adopted votes, if any."""
+        operations, votes = [], 0
+        if new is not None:
+            table = parse_jsonl(new[1], Counter())
+            path = f"{DATA_DIR}/{Path(self.shard_name).stem}-{self._sequence + 1:06d}.parquet"
+            operations.append(
+                CommitOperationAdd(path_in_repo=path, path_or_fileobj=parquet_bytes(table))
+            )
+            votes += table.num_rows
+        if adopted:
+            table = pa.concat_tables(adopted)
+            ids = "\n".join(table.column("vote_id").to_pylist())
+            digest = hashlib.sha256(ids.encode()).hexdigest()[:16]  # same votes, same file name
+            operations.append(CommitOperationAdd(path_in_repo=f"{DATA_DIR}/adopted-{digest}.parquet",
+                                                 path_or_fileobj=parquet_bytes(table)))  # fmt: skip
+            votes += table.num_rows
+        return operations, votes
+
+    def refresh_waiting(self) -> SyncStatus:
+        """Recount the votes written locally but not pushed yet; a copy of the status."""
+        with self._votes_lock:
+            self.status.waiting = self._count_waiting() + sum(t.num_rows for t in self._adopted)
+            return replace(self.status)
+
+    def _new_lines(self) -> tuple[int, bytes] | None:
+        """End offset and bytes of the shard's complete lines not pushed yet. Call under the lock."""
+        shard = self.folder_path / self.shard_name
+        if not shard.exists():
+            return None
+        inode = shard.stat().st_ino
+        if inode != self._inode:  # first sight, or the file was replaced: start from its top
+            self._inode, self._offset, self._pushed_lines = inode, 0, 0
+        return complete_lines(shard, self._offset)
+
+    def _count_waiting(self) -> int:
+        """Lines of the shard not pushed yet, without re-reading what was counted before."""
+        return max(0, self._lines.update() - self._pushed_lines)

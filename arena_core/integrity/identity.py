@@ -1,0 +1,146 @@
+"""Who is voting: an identity the visitor cannot choose, stored only as a salted hash.
+
+A rate limit or an anomaly test is only as good as the identity it counts, so
+the identity comes only from what the client cannot write itself:
+
+* the signed-in Hugging Face user (OAuth on a Space), when there is one;
+* else the client address as the trusted proxies saw it. Behind ``n`` trusted
+  proxies, each appending the address it received the request from to
+  ``X-Forwarded-For``, the client's address is the ``n``-th entry from the
+  right; everything left of it was written by the client and is ignored. With
+  ``n = 0`` the header is ignored and the socket peer is the client.
+
+The address must parse as an IP address (``ipaddress``), so junk such as
+``not-an-ip <script>`` is never an identity; an IPv6 address counts as its /64
+network, since one subscriber holds a whole /64 and could otherwise vote from
+2^64 addresses. A request without a usable identity is refused (see
+:class:`IdentityError` for why refusing beats pooling such votes).
+
+The published log never holds the raw value: a voter is an HMAC of the
+identity under a secret salt, stable while the salt is, unlinkable without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+#: Hex characters kept of the HMAC: 80 bits, ample to tell voters apart.
+VOTER_HASH_CHARS = 20
+#: Header each trusted proxy appends the address of its peer to (lower case, as Starlette keys it).
+FORWARDED_FOR = "x-forwarded-for"
+#: Prefix length an IPv6 client is counted by: the /64 a subscriber is usually given.
+IPV6_PREFIX = 64
+
+
+class IdentityError(ValueError):
+    """A vote whose voter cannot be told; the message is written for the visitor.
+
+    Refused rather than counted as one shared "unknown" voter: a missing or
+    malformed proxy entry means a misconfigured hop count or a request that
+    bypassed the proxy, and pooling such votes would let anyone spend that
+    shared quota (or hide among it) while the operator sees nothing wrong. A
+    refusal writes nothing, tells the visitor what to do, and shows up in the log.
+    """
+
+
+@dataclass(frozen=True)
+class IdentityRule:
+    """How a request's voter is identified (``ARENA_TRUSTED_PROXIES``, ``ARENA_REQUIRE_LOGIN``)."""
+
+    #: Proxies in front of the app that append to X-Forwarded-For; 0 trusts the socket peer.
+    trusted_proxies: int = 0
+    #: Refuse votes from visitors who are not signed in.
+    require_login: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.trusted_proxies, int) or self.trusted_proxies < 0:
+            raise ValueError(
+                f"trusted_proxies must be an integer >= 0, got {self.trusted_proxies!r}"
+            )
+
+    def describe(self) -> str:
+        """One line for the start-up log: which rule is in force."""
+        if self.require_login:
+            return "the signed-in Hugging Face user; votes without sign-in are refused"
+        if self.trusted_proxies == 0:
+            where = "the socket peer address (X-Forwarded-For ignored; ARENA_TRUSTED_PROXIES=0)"
+        else:
+            where = (
+                f"entry {self.trusted_proxies} from the right of X-Forwarded-For "
+                f"(ARENA_TRUSTED_PROXIES={self.trusted_proxies})"
+            )
+        return f"the signed-in Hugging Face user, else the client address: {where}"
+
+
+def forwarded_chain(headers: Mapping[str, str] | None) -> list[str]:
+    """Every X-Forwarded-For entry, left to right, across repeated header lines.
+
+    HTTP folds repeated fields into one comma-separated list in order, so a
+    second header line a client adds cannot push the proxy's entry out of place.
+    """
+    if not headers:
+        return []
+    getlist = getattr(headers, "getlist", None)
+    lines = getlist(FORWARDED_FOR) if getlist else [headers.get(FORWARDED_FOR) or ""]
+    return [entry.strip() for line in lines for entry in line.split(",")]
+
+
+def client_address(rule: IdentityRule, headers: Mapping[str, str] | None,
+                   client_host: str | None) -> str:  # fmt: skip
+    """The client's address under ``rule``, normalised (IPv6 as its /64 network).
+
+    Raises :class:`IdentityError` when the entry the rule points at is missing
+    or is not an IP address.
+    """
+    if rule.trusted_proxies == 0:
+        raw = client_host or ""
+    else:
+        chain = forwarded_chain(headers)
+        if len(chain) < rule.trusted_proxies:
+            log.warning("vote refused: X-Forwarded-For has %d entries, ARENA_TRUSTED_PROXIES=%d",
+                        len(chain), rule.trusted_proxies)  # fmt: skip
+            raise IdentityError(_UNKNOWN)
+        raw = chain[-rule.trusted_proxies]
+    try:
+        address = ipaddress.ip_address(raw)
+    except ValueError:
+        log.warning("vote refused: the client address is not an IP address")  # never the value
+        raise IdentityError(_UNKNOWN) from None
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_PREFIX), strict=False))
+    return str(address)
+
+
+def voter_identity(rule: IdentityRule, *, username: str | None,
+                   headers: Mapping[str, str] | None, client_host: str | None) -> str:  # fmt: skip
+    """The raw identity to hash: ``user:<name>`` when signed in, else ``ip:<address>``.
+
+    Raises :class:`IdentityError` when sign-in is required and missing, or the
+    address cannot be told (see :func:`client_address`).
+    """
+    if username:
+        return f"user:{username}"
+    if rule.require_login:
+        raise IdentityError("Sign in with Hugging Face (button at the top) to vote in this arena.")
+    return f"ip:{client_address(rule, headers, client_host)}"
+
+
+def voter_hash(salt: str, identity: str) -> str:
+    """Salted, keyed hash of an identity; the only form in which a voter is stored."""
+    digest = hmac.new(salt.encode(), identity.encode(), hashlib.sha256).hexdigest()
+    return digest[:VOTER_HASH_CHARS]
+
+
+_UNKNOWN = (
+    "We could not tell where this vote comes from, so it was not recorded. "
+    "Sign in with Hugging Face if the arena offers it, or try again later."
+)

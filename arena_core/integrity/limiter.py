@@ -1,0 +1,83 @@
+"""The per-voter rate limit: at most ``limit`` counted votes in any sliding window.
+
+Only the votes the limiter lets through occupy the window: a vote over the
+limit is still written (flagged ``rate_limited`` and left out of the ratings)
+but does not extend the wait, so the guarantee is exactly "no voter has more
+than ``limit`` counted votes in any ``window`` seconds".
+
+The state is rebuilt at start-up from the log (:meth:`RateLimiter.restore`):
+the votes each voter had counted in the last window, so a restart does not
+hand everyone a fresh quota. That works across restarts only while voter
+hashes are stable, i.e. with ``ARENA_VOTER_SALT`` set; with a random salt
+every voter gets a new hash at each start and the restored state matches no one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+
+
+class RateLimiter:
+    """At most ``limit`` allowed votes per voter in any sliding ``window`` of seconds.
+
+    Thread-safe. A voter idle for a whole window is forgotten (swept at most
+    once per window), so memory stays bounded by the voters of the last two
+    windows.
+    """
+
+    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic):
+        if limit < 1 or window <= 0:
+            raise ValueError("rate limit and window must be positive")
+        self.limit, self.window, self._clock = limit, window, clock
+        self._seen: dict[str, deque] = {}
+        self._lock = threading.Lock()
+        self._swept = clock()
+
+    def allow(self, voter: str) -> bool:
+        """Whether a vote by ``voter`` now counts; if so it takes a place in the window."""
+        now = self._clock()
+        with self._lock:
+            self._sweep(now)
+            times = self._seen.setdefault(voter, deque())
+            while times and times[0] <= now - self.window:
+                times.popleft()
+            if len(times) >= self.limit:
+                return False
+            times.append(now)
+            return True
+
+    def restore(self, counted: Iterable[tuple[str, float]]) -> int:
+        """Re-enter votes counted ``age`` seconds ago, as ``(voter, age)`` pairs.
+
+        Used at start-up with the log's recent votes (those not flagged
+        ``rate_limited``). Ages under 0 (a clock that was ahead) count as now;
+        votes older than the window are ignored. Returns the votes re-entered.
+        """
+        now = self._clock()
+        entered = 0
+        with self._lock:
+            for voter, age in counted:
+                if age >= self.window:
+                    continue
+                self._seen.setdefault(voter, deque()).append(now - max(age, 0.0))
+                entered += 1
+            for voter, times in self._seen.items():  # keep each window in time order
+                if list(times) != sorted(times):
+                    self._seen[voter] = deque(sorted(times))
+        return entered
+
+    def __len__(self) -> int:
+        """Voters currently remembered."""
+        with self._lock:
+            return len(self._seen)
+
+    def _sweep(self, now: float) -> None:
+        if now - self._swept < self.window:
+            return
+        self._swept = now
+        idle = [v for v, t in self._seen.items() if not t or t[-1] <= now - self.window]
+        for voter in idle:
+            del self._seen[voter]

@@ -1,0 +1,40 @@
+"""The page's own script and styles, handed to ``launch()`` (Gradio 6 takes them there).
+
+``arena.js`` is one function Gradio runs at page load: the players' states, one clip
+at a time, "Play A then B", the vote buttons' lock and the keyboard shortcuts.
+``arena.css`` styles the header, the two sides, the gate, the board and focus;
+``frame.css`` the frame around them (page width, phone margins).
+Read when the app launches, never at import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Where the files live, next to this module.
+FOLDER = Path(__file__).resolve().parent / "assets"
+
+
+def script() -> str:
+    """The page-load function (a JavaScript arrow function, as ``launch(js=...)`` wants)."""
+    return (FOLDER / "arena.js").read_text(encoding="utf-8")
+
+
+def styles() -> str:
+    """The page's styles; Gradio scopes them to the app's content (``launch(css=...)``)."""
+    return (FOLDER / "arena.css").read_text(encoding="utf-8")
+
+
+def head() -> str:
+    """Styles of the frame around the app, which scoped CSS cannot reach (``launch(head=...)``)."""
+    return f"<style>{(FOLDER / 'frame.css').read_text(encoding='utf-8')}</style>"
+
+
+def player_hook(side: str, kind: str) -> str:
+    """The ``js=`` of a player's play/pause/stop event: tell the page script."""
+    return f'() => {{ window.arena && window.arena.event("{side}", "{kind}"); }}'
+
+
+#: ``js=`` hooks of the page's own buttons and of a new battle.
+PLAY_BOTH = "() => { window.arena && window.arena.playBoth(); }"
+RESET = "() => { window.arena && window.arena.reset(); }"

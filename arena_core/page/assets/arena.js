@@ -1,0 +1,178 @@
+() => {
+  // The battle's behaviour in the browser: which clip was heard, one clip at a time,
+  // "Play A then B", the vote buttons' lock, and the keyboard shortcuts. Run once by
+  // Gradio at page load (launch(js=...)); the players call arena.event(...) through their
+  // play/pause/stop events' js hooks. The server's listening gate stays the authority:
+  // this only keeps the page honest about what it will accept.
+  const SIDES = ["A", "B"];
+  const VOTE_KEYS = { a: "a", b: "b", t: "tie", x: "both_bad" };
+  const KEY_LABELS = { a: "A", b: "B", tie: "T", both_bad: "X" };
+  // A clip counts as heard once this share of it has played (at any speed): skipping to
+  // the end does not count.
+  const HEARD_SHARE = 0.9;
+  const LABELS = { idle: "not heard yet", playing: "playing…", heard: "heard ✓" };
+  const LOCK = '<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V11a1 1 0 0 1 1-1h1zm2 0h8V8a4 4 0 1 0-8 0v2z"/></svg>';
+  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null };
+
+  const $ = (selector) => document.querySelector(selector);
+  const visible = (el) => !!el && el.offsetParent !== null;
+
+  function media(side) {
+    // The clip's <audio> element: Gradio's waveform player keeps it in a shadow root.
+    const box = document.getElementById("audio-" + side);
+    if (!box) return null;
+    for (const el of box.querySelectorAll("*")) {
+      const found = el.shadowRoot && el.shadowRoot.querySelector("audio");
+      if (found) return found;
+    }
+    return null;
+  }
+
+  function playedShare(audio) {
+    if (!audio || !isFinite(audio.duration) || audio.duration <= 0) return 1;
+    let played = 0;
+    for (let i = 0; i < audio.played.length; i++) played += audio.played.end(i) - audio.played.start(i);
+    return played / audio.duration;
+  }
+
+  function play(side) {
+    // The player follows its media element's events, in any language of its labels.
+    const audio = media(side);
+    if (audio) audio.play();
+    else {
+      const button = $(`#audio-${side} button.play-pause-button`);
+      if (button) button.click();
+    }
+  }
+
+  function pause(side) {
+    const audio = media(side);
+    if (audio && !audio.paused) audio.pause();
+  }
+
+  function gate() {
+    return $("#gate .gate");
+  }
+
+  function listening() {
+    const g = gate();
+    return !!g && g.dataset.stage === "open" && g.dataset.modality === "audio";
+  }
+
+  function render() {
+    for (const side of SIDES) {
+      const chip = $(`#side-${side} .side-state`);
+      const now = st.playing[side] ? "playing" : st.heard[side] ? "heard" : "idle";
+      if (chip && chip.dataset.state !== now) {
+        chip.dataset.state = now;
+        chip.textContent = LABELS[now];
+      }
+    }
+    const missing = SIDES.filter((side) => !st.heard[side]);
+    const locked = listening() && missing.length > 0;
+    for (const [vote, key] of Object.entries(KEY_LABELS)) {
+      const button = $(`#vote-${vote}`);
+      if (!button) continue;
+      button.setAttribute("aria-keyshortcuts", key);
+      button.classList.toggle("locked", locked && !button.disabled);
+      if (locked && !button.disabled) {
+        button.setAttribute("aria-disabled", "true");
+        button.setAttribute("aria-describedby", "gate");
+        button.title = "Listen to both clips first";
+      } else {
+        button.removeAttribute("aria-disabled");
+        button.removeAttribute("title");
+      }
+    }
+    const g = gate();
+    if (g && listening()) {
+      const text = g.querySelector(".gate-text");
+      const html = missing.length === 0
+        ? "✓ Both clips heard: your vote, please (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd>)."
+        : missing.length === 2
+          ? `${LOCK} Voting opens once you have heard <b>both clips</b> to the end. Press <b>Play A then B</b> (or <kbd>P</kbd>).`
+          : `${LOCK} Now listen to clip <b>${missing[0]}</b> to the end to open voting.`;
+      if (text && text.dataset.html !== html) {
+        text.innerHTML = html;
+        text.dataset.html = html;
+      }
+      g.dataset.ready = missing.length === 0 ? "yes" : "no";
+    }
+  }
+
+  function nudge() {
+    const g = gate();
+    if (!g) return;
+    g.classList.remove("nudge");
+    void g.offsetWidth; // restart the animation
+    g.classList.add("nudge");
+  }
+
+  window.arena = {
+    // A player's event, from its js hook: "play", "pause" or "stop" (played to the end).
+    event(side, kind) {
+      const other = side === "A" ? "B" : "A";
+      if (kind === "play") {
+        st.playing[side] = true;
+        if (side === "B") st.next = null;
+        pause(other);
+      } else {
+        st.playing[side] = false;
+        if (kind === "stop") {
+          if (playedShare(media(side)) >= HEARD_SHARE) st.heard[side] = true;
+          if (st.next === other) {
+            st.next = null;
+            play(other);
+          }
+        }
+      }
+      render();
+    },
+    playBoth() {
+      pause("B");
+      const a = media("A");
+      if (a) a.currentTime = 0;
+      st.next = "B";
+      play("A");
+    },
+    reset() {
+      st.heard = { A: false, B: false };
+      st.playing = { A: false, B: false };
+      st.next = null;
+      render();
+    },
+    render,
+  };
+
+  // A click on a locked vote button explains itself instead of doing nothing.
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("button.vote-btn");
+    if (button && button.classList.contains("locked")) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      nudge();
+    }
+  }, true);
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    const target = event.target;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    const key = event.key.toLowerCase();
+    let button = null;
+    if (VOTE_KEYS[key]) button = $(`#vote-${VOTE_KEYS[key]}`);
+    else if (key === "n") button = [$("#next-battle"), $("#new-battle")].find((b) => visible(b) && !b.disabled);
+    else if (key === "p" && listening()) {
+      event.preventDefault();
+      window.arena.playBoth();
+      return;
+    }
+    if (button && visible(button) && !button.disabled) {
+      event.preventDefault();
+      button.click();
+    }
+  });
+
+  // Gradio re-renders a button's classes when its properties change: keep the lock on.
+  setInterval(render, 250);
+}

@@ -1,0 +1,122 @@
+"""The votes of one board: an arena, a category, a time window, as integer arrays.
+
+:func:`select_votes` picks the countable votes of a board from a
+:class:`~arena_core.votes.clean.VoteTable` and indexes their models; the live
+app builds its boards from the same selection at start-up, so the Space and the
+CLI count the same votes. :meth:`Selection.fit_counts` weights them by age when
+the board decays old votes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow.compute as pc
+
+from arena_core.integrity.anomaly import anomalous_votes
+from arena_core.ratings.counts import PairCounts, count_pairs
+from arena_core.ratings.decay import decay_weights
+from arena_core.ratings.elo import EloState, sequential_elo
+from arena_core.ratings.scale import ANCHOR
+from arena_core.registry import Arena
+from arena_core.votes.clean import VoteTable
+from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
+from arena_core.votes.schema import VOTES
+from arena_core.window import ALL_TIME, Window
+
+if TYPE_CHECKING:  # the leaderboard imports this module
+    from arena_core.leaderboard import BoardParams
+
+
+@dataclass(frozen=True)
+class Entrant:
+    """What a board needs to know about a model (from the registry, or just its id)."""
+
+    id: str
+    name: str
+    params: str | None = None
+    params_m: float | None = None
+    prior_rating: float = ANCHOR
+
+    @classmethod
+    def from_arena(cls, arena: Arena) -> list[Entrant]:
+        return [cls(m.id, m.name, m.params, m.params_m, m.prior_rating) for m in arena.models]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The votes of one board as integer arrays over its entrants, in replay order."""
+
+    entrants: list[Entrant]
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    ts_us: np.ndarray
+    skipped: Counter
+    window: Window = field(default_factory=Window)
+
+    @property
+    def last_ts_us(self) -> int | None:
+        return int(self.ts_us[-1]) if len(self.ts_us) else None
+
+    def replay(self, params: BoardParams) -> tuple[EloState, PairCounts]:
+        """Sequential Elo (from each entrant's prior) and the pair counts of these votes."""
+        n, prior = len(self.entrants), [e.prior_rating for e in self.entrants]
+        elo = sequential_elo(n, (self.a, self.b, self.outcome), prior, params.elo)
+        return elo, count_pairs(n, self.a, self.b, self.outcome)
+
+    def fit_counts(self, params: BoardParams) -> PairCounts | None:
+        """Time-decayed counts for the fit (None without decay), see :mod:`~arena_core.ratings.decay`."""
+        if params.half_life_days is None or not len(self.ts_us):
+            return None
+        reference = self.window.until_us if self.window.until_us is not None else self.ts_us[-1]
+        weights = decay_weights(self.ts_us, params.half_life_days, int(reference))
+        return count_pairs(len(self.entrants), self.a, self.b, self.outcome, weights)
+
+
+def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
+                 entrants: Sequence[Entrant] | None = None, params: BoardParams | None = None,
+                 window: Window = ALL_TIME) -> Selection:  # fmt: skip
+    """Pick an arena's (and category's) countable votes and index their models.
+
+    Without ``entrants`` every model met in these votes enters from the anchor,
+    in id order; with them, votes naming another model are skipped and counted.
+    The ``window`` is applied last: ``skipped`` counts the whole log, the
+    selection holds the window's votes.
+    """
+    voter_kind = params.voter_kind if params is not None else None
+    include_flagged = params.include_flagged if params is not None else False
+    enc = votes.encoded
+    skipped: Counter = Counter()
+    keep = enc["arena"].isin([arena])
+    if category is not None:
+        keep &= enc["category"].isin([category])
+    if voter_kind is not None:
+        kind = enc["voter_kind"]
+        keep &= kind.isin([voter_kind]) | ((kind.codes < 0) & (voter_kind == "human"))
+    if not include_flagged:
+        lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
+        flagged = keep & (np.nan_to_num(lengths.astype(float)) > 0)
+        skipped[FLAGGED] += int(flagged.sum())
+        keep &= ~flagged
+        anomalous = keep & anomalous_votes(votes)  # votes of flagged voters, before their flag too
+        skipped[ANOMALOUS_VOTER] += int(anomalous.sum())
+        keep &= ~anomalous
+    model_a, model_b = enc["model_a"], enc["model_b"]
+    if entrants is None:
+        used = np.union1d(model_a.codes[keep], model_b.codes[keep])
+        entrants = [Entrant(i, i) for i in sorted(model_a.values[k] for k in used)]
+    index = {e.id: k for k, e in enumerate(entrants)}
+    a, b = model_a.map(index), model_b.map(index)
+    unknown = keep & ((a < 0) | (b < 0))
+    skipped[UNKNOWN_MODEL] += int(unknown.sum())
+    keep &= ~unknown
+    if not window.all_time:
+        keep &= window.mask(votes.ts_us)
+    outcome = enc["vote"].map({v: k for k, v in enumerate(VOTES)})
+    return Selection(list(entrants), a[keep], b[keep], outcome[keep], votes.ts_us[keep],
+                     +skipped, window)  # fmt: skip

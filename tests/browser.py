@@ -1,0 +1,139 @@
+"""Shared by the browser tests: Debian's Chromium through Playwright, screenshots, and the
+few page actions every visit needs (wait for a battle, listen quickly, check names).
+
+scripts/test.sh installs Chromium and sets ARENA_REQUIRE_BROWSER=1, so there a
+missing browser fails the run instead of skipping it.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: Flags for a headless Chromium on a machine with no network but loopback.
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]  # fmt: skip
+#: Where each step's full-page screenshot goes (git-ignored), for a reviewer to look at.
+SCREENSHOTS = Path(__file__).resolve().parent / "output" / "screenshots"
+#: Playback speed of the clips in tests: "heard" counts the share of a clip that played,
+#: whatever the speed, so the page treats a fast listen like a slow one. (At eight times,
+#: a busy machine skipped parts of clips.)
+FAST = 4.0
+#: A laptop screen, and a phone (iPhone 12-15 width).
+LAPTOP = {"width": 1366, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+#: The clip's <audio> element of one side (Gradio's waveform player keeps it in a shadow root).
+MEDIA = """side => { const box = document.getElementById("audio-" + side);
+  for (const el of box.querySelectorAll("*")) { const a = el.shadowRoot && el.shadowRoot.querySelector("audio");
+    if (a) return a; } return null; }"""
+
+
+def launch_chromium(playwright):
+    """Debian's Chromium, or a skip (a failure where ARENA_REQUIRE_BROWSER is set)."""
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("ARENA_REQUIRE_BROWSER"):
+            pytest.fail("Chromium is required here but /usr/bin/chromium is missing")
+        pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+class Visit:
+    """One visitor's page, numbering the screenshots it saves."""
+
+    def __init__(self, page, name: str):
+        self.page, self.name, self.step = page, name, 0
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for old in SCREENSHOTS.glob(f"{name}-*.png"):  # a reviewer sees this run's steps only
+            old.unlink()
+
+    def shot(self, what: str) -> Path:
+        self.step += 1
+        path = SCREENSHOTS / f"{self.name}-{self.step:02d}-{what}.png"
+        self.page.screenshot(path=path, full_page=True)
+        return path
+
+    def key(self, key: str) -> None:
+        """Press a shortcut with the focus on the page, not in a text field."""
+        self.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        self.page.keyboard.press(key)
+
+    def battle_ready(self, timeout: float = 90_000) -> None:
+        """Wait until a battle is open and both clips are loaded in their players."""
+        self.page.locator('#gate .gate[data-stage="open"]').wait_for(timeout=timeout)
+        self.page.wait_for_function(
+            f"() => ['A', 'B'].every(s => {{ const a = ({MEDIA})(s); "
+            "return a && a.readyState >= 1 && a.duration > 0; })",
+            timeout=30_000,
+        )
+
+    def speed_up(self, rate: float = FAST) -> None:
+        self.page.evaluate(
+            f"rate => ['A', 'B'].forEach(s => {{ const a = ({MEDIA})(s); "
+            "a.defaultPlaybackRate = rate; a.playbackRate = rate; })",
+            rate,
+        )
+
+    def paused(self, side: str) -> bool:
+        return self.page.evaluate(f"s => ({MEDIA})(s).paused", side)
+
+    def listen_to_both(self) -> None:
+        """Play A then B (the P key), fast, until the page says both were heard."""
+        ready = self.page.locator('#gate .gate[data-ready="yes"]')
+        for attempt in range(2):
+            self.speed_up()
+            self.key("p")
+            try:
+                ready.wait_for(timeout=20_000)
+                return
+            except sync_api.TimeoutError:
+                # A loaded machine may skip part of a fast clip, which then does not count
+                # as heard (as for a visitor who skips): listen once more.
+                if attempt:
+                    raise
+
+    def pick(self, dropdown: str, option: str) -> None:
+        """Choose ``option`` in the dropdown with id ``dropdown``."""
+        self.page.locator(f"{dropdown} input").click()
+        self.page.get_by_role("option", name=option, exact=True).click()
+
+    def arena_html(self) -> str:
+        """Everything the Arena tab holds, attributes included (sources, links, titles)."""
+        return self.page.locator("#arena-tab").evaluate("e => e.outerHTML")
+
+
+def names_and_ids(service, arena_id: str) -> set[str]:
+    arena = service.registry.arena(arena_id)
+    return {m.id for m in arena.models} | {m.name for m in arena.models}
+
+
+#: Controls a visitor can reach, and a rough accessible name for each (ARIA label, label
+#: element, text, title): enough to find a control that a screen reader could not name.
+UNNAMED_CONTROLS = """() => {
+  const controls = "button, input, select, textarea, a[href], [role=button], [role=tab], " +
+    "[role=radio], [role=checkbox], [role=listbox], [role=combobox], [role=slider]";
+  const name = (el) => {
+    const aria = (el.getAttribute("aria-label") || "").trim();
+    if (aria) return aria;
+    const by = el.getAttribute("aria-labelledby");
+    if (by) return by.split(/\\s+/).map((id) => document.getElementById(id)?.textContent || "").join(" ").trim();
+    if (el.labels && el.labels.length) return [...el.labels].map((l) => l.textContent).join(" ").trim();
+    if (!["INPUT", "TEXTAREA", "SELECT"].includes(el.tagName)) {
+      const text = (el.innerText || el.textContent || "").trim();
+      if (text) return text;
+    }
+    return (el.getAttribute("title") || "").trim();
+  };
+  const shown = (el) => { const r = el.getBoundingClientRect(); const cs = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && cs.visibility !== "hidden" && el.type !== "hidden"; };
+  return [...document.querySelectorAll(controls)].filter(shown).filter((el) => !name(el))
+    .map((el) => el.outerHTML.slice(0, 160));
+}"""

@@ -1,0 +1,158 @@
+"""Each property of blind delivery, on synthetic speech-like clips whose numbers are known.
+
+Loudness is checked with pyloudnorm's own meter (an independent implementation of
+ITU-R BS.1770-4), never with the module's.
+"""
+
+import numpy as np
+import pyloudnorm
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena_core.backends import OutputCache
+from arena_core.backends.output import Output
+from arena_core.space.blinding import (
+    MAX_LIMIT_DB,
+    SAFETY_CEILING_DB,
+    Blinder,
+    BlindingError,
+    BlindingParams,
+    blind,
+    loudness,
+)
+
+PARAMS = BlindingParams()
+
+
+def speech_like(rate, seconds, level, lead=0.0, trail=0.0, pulses=0.0, seed=0):
+    """Noise shaped by a syllable-rate envelope (or a pulse train), between silences, as int16."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    envelope = 0.55 + 0.45 * np.sin(2 * np.pi * 4 * t)
+    body = rng.normal(0, 1, len(t)) * envelope
+    if pulses:  # a buzzy voice: sharp pulses every 8 ms
+        body = body + (np.arange(len(t)) % int(0.008 * rate) == 0) * pulses
+    body *= level / np.max(np.abs(body))
+    x = np.concatenate([np.zeros(int(lead * rate)), body, np.zeros(int(trail * rate))])
+    return Output.from_audio(rate, np.round(x * 32767).astype(np.int16))
+
+
+def as_float(output):
+    return output.samples / 32767
+
+
+def bs1770(output):
+    return pyloudnorm.Meter(output.sample_rate).integrated_loudness(as_float(output))
+
+
+@pytest.fixture
+def pair():
+    return [speech_like(16_000, 1.2, 0.9, lead=0.4, trail=0.5, seed=1),
+            speech_like(22_050, 2.0, 0.05, lead=0.02, trail=0.0, seed=2)]  # fmt: skip
+
+
+def test_every_clip_of_a_battle_has_the_one_rate_and_one_length(pair):
+    a, b = blind(pair, PARAMS, np.random.default_rng(0))
+    assert a.sample_rate == b.sample_rate == PARAMS.sample_rate
+    assert len(a.samples) == len(b.samples)
+
+
+def test_loudness_is_within_half_a_lu_of_the_target(pair):
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        for clip in blind(pair, PARAMS, rng):
+            assert abs(bs1770(clip) - PARAMS.loudness) <= 0.5
+
+
+def test_silence_is_trimmed_to_the_same_margin(pair):
+    """The first sample above the dither noise sits after margin..margin+jitter of silence."""
+    rate = PARAMS.sample_rate
+    for seed in range(5):
+        for clip in blind(pair, PARAMS, np.random.default_rng(seed)):
+            loud = np.flatnonzero(np.abs(clip.samples) > 8)
+            lead = loud[0] / rate
+            assert PARAMS.margin - 0.012 <= lead <= PARAMS.margin + PARAMS.margin_jitter + 0.012
+    a, b = blind(pair, PARAMS, np.random.default_rng(0))
+    longer = max((a, b), key=lambda c: np.flatnonzero(np.abs(c.samples) > 8)[-1])
+    trail = (len(longer.samples) - np.flatnonzero(np.abs(longer.samples) > 8)[-1]) / rate
+    assert PARAMS.margin - 0.012 <= trail <= PARAMS.margin + PARAMS.margin_jitter + 0.012
+
+
+def test_the_same_model_and_prompt_never_give_the_same_bytes(pair):
+    rng = np.random.default_rng(2)
+    files = {clip.to_bytes() for _ in range(20) for clip in blind([pair[0], pair[0]], PARAMS, rng)}
+    assert len(files) == 40
+
+
+def test_peaks_land_on_the_ceiling_within_the_loudness_jitter():
+    """Clips whose crest factor is within the limiter's reach all peak at the ceiling."""
+    clips = [speech_like(24_000, 2.0, level, seed=s, pulses=2.0 * (s % 2))
+             for s, level in enumerate((0.9, 0.1, 0.5, 0.02))]  # fmt: skip
+    for clip in blind(clips, PARAMS, np.random.default_rng(3)):
+        peak_db = 20 * np.log10(np.max(np.abs(as_float(clip))))
+        assert peak_db <= SAFETY_CEILING_DB
+        assert abs(peak_db - PARAMS.ceiling) <= PARAMS.loudness_jitter + 0.05
+
+
+def test_a_buzzier_voice_is_limited_by_at_most_the_limiters_depth():
+    """Peaks far above the ceiling come down by MAX_LIMIT_DB, not onto it (the voice would change)."""
+    source = speech_like(24_000, 2.0, 0.5, pulses=60.0)
+    (clip,) = blind([source], PARAMS, np.random.default_rng(7))
+    crest_before = 20 * np.log10(np.max(np.abs(as_float(source)))) - bs1770(source)
+    crest_after = 20 * np.log10(np.max(np.abs(as_float(clip)))) - bs1770(clip)
+    assert crest_after > PARAMS.ceiling - PARAMS.loudness
+    assert crest_before - crest_after <= MAX_LIMIT_DB + 0.5
+
+
+def test_a_clip_too_flat_for_the_ceiling_keeps_its_loudness():
+    """A square-ish clip (crest below the headroom) is not limited and still meets the target."""
+    rate = 24_000
+    square = np.sign(np.sin(2 * np.pi * 200 * np.arange(rate) / rate)) * 0.5
+    (clip,) = blind([Output.from_audio(rate, (square * 32767).astype(np.int16))], PARAMS,
+                    np.random.default_rng(4))  # fmt: skip
+    assert abs(bs1770(clip) - PARAMS.loudness) <= 0.5
+
+
+@settings(max_examples=25, deadline=None)
+@given(rate=st.sampled_from([8000, 16_000, 22_050, 24_000, 44_100]),
+       seconds=st.floats(0.05, 6.0), seed=st.integers(0, 2**16))  # fmt: skip
+def test_loudness_agrees_with_pyloudnorm(rate, seconds, seed):
+    x = as_float(speech_like(rate, seconds, 0.5, seed=seed))
+    padded = np.concatenate([x, np.zeros(max(0, int(0.41 * rate) + 2 - len(x)))])
+    expected = pyloudnorm.Meter(rate).integrated_loudness(padded)
+    assert loudness(x, rate) == pytest.approx(expected, abs=1e-6)
+
+
+def test_silence_and_other_modalities():
+    # Backends cannot return silence any more (Output.from_audio refuses it); built directly,
+    # it still must not break a delivery.
+    silent = Output(modality="audio", sample_rate=16_000, samples=np.zeros(8000, dtype=np.int16))
+    a, b = blind([silent, speech_like(16_000, 1.0, 0.5)], PARAMS, np.random.default_rng(5))
+    assert len(a.samples) == len(b.samples) and np.max(np.abs(a.samples)) <= 1
+    blinder = Blinder(PARAMS)
+    texts = (Output.from_text("one"), Output.from_text("two"))
+    assert blinder.blind(texts) == texts
+    with pytest.raises(BlindingError):
+        blinder.blind([texts[0], silent])
+
+
+def test_the_blinder_shapes_once_and_delivers_fresh_bytes(tmp_path, pair):
+    cache = OutputCache(tmp_path)
+    blinder = Blinder(PARAMS, cache=cache, rng=np.random.default_rng(6))
+    first = blinder.blind(pair)
+    stored = cache.total_bytes
+    second = blinder.blind(pair)
+    assert cache.total_bytes == stored > 0  # shaped clips came from the cache
+    assert all(x.to_bytes() != y.to_bytes() for x, y in zip(first, second, strict=True))
+
+
+def test_params_are_checked():
+    for bad in (
+        {"sample_rate": 4000},
+        {"loudness": -5.0},
+        {"loudness_jitter": 0.6},
+        {"margin": -1},
+    ):
+        with pytest.raises(ValueError, match=r"must be|invalid"):
+            BlindingParams(**bad)

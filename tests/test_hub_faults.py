@@ -1,0 +1,167 @@
+"""The Hub misbehaving: half-written lines, an hour of failed pushes, a Hub that refuses at
+start-up, a card that cannot be published.
+
+The real Hugging Face Hub cannot be reached from the test machine. These tests use
+``LocalHubApi`` (tests/hubfake.py), injected as ``hf_api``, which fails with the very
+exceptions the real client raises: ``httpx2.ConnectError`` when nothing listens,
+``HfHubHTTPError`` built by the client's own ``hf_raise_for_status`` from a 503, and
+``httpx2.ReadTimeout``. Time is an injected clock: an hour of outage is twelve
+five-minute ticks driven by hand, not an hour of waiting. tests/test_hub_outage.py
+drives the real ``HfApi`` against an HTTP stand-in.
+"""
+
+import json
+import os
+import time
+from datetime import UTC, datetime, timedelta
+
+import httpx2
+import pytest
+from hubfake import (
+    PROMPTS,
+    REGISTRY,
+    REPO,
+    Landed,
+    LocalHubApi,
+    raw_vote_ids,
+    refused,
+    repo_votes,
+    row,
+    timed_out,
+    unavailable,
+    writer,
+)
+from huggingface_hub.errors import HfHubHTTPError
+
+from arena_core.page.presenters import sync_line
+from arena_core.space.config import Settings
+from arena_core.space.startup import build_service
+
+#: The push interval the outage test models (the default ``ARENA_PUSH_MINUTES``).
+TICK = timedelta(minutes=5)
+T0 = datetime(2026, 11, 29, 17, 0, tzinfo=UTC)
+
+
+class Clock:
+    """A UTC clock that moves only when told."""
+
+    def __init__(self, now: datetime):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def append(log, vote="a"):
+    return log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb", vote=vote)
+
+
+def test_a_push_never_carries_a_line_without_its_newline(tmp_path):
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    first = append(log)
+    # A line still being written (or torn by a crash): the VoteLog writes under the lock a
+    # push reads under, and the cut at the last newline is the second guard.
+    line = (json.dumps(row(7)) + "\n").encode()
+    with sync.lock, log.path.open("ab") as f:
+        f.write(line[:-9])
+    assert sync.status().waiting == 1  # only complete lines wait
+    sync.uploader.trigger().result()
+    assert raw_vote_ids(api) == {first.vote_id: 1}
+    with sync.lock, log.path.open("ab") as f:
+        f.write(line[-9:])
+    assert sync.status().waiting == 1
+    sync.uploader.trigger().result()
+    pushed = repo_votes(api)
+    assert raw_vote_ids(api) == {first.vote_id: 1, row(7)["vote_id"]: 1}
+    assert not pushed.skipped
+    (whole,) = [r for r in pushed.table.to_pylist() if r["vote_id"] == row(7)["vote_id"]]
+    assert {k: whole[k] for k in ("ts", "model_a", "model_b", "vote", "voter")} == {
+        k: row(7)[k] for k in ("ts", "model_a", "model_b", "vote", "voter")
+    }
+    sync.flush()
+
+
+def test_pushes_failing_for_an_hour_lose_nothing_and_double_nothing(tmp_path):
+    api, clock = LocalHubApi(tmp_path / "hub"), Clock(T0)
+    sync, log = writer(tmp_path / "data", api, clock=clock, every_minutes=TICK.seconds / 60)
+    uploader = sync.uploader
+    acked = [append(log).vote_id]
+    uploader.trigger().result()
+    assert sync.status().last_push == T0
+    # Refused, 503, timed out, and timed out after the Hub took the commit: twelve ticks.
+    kinds = [refused, unavailable, timed_out, lambda: Landed(timed_out())]
+    api.failures = [kinds[k % 4]() for k in range(12)]
+    for tick in range(1, 13):
+        clock.now = T0 + tick * TICK
+        acked += [append(log, vote).vote_id for vote in ("a", "b", "tie")]
+        with pytest.raises((httpx2.ConnectError, HfHubHTTPError, httpx2.ReadTimeout)):
+            uploader.trigger().result()
+        status = sync.status()
+        assert status.waiting == 3 * tick and status.last_push == T0
+        assert status.unreachable_since == T0 + TICK
+        assert "Hub unreachable since 2026-11-29 17:05 UTC" in sync_line(status)
+    clock.now = T0 + 13 * TICK
+    acked.append(append(log, "both_bad").vote_id)
+    uploader.trigger().result()
+    status = sync.status()
+    assert status.waiting == 0 and status.last_push == clock.now
+    assert status.unreachable_since is None and status.last_error is None
+    assert "unreachable" not in sync_line(status)
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)  # every vote, each in one file once
+    sync.flush()
+
+
+def test_a_hub_refusing_at_start_is_retried_until_it_answers(tmp_path):
+    api, clock = LocalHubApi(tmp_path / "hub"), Clock(T0)
+    api.down = refused()
+    sync, log = writer(tmp_path / "data", api, clock=clock, retry_seconds=0.05)
+    assert sync.uploader is None and not api.created
+    acked = [append(log).vote_id, append(log, "b").vote_id]
+    status = sync.status()
+    assert status.waiting == 2 and status.unreachable_since == T0
+    assert "ConnectError" in status.last_error
+    assert "Hub unreachable since 2026-11-29 17:00 UTC" in sync_line(status)
+    time.sleep(0.2)  # a few attempts while it still refuses
+    assert sync.uploader is None
+    api.down = None
+    deadline = time.monotonic() + 10
+    while sync.uploader is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sync.uploader is not None  # the background attempt got through
+    sync.flush()
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
+    assert sync.status().unreachable_since is None
+
+
+def test_the_last_attempt_at_shutdown_pushes_if_the_hub_is_back(tmp_path):
+    api = LocalHubApi(tmp_path / "hub")
+    api.down = refused()
+    sync, log = writer(tmp_path / "data", api)  # next background attempt in a minute
+    acked = [append(log).vote_id]
+    api.down = None
+    sync.flush()
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
+
+
+def test_a_card_that_cannot_be_published_stops_nothing(tmp_path, caplog):
+    class CardRefused(LocalHubApi):
+        def create_commit(self, repo_id, operations, **kwargs):
+            if any(op.path_in_repo == "README.md" for op in operations):
+                raise unavailable()
+            return super().create_commit(repo_id, operations, **kwargs)
+
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    api = CardRefused(tmp_path / "hub")
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data",
+                        voter_salt="s", dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
+    service.load()
+    assert "could not update the dataset card" in caplog.text
+    view = service.new_battle("speech")
+    vote = service.vote(view.handle, "a", voter="v")
+    assert vote.counted
+    service.sync.flush()
+    assert len(repo_votes(api)) == 1 and not (api.repo_dir(REPO) / "README.md").exists()
+    service.close()

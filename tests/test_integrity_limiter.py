@@ -1,0 +1,102 @@
+"""The sliding-window rate limit: votes leave the window one by one, and a restart keeps it."""
+
+import pytest
+
+from arena_core.integrity.limiter import RateLimiter
+
+
+class Clock:
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def votes_at(limiter, clock, times, voter="v"):
+    out = []
+    for t in times:
+        clock.now = t
+        out.append(limiter.allow(voter))
+    return out
+
+
+def test_rate_limit_slides_with_time():
+    clock = Clock()
+    limiter = RateLimiter(limit=2, window=60, clock=clock)
+    assert [limiter.allow("v") for _ in range(3)] == [True, True, False]
+    assert limiter.allow("w")
+    clock.now = 61
+    assert limiter.allow("v")
+
+
+def test_votes_leave_the_window_one_by_one():
+    # Limit 3 per 100 s, the voter never idle: each counted vote frees one place exactly
+    # 100 s after it was cast, not before. (Worked by hand: at t=105 the window (5, 105]
+    # still holds 10 and 20 and 100; at t=110 the vote of t=10 has left it.)
+    clock = Clock()
+    limiter = RateLimiter(limit=3, window=100, clock=clock)
+    times = [0, 10, 20, 25, 99.9, 100, 105, 109.9, 110, 115, 120, 199.9, 200, 201]
+    expected = [
+        True,
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
+    assert votes_at(limiter, clock, times) == expected
+
+
+def test_votes_over_the_limit_do_not_extend_the_wait():
+    clock = Clock()
+    limiter = RateLimiter(limit=2, window=60, clock=clock)
+    assert votes_at(limiter, clock, [0, 1]) == [True, True]
+    assert votes_at(limiter, clock, range(2, 60)) == [False] * 58  # a flood, all refused
+    assert votes_at(limiter, clock, [60, 61, 62]) == [True, True, False]
+
+
+def test_each_voter_has_a_quota_of_their_own():
+    clock = Clock()
+    limiter = RateLimiter(limit=1, window=60, clock=clock)
+    assert [limiter.allow(v) for v in ("a", "b", "a", "c", "b")] == [True, True, False, True, False]
+
+
+def test_a_restart_restores_the_last_window():
+    clock = Clock(1000.0)
+    limiter = RateLimiter(limit=3, window=100, clock=clock)
+    # From the log: v voted 90 s, 30 s and 10 s ago; w 150 s ago (outside the window);
+    # u's vote is stamped 2 s in the future (a clock that was ahead).
+    entered = limiter.restore([("v", 30.0), ("v", 90.0), ("w", 150.0), ("v", 10.0), ("u", -2.0)])
+    assert entered == 4
+    assert not limiter.allow("v")  # three in the window already
+    clock.now = 1010.0  # the vote of 90 s ago leaves at 1010
+    assert limiter.allow("v") and not limiter.allow("v")
+    assert limiter.allow("w") and limiter.allow("w") and limiter.allow("w")
+    assert not limiter.allow("w")
+    assert limiter.allow("u") and limiter.allow("u") and not limiter.allow("u")
+
+
+def test_idle_voters_are_forgotten():
+    clock = Clock()
+    limiter = RateLimiter(limit=2, window=10, clock=clock)
+    for k in range(100):
+        limiter.allow(f"v{k}")
+    assert len(limiter) == 100
+    clock.now = 25
+    limiter.allow("late")
+    assert len(limiter) == 1
+
+
+@pytest.mark.parametrize(("limit", "window"), [(0, 10), (1, 0), (-1, 5)])
+def test_a_limit_must_be_positive(limit, window):
+    with pytest.raises(ValueError, match="positive"):
+        RateLimiter(limit, window)

@@ -1,0 +1,116 @@
+"""The hold of typed-prompt battles and the start-up warm-up, with injected clocks and a fake engine."""
+
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+from fakes import Clock
+
+from arena_core.backends import Availability, Backend, ModelPool, Output
+from arena_core.backends.base import VOICE_OPTIONS
+from arena_core.registry import parse_registry
+from arena_core.space.blinding import Blinder, BlindingParams
+from arena_core.space.pacing import FALLBACK_SPEED, Pacer, Speed, fit_speed, release_at
+from arena_core.space.warmup import Warmup
+
+
+def test_fit_speed_on_hand_worked_lines():
+    assert fit_speed([(10, 1.0), (30, 2.0)]) == Speed(0.5, 0.05)  # slope 1/20, through (10, 1)
+    assert fit_speed([(20, 1.0)]) == Speed(0.0, 0.05)
+    assert fit_speed([(10, 2.0), (30, 1.0)]) == Speed(1.5, 0.0)  # never a negative slope
+    with pytest.raises(ValueError, match="no samples"):
+        fit_speed([])
+
+
+def test_release_at_the_floor_or_the_next_step():
+    assert release_at(0.3, 1.0, 0.25) == 1.0
+    assert release_at(1.1, 1.0, 0.25) == 1.25
+    assert release_at(2.0, 1.0, 0.25) == 2.0
+
+
+class Sleeper:
+    def __init__(self, clock):
+        self.clock, self.slept = clock, []
+
+    def __call__(self, seconds):
+        self.slept.append(seconds)
+        self.clock.now += seconds
+
+
+def test_typed_battles_are_held_to_the_slowest_drawable_model_whichever_ran():
+    clock = Clock()
+    sleep = Sleeper(clock)
+    pacer = Pacer(clock=clock, sleep=sleep, margin=1.5, quantum=0.25)
+    pacer.record("a", "slow", 40, 1.0)
+    pacer.record("a", "fast", 40, 0.01)
+    floor = pacer.floor("a", ["slow", "fast"], 40)
+    assert floor == 1.5  # 1.0 s (40 chars through the origin) x 1.5, on the 0.25 grid
+    answered = []
+    for generation in (0.02, 0.9):  # two fast engines, or the slow one in the pair
+        started = clock()
+        clock.now += generation
+        pacer.hold(started, "a", ["slow", "fast"], 40, typed=True)
+        answered.append(clock() - started)
+    assert answered == [pytest.approx(1.5), pytest.approx(1.5)]
+    started = clock()
+    clock.now += 1.6  # an overrun shows only in quantum steps
+    pacer.hold(started, "a", ["slow", "fast"], 40, typed=True)
+    assert clock() - started == pytest.approx(1.75)
+
+
+def test_set_prompts_are_held_until_the_arena_is_warm():
+    clock = Clock()
+    pacer = Pacer(clock=clock, sleep=Sleeper(clock))
+    assert pacer.speed("a", "unmeasured") == FALLBACK_SPEED
+    assert pacer.hold(clock(), "a", ["m"], 20, typed=False) > 0
+    pacer.mark_warm("a")
+    assert pacer.hold(clock(), "a", ["m"], 20, typed=False) == 0
+    assert pacer.hold(clock(), "a", ["m"], 20, typed=True) > 0
+
+
+class Tone(Backend):
+    """A tone whose rate and level depend on the model: what blinding must hide."""
+
+    type_name = "fake"
+    modalities = frozenset({"audio"})
+    options_spec = MappingProxyType(dict(VOICE_OPTIONS))
+
+    def __init__(self, model, rate):
+        super().__init__(model, "audio")
+        self.rate, self.texts = rate, []
+
+    def _check_availability(self):
+        return Availability.yes()
+
+    def _engine_version(self):
+        return "1"
+
+    def _generate(self, text, timeout, language):
+        self.texts.append(text)
+        t = np.arange(int(self.rate * (0.5 + len(text) / 40))) / self.rate
+        return Output.from_audio(self.rate, 0.3 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(9 * t)))
+
+
+REGISTRY = {"arenas": [{"id": "tts", "title": "TTS", "modality": "audio",
+                        "prompts": [{"id": f"p{k}", "text": "Hello " * (k + 1)} for k in range(3)],
+                        "models": [{"id": m, "name": m, "backend": {"type": "fake"}} for m in ("m8", "m16")]}]}  # fmt: skip
+
+
+def test_warmup_generates_every_set_prompt_times_each_model_and_marks_the_arena_warm(tmp_path):
+    registry = parse_registry(REGISTRY)
+    arena = registry.arena("tts")
+    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
+    pool = ModelPool(arena, backends)
+    pacer = Pacer()
+    warmup = Warmup(
+        registry, {"tts": pool}, Blinder(BlindingParams()), pacer, rng=np.random.default_rng(0)
+    )
+    progress = warmup.run()
+    pool.close()
+    assert progress.done and progress.done_count == {"tts": 6} and progress.failed == {"tts": 0}
+    assert pacer.is_warm("tts")
+    for backend in backends.values():
+        spoken = set(backend.texts)
+        assert {p.text for p in arena.prompts} <= spoken
+        assert len(spoken) == 5  # three set prompts and two uncacheable timing prompts
+    assert pacer.speed("tts", "m8") != FALLBACK_SPEED

@@ -1,0 +1,130 @@
+"""The service's side of integrity: flagged voters leave the live board as they leave the replay,
+and a restart keeps both the rate limit and the flags."""
+
+import json
+import logging
+import os
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from fakes import REGISTRY, FakeBackend
+from test_hub import PROMPTS
+from test_hub import REGISTRY as SPEECH_REGISTRY
+from test_service import logged, make_service
+
+from arena_core.backends import ModelPool
+from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
+from arena_core.registry import parse_registry
+from arena_core.space.config import Settings
+from arena_core.space.service import ArenaService
+from arena_core.space.startup import build_service
+from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes
+
+#: Models of the fake arena that speak English; by the test's truth m0 > m1 > m2.
+ENGLISH = ("m0", "m1", "m2")
+
+
+def battle(service, a, b):
+    """A battle between chosen models (the service draws pairs at random; the test needs these)."""
+    handle, _ = service.book.open(arena="speech", model_a=a, model_b=b, prompt="Hello there.",
+                                  prompt_id="p1", category="en")  # fmt: skip
+    service.book.delivered(handle)
+    return handle
+
+
+def campaign(service, rounds=240, seed=1):
+    """Eight honest voters who prefer the lower-numbered model, and one who always votes m2."""
+    rng = np.random.default_rng(seed)
+    reveals = []
+    for k in range(rounds):
+        a, b = rng.choice(ENGLISH, size=2, replace=False)
+        better = "a" if a < b else "b"
+        service.vote(
+            battle(service, a, b), better if rng.random() < 0.9 else "tie", voter=f"h{k % 8}"
+        )
+        if k % 6 == 5:
+            a, b = ("m2", rng.choice(ENGLISH[:2]))[:: 1 if rng.random() < 0.5 else -1]
+            reveals.append(
+                service.vote(battle(service, a, b), "a" if a == "m2" else "b", voter="campaign")
+            )
+    return reveals
+
+
+def last_row(service):
+    """The last vote this service wrote (each process has a shard of its own)."""
+    return json.loads(service.vote_log.path.read_text().splitlines()[-1])
+
+
+def replayed(tmp_path, category=None):
+    arena = parse_registry(REGISTRY).arena("speech")
+    return board_from_votes(read_votes(tmp_path / "votes"), "speech", category=category,
+                            entrants=Entrant.from_arena(arena), params=BoardParams())  # fmt: skip
+
+
+def test_a_flagged_voter_leaves_the_live_board_exactly_as_the_replay_leaves_them_out(tmp_path):
+    service, _ = make_service(tmp_path, rate_limit=1000)
+    reveals = campaign(service)
+    at = service.detector.flagged.get("campaign")
+    assert at is not None and set(service.detector.flagged) == {"campaign"}
+    rows = [r for r in logged(tmp_path) if r["voter"] == "campaign"]
+    # Written before anyone knew: no flag; written after: flagged.
+    assert [r["flags"] for r in rows] == [[]] * at + [["anomalous_voter"]] * (len(rows) - at)
+    assert all(not r.counted and "differ" in r.note for r in reveals[at - 1 :])
+    live = service.board("speech")
+    assert live.skipped == {"anomalous_voter": at, "flagged": len(rows) - at}
+    assert live.to_json() == replayed(tmp_path).to_json()
+    assert service.board("speech", "en").to_json() == replayed(tmp_path, "en").to_json()
+    # An honest vote after the rebuild still moves the board, and both stay equal.
+    service.vote(battle(service, "m0", "m1"), "a", voter="h1")
+    assert service.board("speech").to_json() == replayed(tmp_path).to_json()
+
+
+def test_a_restart_remembers_the_flagged_voters(tmp_path):
+    first, _ = make_service(tmp_path, rate_limit=1000)
+    campaign(first)
+    restarted, _ = make_service(tmp_path, rate_limit=1000)
+    assert restarted.detector.flagged == first.detector.flagged
+    assert restarted.board("speech").to_json() == first.board("speech").to_json()
+    reveal = restarted.vote(battle(restarted, "m2", "m0"), "a", voter="campaign")
+    assert not reveal.counted and last_row(restarted)["flags"] == ["anomalous_voter"]
+
+
+def test_votes_cast_while_loading_by_a_flagged_voter_leave_the_board_too(tmp_path):
+    first, _ = make_service(tmp_path, rate_limit=1000)
+    campaign(first)
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    pool = ModelPool(arena, {m.id: FakeBackend(m) for m in arena.models})
+    loading = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes"))
+    reveal = loading.vote(battle(loading, "m2", "m1"), "a", voter="campaign")  # not yet known
+    assert last_row(loading)["flags"] == [] and "still loading" in reveal.note
+    loading.load()
+    board = loading.board("speech")
+    assert board.skipped["anomalous_voter"] == first.detector.flagged["campaign"] + 1
+    assert board.to_json() == replayed(tmp_path).to_json()
+
+
+def test_a_restart_does_not_reset_the_rate_limit(tmp_path):
+    service, _ = make_service(tmp_path, rate_limit=3, rate_window=600)
+    assert all(service.vote(battle(service, "m0", "m1"), "a", voter="v").counted for _ in range(3))
+    restarted, _ = make_service(tmp_path, rate_limit=3, rate_window=600)
+    reveal = restarted.vote(battle(restarted, "m0", "m1"), "a", voter="v")
+    assert not reveal.counted and last_row(restarted)["flags"] == ["rate_limited"]
+    assert restarted.vote(battle(restarted, "m0", "m1"), "a", voter="w").counted
+    # Ten minutes later the three counted votes have left the window (the refused one never
+    # entered it): the voter counts again.
+    later = lambda: datetime.now(UTC) + timedelta(seconds=601)  # noqa: E731
+    after, _ = make_service(tmp_path, rate_limit=3, rate_window=600, wall_clock=later)
+    assert after.vote(battle(after, "m0", "m1"), "a", voter="v").counted
+
+
+def test_the_identity_rule_is_logged_at_start_up(tmp_path, caplog):
+    (tmp_path / "registry.yaml").write_text(SPEECH_REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data",
+                        voter_salt="s", trusted_proxies=1)  # fmt: skip
+    caplog.set_level(logging.INFO)
+    build_service(settings, env={"PATH": os.environ.get("PATH", "")}).close()
+    assert "voters are identified by the signed-in Hugging Face user, else the client address: " \
+           "entry 1 from the right of X-Forwarded-For (ARENA_TRUSTED_PROXIES=1)" in caplog.text  # fmt: skip

@@ -1,0 +1,44 @@
+"""The size bound on Gradio's folder of served files."""
+
+import os
+
+import pytest
+
+from arena_core.space.tempfiles import LOW_WATER, FolderBudget
+
+
+def make(folder, name, size, mtime):
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_oldest_files_go_first_down_to_the_low_water_mark(tmp_path):
+    now = 10_000.0
+    files = [make(tmp_path, f"h{k}/audio.wav", 100, now - 1000 + k) for k in range(10)]
+    budget = FolderBudget(tmp_path, 500, clock=lambda: now)
+    assert budget.sweep() == 600  # 1000 bytes down to 400 (LOW_WATER of 500)
+    assert [p.exists() for p in files] == [False] * 6 + [True] * 4
+    assert not (tmp_path / "h0").exists()  # emptied folders are removed
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 500 * LOW_WATER
+
+
+def test_nothing_is_deleted_within_budget(tmp_path):
+    files = [make(tmp_path, f"f{k}", 100, 0.0) for k in range(5)]
+    assert FolderBudget(tmp_path, 500, clock=lambda: 1e9).sweep() == 0
+    assert all(p.exists() for p in files)
+
+
+def test_files_a_browser_may_still_fetch_are_spared(tmp_path):
+    now = 10_000.0
+    old = make(tmp_path, "old", 300, now - 3600)
+    fresh = [make(tmp_path, f"new{k}", 300, now - 5) for k in range(3)]
+    FolderBudget(tmp_path, 500, min_age=60, clock=lambda: now).sweep()
+    assert not old.exists() and all(p.exists() for p in fresh)
+
+
+def test_the_budget_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="positive"):
+        FolderBudget(tmp_path, 0)
