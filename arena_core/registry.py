@@ -15,10 +15,12 @@ Example::
         modality: audio
         prior_mapping: {benchmark: "TTS quality index", center: 82, points_per_unit: 8}
         prompts: prompts/tts_en.yaml        # or an inline list of {id, text, category}
+        never_paired: [[espeak-ng/en-us, espeak-ng/en-us+f3]]   # groups that never meet
         models:
           - id: espeak-ng/en-us
             name: eSpeak NG (en-us)
             backend: {type: espeak, voice: en-us}
+            weight: 2                        # matchmaking: twice the usual share of battles
 """
 
 from __future__ import annotations
@@ -42,11 +44,15 @@ MODALITIES = ("audio", "text", "image")
 #: Ids of arenas, models and prompts: stable, URL- and file-name-friendly.
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}$")
 
-_ARENA_KEYS = {"id", "title", "modality", "description", "prompts", "models", "prior_mapping"}
+_ARENA_KEYS = {
+    "id", "title", "modality", "description", "prompts", "models", "prior_mapping", "never_paired",
+}  # fmt: skip
 _MODEL_KEYS = {
     "id", "name", "params", "params_m", "prior", "backend",
-    "license", "url", "description",
+    "license", "url", "description", "weight",
 }  # fmt: skip
+#: Largest matchmaking weight: beyond it one model would crowd out every other.
+MAX_WEIGHT = 100.0
 _PROMPT_KEYS = {"id", "text", "category"}
 _PRIOR_KEYS = {"value", "source"}
 _MAPPING_KEYS = {"benchmark", "center", "points_per_unit", "source"}
@@ -123,6 +129,8 @@ class Model:
     license: str | None = None
     url: str | None = None
     description: str | None = None
+    #: Relative share of battles the matchmaker gives the model (1 = the usual share).
+    weight: float = 1.0
 
     @property
     def prior_rating(self) -> float:
@@ -143,6 +151,8 @@ class Arena:
     description: str | None = None
     #: The prompt file, when ``prompts:`` names one (the Hub sync publishes it).
     prompt_file: Path | None = None
+    #: Groups of model ids whose members are never paired (e.g. two versions of one model).
+    never_paired: tuple[tuple[str, ...], ...] = ()
 
     def model(self, model_id: str) -> Model:
         for m in self.models:
@@ -227,6 +237,7 @@ def _parse_arena(ctx: _Ctx, raw: Any) -> Arena:
     models = tuple(_parse_model(ctx, m, mapping) for m in raw_models)
     _check_unique(ctx, [m.id for m in models], "model id")
     prompts = _parse_prompts(ctx, raw.get("prompts"))
+    never = _parse_never_paired(ctx, raw.get("never_paired"), [m.id for m in models])
     return Arena(
         id=arena_id,
         title=_text(ctx, raw, "title"),
@@ -236,7 +247,29 @@ def _parse_arena(ctx: _Ctx, raw: Any) -> Arena:
         prior_mapping=mapping,
         description=_text(ctx, raw, "description", required=False),
         prompt_file=ctx.base_dir / raw["prompts"] if isinstance(raw.get("prompts"), str) else None,
+        never_paired=never,
     )
+
+
+def _parse_never_paired(ctx: _Ctx, raw: Any, model_ids: list[str]) -> tuple[tuple[str, ...], ...]:
+    """Groups of the arena's models that must never meet; some pair must still be possible."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ctx.error("must be a list of groups, each a list of model ids", "never_paired")
+    groups = []
+    for k, group in enumerate(raw):
+        where = f"never_paired[{k}]"
+        if not isinstance(group, list) or len(group) < 2 or len(set(map(str, group))) < len(group):
+            raise ctx.error("must be a list of at least two different model ids", where)
+        for model_id in group:
+            if model_id not in model_ids:
+                raise ctx.error(f"{model_id!r} is not a model of this arena", where)
+        groups.append(tuple(group))
+    apart = {frozenset((a, b)) for g in groups for a in g for b in g if a != b}
+    if len(apart) == len(model_ids) * (len(model_ids) - 1) // 2:
+        raise ctx.error("leaves no pair of models that may meet", "never_paired")
+    return tuple(groups)
 
 
 def _parse_mapping(ctx: _Ctx, raw: Any) -> PriorMapping | None:
@@ -264,6 +297,9 @@ def _parse_model(ctx: _Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
     params_m = _number(ctx, raw, "params_m", required=False)
     if params_m is not None and params_m <= 0:
         raise ctx.error("must be a positive number of millions", "params_m")
+    weight = _number(ctx, raw, "weight", required=False)
+    if weight is not None and not 0 < weight <= MAX_WEIGHT:
+        raise ctx.error(f"must be a number above 0 and at most {MAX_WEIGHT:g}", "weight")
     return Model(
         id=_ident(ctx, raw, "id"),
         name=_text(ctx, raw, "name"),
@@ -274,6 +310,7 @@ def _parse_model(ctx: _Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
         license=_text(ctx, raw, "license", required=False),
         url=_text(ctx, raw, "url", required=False),
         description=_text(ctx, raw, "description", required=False),
+        weight=1.0 if weight is None else weight,
     )
 
 

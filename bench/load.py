@@ -8,8 +8,8 @@ Starts ``app.py`` in its own process on 127.0.0.1 with a fresh data folder (the
 listening gate and the rate limit switched off: this measures the server's
 capacity, not a listener's patience), waits until the start-up replay and the
 output warm-up are done, then runs ``--clients`` simulated visitors for
-``--seconds``: each loops "new battle (and fetch both clips, as a browser does),
-vote". The clients speak Gradio's queue protocol directly over HTTP with asyncio
+``--seconds``: each loops "new battle (and fetch both clips, as a browser does,
+unless ``--no-fetch``), vote". The clients speak Gradio's queue protocol directly over HTTP with asyncio
 (``gradio_client`` spends more CPU per call than the server does, on the same two
 cores). ``--typed-share`` of the battles use a unique typed prompt, so they
 generate instead of answering from the output cache.
@@ -19,7 +19,8 @@ there exactly once and counted on the board. ``--format json`` prints one
 object with ``votes_acked``, ``votes_found``, ``votes_lost``,
 ``votes_duplicated``, ``votes_on_board``, ``votes_per_s``, ``battles_per_s``,
 ``vote_p50_ms``, ``vote_p99_ms``, ``battle_p50_ms``, ``battle_p99_ms``,
-``fetch_p99_ms`` and ``errors``.
+``fetch_p99_ms``, ``server_cpu_ms_per_visit``, ``client_cpu_ms_per_visit`` and
+``errors``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--replayed", type=int, default=0, help="votes in the log before start")
     parser.add_argument("--typed-share", type=float, default=0.0)
+    parser.add_argument("--fetch", action=argparse.BooleanOptionalAction, default=True,
+                        help="fetch both clips of each battle, as a browser does")  # fmt: skip
     parser.add_argument("--data", help="data folder to reuse (keeps the output cache warm)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--format", choices=("table", "json"), default="table")
@@ -100,7 +103,7 @@ def run(data: Path, args) -> dict:
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}/"
-        stats = asyncio.run(load(base, args))
+        stats = asyncio.run(load(base, args, server.pid))
     finally:
         server.terminate()
         try:
@@ -239,7 +242,15 @@ class Gradio:
         raise RuntimeError("the stream closed before the event completed")
 
 
-async def load(base: str, args) -> dict:
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) used so far by process ``pid`` (Linux), or by this one."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load(base: str, args, server_pid: int) -> dict:
     limits = httpx.Limits(
         max_connections=4 * args.clients, max_keepalive_connections=2 * args.clients
     )
@@ -250,11 +261,15 @@ async def load(base: str, args) -> dict:
         stats = {"battle_ms": [], "vote_ms": [], "fetch_ms": [], "acked": [], "errors": Counter(),
                  "votes_before": board["votes_used"]}  # fmt: skip
         started = time.perf_counter()
+        cpu = (cpu_seconds(server_pid), cpu_seconds())
         deadline = started + args.seconds
         rng = random.Random(args.seed)
         await asyncio.gather(*(visitor(gradio, http, stats, deadline, random.Random(rng.random()),
-                                       args.typed_share, k + 1) for k in range(args.clients)))  # fmt: skip
+                                       args.typed_share, k + 1, args.fetch)
+                               for k in range(args.clients)))  # fmt: skip
         stats["seconds"] = time.perf_counter() - started
+        stats["server_cpu"] = cpu_seconds(server_pid) - cpu[0]
+        stats["client_cpu"] = cpu_seconds() - cpu[1]
         await asyncio.sleep(0.5)
         (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
         stats["votes_after"] = board["votes_used"]
@@ -311,7 +326,7 @@ def warm_cache(data: Path) -> None:
 
 
 async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float,
-                  number: int):  # fmt: skip
+                  number: int, fetch: bool):  # fmt: skip
     session = str(uuid.uuid4())
     url = httpx.URL(gradio.base)
     conn = Connection(
@@ -328,11 +343,12 @@ async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typ
             outputs = await gradio.call("new_battle", ARENA, prompt, session=session, conn=conn)
             stats["battle_ms"].append(1000 * (time.perf_counter() - t0))
             t0 = time.perf_counter()
-            for clip in clips(outputs):
+            for clip in clips(outputs) if fetch else ():
                 status, _ = await conn.request("GET", httpx.URL(clip["url"]).raw_path.decode())
                 if status != 200:
                     raise RuntimeError(f"clip fetch: HTTP {status}")
-            stats["fetch_ms"].append(1000 * (time.perf_counter() - t0))
+            if fetch:
+                stats["fetch_ms"].append(1000 * (time.perf_counter() - t0))
             t0 = time.perf_counter()
             outputs = await gradio.call("vote", rng.choice(CHOICES), session=session, conn=conn)
             stats["vote_ms"].append(1000 * (time.perf_counter() - t0))
@@ -365,6 +381,7 @@ def summarise(stats: dict, data: Path, args) -> dict:
         "clients": args.clients,
         "seconds": round(seconds, 1),
         "typed_share": args.typed_share,
+        "clips_fetched": args.fetch,
         "replayed": args.replayed,
         "votes_acked": len(acked),
         "votes_found": found,
@@ -381,14 +398,19 @@ def summarise(stats: dict, data: Path, args) -> dict:
         "battle_p50_ms": pct(stats["battle_ms"], 50),
         "battle_p99_ms": pct(stats["battle_ms"], 99),
         "fetch_p99_ms": pct(stats["fetch_ms"], 99),
+        # CPU per battle-and-vote, which a crowded machine does not inflate as it does times:
+        # two free cores serve about 2000 / (server + client ms) visits a second.
+        "server_cpu_ms_per_visit": round(1000 * stats["server_cpu"] / max(len(acked), 1), 1),
+        "client_cpu_ms_per_visit": round(1000 * stats["client_cpu"] / max(len(acked), 1), 1),
         "errors": dict(stats["errors"]),
     }
 
 
 def table(r: dict, args) -> str:
     rows = [
-        ("clients, seconds, typed share, votes replayed first",
-         f"{r['clients']}, {r['seconds']}, {r['typed_share']}, {r['replayed']:,}"),
+        ("clients, seconds, typed share, votes replayed first, clips fetched",
+         f"{r['clients']}, {r['seconds']}, {r['typed_share']}, {r['replayed']:,}, "
+         f"{r['clips_fetched']}"),
         ("votes/s (acknowledged)", r["votes_per_s"]),
         ("battles/s", r["battles_per_s"]),
         ("/vote p50 / p99 (ms)", f"{r['vote_p50_ms']} / {r['vote_p99_ms']}"),
@@ -398,6 +420,8 @@ def table(r: dict, args) -> str:
          f"{r['votes_acked']} / {r['votes_found']} / {r['votes_lost']} / {r['votes_duplicated']}"),
         ("votes added to the board; board equals the CLI replay",
          f"{r['votes_on_board']}; {r['board_equals_replay']}"),
+        ("CPU per visit (battle, 2 clips, vote), server / load client (ms)",
+         f"{r['server_cpu_ms_per_visit']} / {r['client_cpu_ms_per_visit']}"),
         ("errors", r["errors"] or "none"),
     ]  # fmt: skip
     return "| measure | value |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)

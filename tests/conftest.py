@@ -12,6 +12,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis's time limits fail a test when a shared or busy machine (CI, two pytest workers
+# on two cores) runs one example slowly: the properties are what is tested, not the speed
+# (speed lives in bench/). No example database: a run never depends on files an earlier run left.
+settings.register_profile(
+    "arena", deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+settings.load_profile("arena")
 
 # Keep the test run offline and quiet: no usage reports from Gradio or the Hub client.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")

@@ -17,9 +17,9 @@ from arena_core.leaderboard import (
     Window,
     compute_board,
 )
-from arena_core.matchmaking import NoPairError, draw_pair
+from arena_core.matchmaking import NoPairError, draw_pair, fit_snapshot
 from arena_core.page import plots, presenters, table, ui_text
-from arena_core.ratings.counts import count_pairs
+from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.elo import sequential_elo
 from arena_core.registry import BackendSpec, Model, load_registry
 from arena_core.space.config import ConfigError, Settings
@@ -44,13 +44,14 @@ def test_settings_from_the_environment():
 def test_matchmaking_draws_distinct_candidates_both_ways_favouring_rare_pairs():
     rng = np.random.default_rng(0)
     battles = np.zeros((5, 5))
-    battles[0, 1] = battles[1, 0] = 400  # a pair that met very often
-    draws = Counter(draw_pair([0, 1, 2, 3], battles, rng) for _ in range(4000))
+    battles[0, 1] = battles[1, 0] = 400  # a pair that met very often since the last fit
+    snap = fit_snapshot(PairCounts.zeros(5), np.full(5, 1000.0))[1]
+    draws = Counter(draw_pair(snap, battles, [0, 1, 2, 3], rng) for _ in range(4000))
     assert all(a != b and {a, b} <= {0, 1, 2, 3} for a, b in draws)
     assert draws[(0, 1)] + draws[(1, 0)] < 0.25 * (draws[(2, 3)] + draws[(3, 2)])
     assert draws[(2, 3)] > 0 and draws[(3, 2)] > 0  # either side can be "A"
     with pytest.raises(NoPairError):
-        draw_pair([2], battles, rng)
+        draw_pair(snap, battles, [2], rng)
 
 
 def small_board(battles_each=40):

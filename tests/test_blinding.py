@@ -156,3 +156,22 @@ def test_params_are_checked():
     ):
         with pytest.raises(ValueError, match=r"must be|invalid"):
             BlindingParams(**bad)
+
+
+def test_quantise_dither_is_triangular_unbiased_and_fresh_per_draw():
+    from arena_core.space.blinding import INT16_FULL_SCALE, quantise
+
+    n = 200_000
+    silent = quantise(np.zeros(n, dtype=np.float32), np.random.default_rng(1))
+    # Triangular dither of ±1 LSB over an exact 0 rounds to -1 or +1 when |d| > 1/2: an eighth
+    # of the time each way ((1/2)² / 2), zero otherwise.
+    shares = [np.mean(silent == v) for v in (-1, 0, 1)]
+    assert set(np.unique(silent)) == {-1, 0, 1}
+    assert shares == pytest.approx([1 / 8, 3 / 4, 1 / 8], abs=0.006)
+    level = np.full(n, 0.3 / INT16_FULL_SCALE, dtype=np.float32)  # 0.3 LSB: dither keeps it
+    assert quantise(level, np.random.default_rng(2)).mean() == pytest.approx(0.3, abs=0.01)
+    loud = quantise(np.array([1.0, -1.0, 2.0, -2.0], dtype=np.float32), np.random.default_rng(3))
+    assert loud.dtype == np.int16 and loud.min() >= -INT16_FULL_SCALE - 1
+    assert loud.max() <= INT16_FULL_SCALE
+    again = quantise(np.zeros(n, dtype=np.float32), np.random.default_rng(4))
+    assert not np.array_equal(silent, again)  # other draws, other bytes

@@ -4,6 +4,8 @@ and a restart keeps both the rate limit and the flags."""
 import json
 import logging
 import os
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -128,3 +130,41 @@ def test_the_identity_rule_is_logged_at_start_up(tmp_path, caplog):
     build_service(settings, env={"PATH": os.environ.get("PATH", "")}).close()
     assert "voters are identified by the signed-in Hugging Face user, else the client address: " \
            "entry 1 from the right of X-Forwarded-For (ARENA_TRUSTED_PROXIES=1)" in caplog.text  # fmt: skip
+
+
+def test_a_flag_raised_inside_a_group_commit_counts_the_rest_of_the_batch_once(tmp_path):
+    """Concurrent votes share one write (VoteLog's group commit) and are applied one by one
+    afterwards. A voter flagged on one of them rebuilds the boards from the log, which already
+    holds the batch's later votes: they must not be counted by the rebuild and again when
+    applied. Batches are formed by holding the log's lock while threads queue their votes."""
+
+    service, _ = make_service(tmp_path, rate_limit=1000)
+    rng = np.random.default_rng(1)
+    votes = []
+    for k in range(240):
+        a, b = rng.choice(ENGLISH, size=2, replace=False)
+        votes.append((a, b, "a" if a < b else "b", f"h{k % 8}"))
+        if k % 6 == 5:
+            a, b = ("m2", rng.choice(ENGLISH[:2]))[:: 1 if rng.random() < 0.5 else -1]
+            votes.append((a, b, "a" if a == "m2" else "b", "campaign"))
+    # Each campaign vote leads a batch, the honest votes after it follow in the same write:
+    # whichever campaign vote gets its voter flagged, six votes come after it in its batch.
+    starts = [0] + [k for k, (*_, voter) in enumerate(votes) if voter == "campaign"]
+    for start, end in zip(starts, [*starts[1:], len(votes)], strict=True):
+        group = votes[start:end]
+        handles = [battle(service, a, b) for a, b, _, _ in group]
+        threads = []
+        with service.vote_log.lock:
+            for handle, (_, _, choice, voter) in zip(handles, group, strict=True):
+                queued = len(service.vote_log._queue)
+                threads.append(threading.Thread(target=service.vote, args=(handle, choice, voter)))
+                threads[-1].start()
+                while len(service.vote_log._queue) == queued:  # keep the batch in this order
+                    time.sleep(0.0005)
+        for thread in threads:
+            thread.join()
+    assert "campaign" in service.detector.flagged
+    assert service.vote_log.written == len(votes) == len(logged(tmp_path))
+    live = service.board("speech")
+    assert live.to_json() == replayed(tmp_path).to_json()
+    assert live.votes_used == replayed(tmp_path).votes_used

@@ -4,6 +4,7 @@ import json
 import os
 import stat
 import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -96,6 +97,35 @@ def test_then_runs_under_the_lock_after_the_write(tmp_path):
 
     assert store.append(arena="x", model_a="a", model_b="b", vote="a", then=then) == "applied"
     assert seen[0][1:] == (True, 1)
+
+
+def test_a_batch_names_its_votes_written_but_not_yet_applied(tmp_path):
+    """Group commit: while ``then`` runs for one vote of a batch, ``unapplied`` holds exactly
+    the batch's later votes, which are on disk already; a rebuild from the files there must
+    leave them out (ArenaService._rebuild). Outside a batch it is empty."""
+    store = VoteLog(tmp_path)
+    seen = []
+
+    def then(vote):
+        on_disk = {json.loads(line)["vote_id"] for line in lines(store)}
+        seen.append((vote.vote_id, set(store.unapplied), on_disk))
+
+    with store.lock:  # three appends queue up behind the held lock: one batch
+        threads = []
+        for k in range(3):
+            queued = len(store._queue)
+            threads.append(threading.Thread(target=store.append, kwargs=dict(
+                arena="x", model_a=f"m{k}", model_b="z", vote="a", then=then)))  # fmt: skip
+            threads[-1].start()
+            while len(store._queue) == queued:
+                time.sleep(0.0005)
+    for t in threads:
+        t.join()
+    ids = [vote_id for vote_id, _, _ in seen]
+    assert len(set(ids)) == 3 and all(len(disk) == 3 for _, _, disk in seen)  # one write
+    assert [unapplied for _, unapplied, _ in seen] == [set(ids[1:]), set(ids[2:]), set()]
+    assert store.unapplied == frozenset()
+    assert read_votes(tmp_path).without(ids[1:]).column("vote_id").to_pylist() == ids[:1]
 
 
 def test_concurrent_appends_never_interleave_or_lose_lines(tmp_path):

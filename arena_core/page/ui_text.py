@@ -76,9 +76,12 @@ sentence is not synthesised twice) and are not published.
 
 METHODOLOGY = """## How it works
 
-**Pairs.** Each battle draws two models that are available right now (and that speak the
-prompt's language in a multilingual arena). Pairs that have met less often are drawn more
-often (weight 1/√(1 + battles between them)), and which one is shown as "A" is a coin flip.
+**Pairs.** Each battle draws two models available right now (that speak the prompt's
+language in a multilingual arena) where a vote teaches the ranking most: mostly models whose
+order is still in doubt (close ratings, overlapping intervals), then those with the widest
+intervals, while a new model first meets opponents from across the board and every model
+keeps at least half its share of battles. Which one is shown as "A" is a coin flip, and the
+registry can weight a model or keep two versions of one model apart.
 A model that fails or times out does not lose: the battle is redrawn without it, and a model
 that keeps failing is paused for a few minutes.
 

@@ -28,13 +28,14 @@ from arena_core.integrity.anomaly import ANOMALOUS_FLAG, detection_of
 from arena_core.integrity.detector import AnomalyDetector
 from arena_core.integrity.limiter import RateLimiter
 from arena_core.leaderboard import Board, BoardParams
-from arena_core.matchmaking import NoPairError, draw_pair
+from arena_core.matchmaking import NoPairError
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.blinding import Blinder
 from arena_core.space.live import LiveArena
 from arena_core.space.pacing import Pacer
+from arena_core.space.pairing import Pairing
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
@@ -183,6 +184,7 @@ class ArenaService:
         self.listen_share = listen_share
         self.params = params or BoardParams()
         self.live = {a.id: LiveArena(a, self.params) for a in registry.arenas}
+        self.pairing = {a.id: Pairing(self.live[a.id], a) for a in registry.arenas}
         self.book = BattleBook(battle_ttl, clock)
         self.limiter = RateLimiter(rate_limit, rate_window, clock)
         self.detector = AnomalyDetector()
@@ -284,7 +286,9 @@ class ArenaService:
         start = time.perf_counter()
         files = [p for source in (self.vote_log.folder, *self.replay_sources)
                  for p, _ in vote_files(source)]  # fmt: skip
-        votes = read_votes(files)
+        # Inside a group commit, the batch's later votes are on disk already but not yet
+        # applied; they are applied (and counted) after this rebuild, so it leaves them out.
+        votes = read_votes(files).without(self.vote_log.unapplied)
         self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
         used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         self.progress.skipped = Counter(votes.skipped)
@@ -330,7 +334,7 @@ class ArenaService:
             candidates = [live.index[m] for m in pool.pairable(category) if m not in failed]
             try:
                 with self._rng_lock:
-                    a, b = draw_pair(candidates, live.battles(), self._rng)
+                    a, b = self.pairing[arena.id].draw(candidates, category, self._rng)
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)

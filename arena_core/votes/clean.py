@@ -71,6 +71,17 @@ class VoteTable:
     def column(self, name: str) -> pa.ChunkedArray:
         return self.table.column(name)
 
+    def without(self, vote_ids) -> VoteTable:
+        """The same votes less those whose ``vote_id`` is in ``vote_ids`` (which needs the
+        ``vote_id`` column); order and the skipped counts are kept."""
+        ids = pa.array(list(vote_ids), type=pa.string())
+        if not len(ids):
+            return self
+        rows = np.flatnonzero(~pc.is_in(self.table.column("vote_id"), value_set=ids).to_numpy())
+        return VoteTable(table=self.table.take(pa.array(rows)), ts_us=self.ts_us[rows],
+                         encoded={k: e.select(rows) for k, e in self.encoded.items()},
+                         skipped=self.skipped, files=self.files)  # fmt: skip
+
 
 def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *,
           now_us: int | None = None) -> VoteTable:  # fmt: skip

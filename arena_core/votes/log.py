@@ -131,6 +131,10 @@ class VoteLog:
         self._queue: list[_Request] = []  # votes waiting for the next batch
         self._queue_lock = threading.Lock()
         self.written = 0
+        #: Ids of votes of the batch being applied that are on disk but not yet passed to
+        #: their ``then``: a rebuild from the files inside a ``then`` must leave them out,
+        #: or they would be counted by the rebuild and again when applied.
+        self.unapplied: frozenset[str] = frozenset()
 
     def append(self, *, then: Callable[[Vote], T] | None = None, **fields) -> Vote | T:
         """Write one vote and return it (or what ``then(vote)`` returns).
@@ -178,12 +182,14 @@ class VoteLog:
                     request.error, request.done = exc, True
                 return
             self.written += len(votes)
-        for request, vote in votes:  # in log order: the live ratings follow it
+        for k, (request, vote) in enumerate(votes):  # in log order: the live ratings follow it
+            self.unapplied = frozenset(v.vote_id for _, v in votes[k + 1 :])
             try:
                 request.result = request.then(vote) if request.then else vote
             except Exception as exc:  # the vote is saved; only this caller hears of the failure
                 request.error = exc
             request.done = True
+        self.unapplied = frozenset()
 
     def advance_to(self, ts_us: int) -> None:
         """Never stamp a vote earlier than ``ts_us`` (the latest vote replayed at start-up),

@@ -1,0 +1,135 @@
+"""One simulated arena under one sampler: pairs drawn, outcomes sampled, the board refitted.
+
+The engine of :mod:`arena_core.simulation.matchmaking`. Outcomes use common
+random numbers: each pair has its own seeded stream of uniform numbers and its
+k-th meeting takes the k-th, so two samplers run on the same seed see the same
+result whenever they stage the same meeting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arena_core.matchmaking import Recent, draw_pair, fit_snapshot
+from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, TIE, PairCounts, count_pairs
+from arena_core.ratings.scale import ANCHOR
+from arena_core.simulation.synthetic import Truth, evenly_spread
+
+#: Outcome codes seen from the other side (a win for a is a win for b when sides swap).
+_FLIPPED = np.array([B_WINS, A_WINS, TIE, BOTH_BAD])
+#: Uniform numbers drawn at once for a pair's outcome stream (extended when used up).
+_STREAM_CHUNK = 128
+
+
+class SimArena:
+    """The running state of one simulated arena under ``sampler`` ("uniform" or "matchmaking").
+
+    ``setup`` is a :class:`arena_core.simulation.matchmaking.Setup`; models in
+    ``absent`` are not drawn until removed from it. After :meth:`refit`,
+    ``ratings``, ``low`` and ``high`` are the board's (its posterior, as the
+    Space computes it) on the votes so far.
+    """
+
+    def __init__(self, setup, sampler: str, seed: int, absent=()):
+        if sampler not in ("uniform", "matchmaking"):
+            raise ValueError(f"unknown sampler {sampler!r}")
+        if setup.board.prior_weight == 0:
+            raise ValueError(
+                "the simulation fits the board's posterior: prior_weight must not be 0"
+            )
+        self.setup, self.sampler, self.seed = setup, sampler, seed
+        n = setup.models
+        self.truth = Truth(evenly_spread(n, setup.spread), draw_rate=setup.draw_rate)
+        self.prior = np.full(n, ANCHOR)
+        self.rng_pairs = np.random.default_rng([seed, 1])
+        self.rng_drift = np.random.default_rng([seed, 2])
+        self.counts = PairCounts.zeros(n)
+        self.battles = np.zeros((n, n), dtype=np.int64)
+        self.a = np.zeros(setup.votes, dtype=np.int64)
+        self.b = np.zeros(setup.votes, dtype=np.int64)
+        self.recent = np.zeros(n, dtype=np.int64)
+        self.t = 0
+        self.absent = set(absent)
+        self.ratings = self.prior.copy()
+        self.low = self.high = np.full(n, np.nan)
+        self.snap = None
+        self._meetings: dict[tuple[int, int], int] = {}
+        self._streams: dict[tuple[int, int], np.ndarray] = {}
+
+    @property
+    def candidates(self) -> list[int]:
+        return [i for i in range(self.setup.models) if i not in self.absent]
+
+    def refit(self) -> None:
+        """The board on the votes so far, and the sampler's snapshot of it."""
+        board = self.setup.board
+        post, self.snap = fit_snapshot(self.counts, self.prior, prior_weight=board.prior_weight,
+                                       params=self.setup.match)  # fmt: skip
+        self.ratings = post.mean
+        self.low, self.high = post.interval(board.ci_level)
+
+    def play(self, votes: int) -> None:
+        """Draw ``votes`` pairs from the current fit, then their outcomes; drift the truth."""
+        start, stop = self.t, self.t + votes
+        if self.sampler == "uniform":
+            cand = np.asarray(self.candidates)
+            first = self.rng_pairs.integers(0, len(cand), votes)
+            second = (first + self.rng_pairs.integers(1, len(cand), votes)) % len(cand)
+            self.a[start:stop], self.b[start:stop] = cand[first], cand[second]
+            np.add.at(self.battles, (self.a[start:stop], self.b[start:stop]), 1)
+            np.add.at(self.battles, (self.b[start:stop], self.a[start:stop]), 1)
+        else:
+            for t in range(start, stop):
+                self._draw(t)
+        a, b = self.a[start:stop], self.b[start:stop]
+        step = count_pairs(self.setup.models, a, b, self._outcomes(a, b))
+        self.counts = PairCounts(self.counts.wins + step.wins, self.counts.ties + step.ties,
+                                 self.counts.both_bad + step.both_bad)  # fmt: skip
+        self.t = stop
+        self._drift(votes)
+
+    def settled(self, models) -> bool:
+        """Whether ``models`` are all ``established`` on the board as of the last refit."""
+        board, models = self.setup.board, np.asarray(list(models))
+        if np.any(self.battles.sum(axis=1)[models] < board.established_min_battles):
+            return False
+        return bool(np.all((self.high - self.low)[models] <= board.established_ci_width))
+
+    def _draw(self, t: int) -> None:
+        window = self.setup.match.window
+        recent = Recent(self.recent, min(t, window))
+        a, b = draw_pair(self.snap, self.battles, self.candidates, self.rng_pairs, recent=recent,
+                         params=self.setup.match)  # fmt: skip
+        self.a[t], self.b[t] = a, b
+        self.battles[a, b] += 1
+        self.battles[b, a] += 1
+        self.recent[[a, b]] += 1
+        if t >= window:
+            self.recent[[self.a[t - window], self.b[t - window]]] -= 1
+
+    def _outcomes(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Outcome codes of these battles: a pair's k-th meeting takes its k-th number."""
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        u = np.empty(len(a))
+        for k, key in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
+            nth = self._meetings.get(key, 0)
+            stream = self._streams.get(key)
+            if stream is None or nth >= len(stream):
+                # A longer draw from the same seed starts with the same numbers.
+                size = 2 * max(nth, _STREAM_CHUNK)
+                stream = self._streams[key] = np.random.default_rng([self.seed, 5, *key]).random(
+                    size
+                )
+            u[k] = stream[nth]
+            self._meetings[key] = nth + 1
+        cumulative = self.truth.outcome_probabilities(lo, hi).cumsum(axis=-1)
+        code = np.minimum((u[:, None] >= cumulative).sum(axis=-1), 3)
+        return np.where(a == lo, code, _FLIPPED[code]).astype(np.int64)
+
+    def _drift(self, votes: int) -> None:
+        if self.setup.drift <= 0:
+            return
+        sd = self.setup.drift * np.sqrt(votes / 1000.0)
+        step = self.rng_drift.normal(0.0, sd, self.setup.models)
+        self.truth = Truth(self.truth.ratings + step - step.mean(), self.truth.draw_rate,
+                           self.truth.both_bad_share)  # fmt: skip
