@@ -35,7 +35,7 @@ from arena_core.votes.columns import (
 from arena_core.votes.fastchat import read_export, to_battles
 from arena_core.votes.parquet import contract_table, parquet_bytes
 from arena_core.votes.read import parse_jsonl, read_votes
-from arena_core.votes.schema import ARROW_SCHEMA, Vote, VoteError, format_ts, parse_ts
+from arena_core.votes.schema import ARROW_SCHEMA, VOTES, Vote, VoteError, format_ts, parse_ts
 
 
 def vote_row(k, **over):
@@ -522,3 +522,18 @@ def test_a_voter_kind_is_judged_by_its_value_whatever_its_code():
 def test_rows_are_put_in_time_then_id_order_only_when_they_are_not(ts, ids, expected):
     order = vote_clean._replay_order(np.array(ts, dtype=np.int64), pa.chunked_array([ids]))
     assert (order if order is None else order.tolist()) == expected
+
+
+def test_without_leaves_out_the_named_votes_and_keeps_the_rest_aligned():
+    rows = [vote_row(k, vote=v) for k, v in zip((1, 2, 3, 4), VOTES, strict=True)]
+    skipped = Counter({reasons.MISSING: 2})
+    votes = clean(contract_rows(rows), skipped, now_us=parse_ts("2027-01-01T00:00:00Z"))
+    votes.files = 3
+    out = votes.without({rows[1]["vote_id"], rows[3]["vote_id"], "not-a-vote"})
+    assert out.column("vote").to_pylist() == ["a", "tie"]
+    day = 20_727 * 86_400 * 10**6  # 2026-10-01; the k-th row is at k.250 s past midnight
+    assert out.ts_us.tolist() == [day + 1_250_000, day + 3_250_000]
+    e = out.encoded["vote"]
+    assert [e.values[c] for c in e.codes] == ["a", "tie"]
+    assert out.skipped is skipped and out.files == 3
+    assert votes.without(()) is votes and len(votes) == 4

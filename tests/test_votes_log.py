@@ -443,3 +443,14 @@ def test_timestamps_are_cut_to_the_millisecond_not_rounded(tmp_path):
     t = datetime(2026, 11, 29, 17, 34, 36, 987654, tzinfo=UTC)
     vote = VoteLog(tmp_path, clock=lambda: t).append(arena="x", model_a="a", model_b="b", vote="a")
     assert vote.ts == "2026-11-29T17:34:36.987Z"
+
+
+def test_a_fresh_log_has_nothing_unapplied(tmp_path):
+    # A rebuild may run before the first vote of this process (at start-up): the votes
+    # already in the files are all applied, so none may be left out.
+    (tmp_path / "old.jsonl").write_bytes(
+        VoteLog(tmp_path / "x").append(arena="x", model_a="a", model_b="b", vote="a").to_json_line()
+    )
+    store = VoteLog(tmp_path)
+    assert store.unapplied == frozenset()
+    assert len(read_votes(tmp_path / "old.jsonl").without(store.unapplied)) == 1
