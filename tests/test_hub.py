@@ -146,7 +146,8 @@ for vote in ("a", "b", "tie"):
     log.append(arena="speech", model_a="x", model_b="y", vote=vote)
 sync.flush_on_sigterm()
 print("ready", flush=True)
-time.sleep(120)
+for _ in range(1200):  # the main thread as Gradio's launch() keeps it: awake every 0.1 s
+    time.sleep(0.1)
 """
 
 

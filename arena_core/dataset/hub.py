@@ -261,7 +261,14 @@ class HubSync:
         self.uploader.stop()
 
     def flush_on_sigterm(self) -> None:
-        """Spaces restart with SIGTERM, which skips ``atexit``: flush first, then exit."""
+        """Spaces restart with SIGTERM, which skips ``atexit``: flush first, then exit.
+
+        Python runs the handler in the main thread, and a signal the kernel hands to another
+        thread does not cut short a sleep of the main thread: the handler waits until it wakes.
+        Gradio's ``launch()`` keeps the main thread waking every 0.1 s, so it runs at once; a
+        main thread blocked for minutes would hold the flush back as long (a test caught this
+        with ``time.sleep(120)``).
+        """
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("signal handlers can only be installed from the main thread")
         previous = signal.getsignal(signal.SIGTERM)
