@@ -82,10 +82,12 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
         gr.api(leaderboard, api_name="leaderboard", concurrency_limit=2)
 
         def status() -> dict:
-            """Start-up state, for health checks and load tests: replay and warm-up done."""
+            """Start-up state, for health checks and load tests: replay and warm-up done, and
+            no rebuild of the boards after a flagged voter running (rebuild.py)."""
             warmup = service.warmup
             return {"replay_done": service.progress.done,
-                    "warmup_done": warmup is None or warmup.progress.done}  # fmt: skip
+                    "warmup_done": warmup is None or warmup.progress.done,
+                    "boards_settled": not service.rebuilds.running}  # fmt: skip
 
         gr.api(status, api_name="status", queue=False)
     return demo

@@ -30,6 +30,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -99,17 +100,20 @@ def run(data: Path, args) -> dict:
            "GRADIO_SERVER_NAME": "127.0.0.1", "ARENA_LISTEN_SHARE": "0",
            "ARENA_RATE_LIMIT": str(10**9), "ARENA_VOTER_SALT": "load-bench",
            "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}  # fmt: skip
-    server = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        base = f"http://127.0.0.1:{port}/"
-        stats = asyncio.run(load(base, args, server.pid))
-    finally:
-        server.terminate()
+    # The server's log goes to a file: a pipe nobody reads would stall it once full.
+    with open(data / "server.log", "w") as server_log:
+        server = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=server_log)  # fmt: skip
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            base = f"http://127.0.0.1:{port}/"
+            stats = asyncio.run(load(base, args, server.pid))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    stats["rebuilds"] = rebuilds((data / "server.log").read_text(errors="replace"))
     return summarise(stats, data, args)
 
 
@@ -270,11 +274,22 @@ async def load(base: str, args, server_pid: int) -> dict:
         stats["seconds"] = time.perf_counter() - started
         stats["server_cpu"] = cpu_seconds(server_pid) - cpu[0]
         stats["client_cpu"] = cpu_seconds() - cpu[1]
-        await asyncio.sleep(0.5)
+        await settled(gradio)  # a voter flagged at the end: their votes leave in the background
         (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
         stats["votes_after"] = board["votes_used"]
         stats["board_after"] = board
         return stats
+
+
+async def settled(gradio: Gradio) -> None:
+    """Wait until no rebuild of the boards runs (a voter flagged during the run)."""
+    until = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < until:
+        (state,) = await gradio.call("status", session=str(uuid.uuid4()))
+        if state.get("boards_settled", True):
+            return
+        await asyncio.sleep(0.5)
+    raise TimeoutError("the boards did not settle")
 
 
 async def wait_until_ready(http: httpx.AsyncClient, base: str) -> dict:
@@ -364,6 +379,13 @@ def clips(outputs: list) -> list[dict]:
     return [o for o in outputs if isinstance(o, dict) and "url" in o]
 
 
+def rebuilds(server_log: str) -> list[float]:
+    """Seconds of each rebuild of the boards the server logged (a voter flagged as anomalous
+    during the run: their earlier votes leave the boards)."""
+    found = re.findall(r"boards rebuilt from \d+ votes in ([\d.]+) s", server_log)
+    return [float(seconds) for seconds in found]
+
+
 def summarise(stats: dict, data: Path, args) -> dict:
     votes_dir = data / "votes"
     votes = read_votes(votes_dir, columns=(*BOARD_COLUMNS, "vote_id"))
@@ -402,6 +424,9 @@ def summarise(stats: dict, data: Path, args) -> dict:
         # two free cores serve about 2000 / (server + client ms) visits a second.
         "server_cpu_ms_per_visit": round(1000 * stats["server_cpu"] / max(len(acked), 1), 1),
         "client_cpu_ms_per_visit": round(1000 * stats["client_cpu"] / max(len(acked), 1), 1),
+        # Rebuilds after the start-up replay (voters flagged during the run), and their time.
+        "rebuilds": len(stats["rebuilds"]),
+        "rebuild_max_s": max(stats["rebuilds"], default=None),
         "errors": dict(stats["errors"]),
     }
 
@@ -422,6 +447,7 @@ def table(r: dict, args) -> str:
          f"{r['votes_on_board']}; {r['board_equals_replay']}"),
         ("CPU per visit (battle, 2 clips, vote), server / load client (ms)",
          f"{r['server_cpu_ms_per_visit']} / {r['client_cpu_ms_per_visit']}"),
+        ("boards rebuilt for flagged voters (longest, s)", f"{r['rebuilds']} ({r['rebuild_max_s']})"),
         ("errors", r["errors"] or "none"),
     ]  # fmt: skip
     return "| measure | value |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)

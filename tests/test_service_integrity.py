@@ -73,18 +73,21 @@ def test_a_flagged_voter_leaves_the_live_board_exactly_as_the_replay_leaves_them
     # Written before anyone knew: no flag; written after: flagged.
     assert [r["flags"] for r in rows] == [[]] * at + [["anomalous_voter"]] * (len(rows) - at)
     assert all(not r.counted and "differ" in r.note for r in reveals[at - 1 :])
+    assert service.rebuilds.wait(60)  # their earlier votes leave the boards in the background
     live = service.board("speech")
     assert live.skipped == {"anomalous_voter": at, "flagged": len(rows) - at}
     assert live.to_json() == replayed(tmp_path).to_json()
     assert service.board("speech", "en").to_json() == replayed(tmp_path, "en").to_json()
     # An honest vote after the rebuild still moves the board, and both stay equal.
     service.vote(battle(service, "m0", "m1"), "a", voter="h1")
+    assert not service.rebuilds.running
     assert service.board("speech").to_json() == replayed(tmp_path).to_json()
 
 
 def test_a_restart_remembers_the_flagged_voters(tmp_path):
     first, _ = make_service(tmp_path, rate_limit=1000)
     campaign(first)
+    assert first.rebuilds.wait(60)
     restarted, _ = make_service(tmp_path, rate_limit=1000)
     assert restarted.detector.flagged == first.detector.flagged
     assert restarted.board("speech").to_json() == first.board("speech").to_json()
@@ -163,7 +166,7 @@ def test_a_flag_raised_inside_a_group_commit_counts_the_rest_of_the_batch_once(t
                     time.sleep(0.0005)
         for thread in threads:
             thread.join()
-    assert "campaign" in service.detector.flagged
+    assert "campaign" in service.detector.flagged and service.rebuilds.wait(60)
     assert service.vote_log.written == len(votes) == len(logged(tmp_path))
     live = service.board("speech")
     assert live.to_json() == replayed(tmp_path).to_json()

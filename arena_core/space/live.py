@@ -30,7 +30,7 @@ from arena_core.ratings.elo import EloState, EloStep
 from arena_core.registry import Arena
 from arena_core.selection import Entrant, Selection, select_votes
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.reasons import FLAGGED, UNKNOWN_MODEL
+from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import Vote, parse_ts
 from arena_core.window import ALL_TIME, Window
 
@@ -107,6 +107,13 @@ class LiveArena:
 
     def replay(self, votes: VoteTable) -> int:
         """Rebuild every board from a vote table; returns the arena's votes used."""
+        tracks = self.rebuilt(votes)
+        self.adopt(tracks)
+        return tracks[None].used
+
+    def rebuilt(self, votes: VoteTable) -> dict:
+        """Every board of a vote table, computed without touching the live ones (the Space
+        computes them off the vote path, then :meth:`adopt` swaps them in)."""
         tracks = {}
         for category in self._tracks:
             sel = select_votes(votes, self.arena.id, category=category, entrants=self.entrants,
@@ -115,12 +122,18 @@ class LiveArena:
             tracks[category] = _Track(elo=elo, counts=counts, used=len(sel.a),
                                       history=_History(sel.a, sel.b, sel.outcome, sel.ts_us),
                                       last_ts_us=sel.last_ts_us, skipped=sel.skipped)  # fmt: skip
+        return tracks
+
+    def adopt(self, tracks: dict) -> None:
+        """Make boards from :meth:`rebuilt` the live ones."""
         with self._lock:
             self._tracks = tracks
-        return tracks[None].used
 
-    def apply(self, vote: Vote) -> EloStep | None:
-        """Count one logged vote; the arena-wide Elo step, or None if it is not counted."""
+    def apply(self, vote: Vote, *, excluded: bool = False) -> EloStep | None:
+        """Count one logged vote; the arena-wide Elo step, or None if it is not counted.
+
+        ``excluded``: its voter is flagged as anomalous (the vote carries no flag: it was
+        written before anyone knew), so it is left out as a replay leaves it out."""
         if vote.arena != self.arena.id:
             raise ValueError(f"vote for arena {vote.arena!r} applied to {self.arena.id!r}")
         kind = self.params.voter_kind
@@ -130,6 +143,8 @@ class LiveArena:
         reason = UNKNOWN_MODEL if a is None or b is None else None
         if vote.flags and not self.params.include_flagged:
             reason = FLAGGED
+        elif excluded and not self.params.include_flagged:
+            reason = ANOMALOUS_VOTER  # after FLAGGED, before UNKNOWN_MODEL, as select_votes
         ts_us = parse_ts(vote.ts)
         outcome = OUTCOME[vote.vote]
         with self._lock:

@@ -36,6 +36,7 @@ from arena_core.space.blinding import Blinder
 from arena_core.space.live import LiveArena
 from arena_core.space.pacing import Pacer
 from arena_core.space.pairing import Pairing
+from arena_core.space.rebuild import BackgroundRebuild
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes, vote_files
@@ -188,6 +189,8 @@ class ArenaService:
         self.book = BattleBook(battle_ttl, clock)
         self.limiter = RateLimiter(rate_limit, rate_window, clock)
         self.detector = AnomalyDetector()
+        self.rebuilds = BackgroundRebuild(self.live, vote_log.lock, self._vote_files,
+                                          lambda voter: self.detector.is_flagged(voter))  # fmt: skip
         self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self.progress = LoadProgress()
         self._rng = rng if rng is not None else np.random.default_rng()
@@ -284,17 +287,21 @@ class ArenaService:
         the Hub's votes arrive late (:meth:`reload`).
         """
         start = time.perf_counter()
-        files = [p for source in (self.vote_log.folder, *self.replay_sources)
-                 for p, _ in vote_files(source)]  # fmt: skip
+        files = self._vote_files()
         # Inside a group commit, the batch's later votes are on disk already but not yet
         # applied; they are applied (and counted) after this rebuild, so it leaves them out.
         votes = read_votes(files).without(self.vote_log.unapplied)
         self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
         used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         self.progress.skipped = Counter(votes.skipped)
+        self.rebuilds.cancel()  # this one is newer than any running in the background
         log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
                  len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
         return files, votes, used
+
+    def _vote_files(self) -> list:
+        return [p for source in (self.vote_log.folder, *self.replay_sources)
+                for p, _ in vote_files(source)]  # fmt: skip
 
     def start_loading(self) -> threading.Thread:
         """Replay in the background so visitors can battle while it runs."""
@@ -446,8 +453,9 @@ class ArenaService:
         if not self.progress.done:
             self._pending.append(vote)
             return vote, None
+        self.rebuilds.record(vote)
         if self.detector.observe(vote) and not vote.flags:  # its voter was just flagged
-            self._rebuild()
+            self.rebuilds.request()  # their earlier votes leave the boards (rebuild.py)
             return vote, None
         return vote, self.live[vote.arena].apply(vote)
 

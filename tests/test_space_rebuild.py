@@ -1,0 +1,79 @@
+"""The boards rebuilt after a voter is flagged, off the vote path (arena_core/space/rebuild.py).
+
+The rebuild's read of the log is held on an event, so the test controls when it finishes:
+votes cast meanwhile must be answered at once, and once the rebuild is done the live board
+must equal a replay of the whole log (the votes caught up, a voter flagged meanwhile
+rebuilt again)."""
+
+import threading
+
+from test_service import make_service
+from test_service_integrity import battle, campaign, replayed
+
+import arena_core.space.rebuild as rebuild_module
+from arena_core.votes.read import read_votes
+
+
+def held_reads(monkeypatch):
+    """read_votes in the rebuild waits for ``release``; ``reading`` is set when one started."""
+    reading, release = threading.Event(), threading.Event()
+
+    def held(files):
+        reading.set()
+        assert release.wait(60)
+        return read_votes(files)
+
+    monkeypatch.setattr(rebuild_module, "read_votes", held)
+    return reading, release
+
+
+def test_votes_are_answered_while_the_boards_rebuild_and_caught_up_after(tmp_path, monkeypatch):
+    service, _ = make_service(tmp_path, rate_limit=1000)
+    reading, release = held_reads(monkeypatch)
+    campaign(service, rounds=240)
+    assert "campaign" in service.detector.flagged
+    assert reading.wait(10) and service.rebuilds.running
+    # The rebuild is stuck reading: votes still go through, honest ones counted at once.
+    for k in range(30):
+        assert service.vote(battle(service, "m0", "m1"), "a", voter=f"h{k % 8}").counted
+    later = service.vote(battle(service, "m2", "m0"), "a", voter="campaign")
+    assert not later.counted  # written flagged: the test already knows this voter
+    release.set()
+    assert service.rebuilds.wait(60) and not service.rebuilds.running
+    assert service.board("speech").to_json() == replayed(tmp_path).to_json()
+    assert service.board("speech", "en").to_json() == replayed(tmp_path, "en").to_json()
+
+
+def test_a_voter_flagged_during_a_rebuild_gets_one_of_their_own(tmp_path, monkeypatch):
+    service, _ = make_service(tmp_path, rate_limit=1000)
+    reading, release = held_reads(monkeypatch)
+    campaign(service, rounds=240)
+    assert reading.wait(10)
+    # A second voter who always picks m2, while the first rebuild is held.
+    for k in range(90):
+        a, b = ("m2", "m0") if k % 2 else ("m1", "m2")
+        service.vote(battle(service, a, b), "a" if a == "m2" else "b", voter="second")
+        service.vote(battle(service, "m0", "m1"), "a", voter=f"h{k % 8}")
+    assert "second" in service.detector.flagged
+    release.set()
+    assert service.rebuilds.wait(60)
+    live = service.board("speech")
+    assert live.to_json() == replayed(tmp_path).to_json()
+    assert live.skipped["anomalous_voter"] == sum(service.detector.flagged.values())
+
+
+def test_a_full_rebuild_makes_the_one_in_flight_obsolete(tmp_path, monkeypatch):
+    # reload() runs under the log's lock and takes it again: the Space's lock is HubSync's
+    # reentrant one, so this log gets one too.
+    service, _ = make_service(tmp_path, rate_limit=1000, lock=threading.RLock())
+    reading, release = held_reads(monkeypatch)
+    campaign(service, rounds=240)
+    assert reading.wait(10)
+    service.reload()  # as when the Hub's votes arrive: everything replayed under the lock
+    assert not service.rebuilds.running
+    service.vote(battle(service, "m0", "m1"), "a", voter="h3")
+    release.set()  # the old rebuild finishes reading and must change nothing
+    for thread in threading.enumerate():
+        if thread.name == "board-rebuild":
+            thread.join(60)
+    assert service.board("speech").to_json() == replayed(tmp_path).to_json()
