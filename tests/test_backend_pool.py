@@ -505,3 +505,27 @@ def test_the_memory_layer_serves_hits_without_reading_files_and_keeps_its_budget
     assert cache.get(keys[0], "audio") is None  # the oldest left memory (budget 2,500 bytes)
     assert cache.get(keys[1], "audio") is clips[1] and cache.get(keys[2], "audio") is clips[2]
     assert cache.get(keys[2], "text") is None  # a modality mismatch is a miss
+
+
+def test_generation_runs_at_a_lower_priority_than_serving():
+    """Synthesis yields the CPU to votes and cached battles: its thread, and a program it
+    starts, run at GENERATION_NICE (Linux keeps a niceness per thread) while the caller's
+    thread keeps its own."""
+    import subprocess
+
+    from arena_core.backends.pool import GENERATION_NICE
+
+    seen = {}
+
+    def note(text, language):
+        seen["thread"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        seen["program"] = int(subprocess.run(["nice"], capture_output=True, text=True).stdout)
+        return answer(text, language)
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with pool_of(FakeBackend("a", note), FakeBackend("b", answer)) as pool:
+        assert isinstance(pool.generate("a", "Hello"), Output)
+    # Raising priority back needs root: a test run niced further keeps its own niceness.
+    expected = GENERATION_NICE if os.geteuid() == 0 or before <= GENERATION_NICE else before
+    assert seen == {"thread": expected, "program": expected}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before

@@ -74,6 +74,10 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
+#: Niceness of the threads that generate (and of the programs and runtime threads they
+#: start, which inherit it): on two cores, synthesis for typed prompts competes with
+#: serving votes and cached battles for the CPU, and the kernel should serve those first.
+GENERATION_NICE = 10
 #: Why an unverified remote model is held back while its check runs.
 CHECKING = "checking the service before its first battle"
 #: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
@@ -182,11 +186,13 @@ class ModelPool:
         window = self.settings.latency_window
         self._health = {m: _Health(latencies=deque(maxlen=window)) for m in self._backends}
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.settings.max_workers, thread_name_prefix=f"arena-{arena.id}"
-        )
+            max_workers=self.settings.max_workers, thread_name_prefix=f"arena-{arena.id}",
+            initializer=lower_thread_priority,
+        )  # fmt: skip
         self._prober = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe"
-        )
+            max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe",
+            initializer=lower_thread_priority,
+        )  # fmt: skip
 
     @classmethod
     def from_arena(
@@ -499,3 +505,15 @@ class _Started:
     trusted: bool = True
     #: The prompt, to judge whether the output's length is plausible.
     text: str = ""
+
+
+def lower_thread_priority(nice: int = GENERATION_NICE) -> None:
+    """Give the calling thread (on Linux a thread has a niceness of its own) ``nice``.
+
+    Threads and processes it starts inherit it. Where the system does not allow it, the
+    thread keeps its priority: generation is slower to yield, never wrong.
+    """
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (OSError, AttributeError) as exc:
+        logger.debug("generation threads keep their priority: %s", exc)
