@@ -5,9 +5,12 @@ Festival when present); hosted models have no token here and are unavailable, as
 any machine without one. Votes go to a temporary folder.
 """
 
+import atexit
 import os
+import shutil
 import socket
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,6 +28,13 @@ settings.load_profile("arena")
 # Keep the test run offline and quiet: no usage reports from Gradio or the Hub client.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+# Gradio's served files go to a folder of this test process's own, removed at the end: the
+# shared default (/tmp/gradio) outlives every run, and apps launched on a folder of tens of
+# thousands of files start slower.
+if "GRADIO_TEMP_DIR" not in os.environ:
+    os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="arena-tests-gradio-")
+    atexit.register(shutil.rmtree, os.environ["GRADIO_TEMP_DIR"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # app.py lives at the repository root

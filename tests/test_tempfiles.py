@@ -42,3 +42,20 @@ def test_files_a_browser_may_still_fetch_are_spared(tmp_path):
 def test_the_budget_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="positive"):
         FolderBudget(tmp_path, 0)
+
+
+def test_a_started_budget_sweeps_at_once_not_only_after_its_interval(tmp_path):
+    """A process that lives less than the interval (a restart loop, a benchmark) still sweeps."""
+    import time
+
+    now = 10_000.0
+    files = [make(tmp_path, f"h{k}/audio.wav", 100, now - 1000 + k) for k in range(10)]
+    budget = FolderBudget(tmp_path, 500, clock=lambda: now)
+    budget.start(every=3600)
+    try:
+        deadline = time.monotonic() + 10
+        while files[5].exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [p.exists() for p in files] == [False] * 6 + [True] * 4
+    finally:
+        budget.stop()
