@@ -29,5 +29,6 @@ export ARENA_REQUIRE_BROWSER=1 GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TEL
 .venv/bin/ruff format --check .
 # One test file per worker (module-scoped fixtures such as the launched app stay whole).
 # Three workers on two cores: the browser and app tests spend much of their time waiting for
-# clips to play, and a third worker fills it (on this machine 108 s against 121 s with two).
+# clips to play, and a third worker fills it (on this machine 108 s against 121 s with two,
+# measured back to back).
 .venv/bin/python -m pytest -n 3 --dist loadfile "$@"
