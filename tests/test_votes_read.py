@@ -3,6 +3,7 @@
 import json
 import shutil
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,8 @@ from arena_core.votes import clean as vote_clean
 from arena_core.votes import read, reasons
 from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def record(k: int, **over) -> dict:
@@ -498,3 +501,40 @@ def test_a_file_of_blank_lines_is_read_by_arrow_alone(tmp_path, arrow_only):
     (tmp_path / "votes-x.jsonl").write_text(" \n\n\t\n")
     votes = read_votes(tmp_path)
     assert len(votes) == 0 and not votes.skipped
+
+
+# A line that is JSON null alone: pyarrow 26.0.1's JSON reader dies with a segmentation fault
+# when a block starts with one (a shard holding just "null" crashed any replay). Read in a
+# child process, so that a regression fails this test instead of killing the test worker.
+NULL_READER = """
+import sys, json
+sys.path.insert(0, {root!r})
+import arena_core.votes.read as read
+read._JSON_BLOCK = {block}
+votes = read.read_votes({folder!r})
+print(json.dumps([len(votes), dict(votes.skipped)]))
+"""
+
+
+@pytest.mark.parametrize("block", [4 << 20, 64, 70])
+@pytest.mark.parametrize("where", ["alone", "first", "middle", "last"])
+def test_a_bare_null_line_is_skipped_and_never_crashes_the_reader(tmp_path, where, block):
+    import subprocess
+    import sys
+
+    valid = [dumps(record(k)) for k in range(6)]
+    lines = {"alone": ["null"], "first": [" null", *valid], "middle": [*valid[:3], "null\r", *valid[3:]],
+             "last": [*valid, "null"]}[where]  # fmt: skip
+    write_lines(tmp_path / "votes-x.jsonl", lines)
+    code = NULL_READER.format(root=str(ROOT), block=block, folder=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    used, skipped = json.loads(done.stdout.splitlines()[-1])
+    assert (used, skipped) == (len(lines) - 1, {reasons.NOT_OBJECT: 1})
+
+
+def test_a_bare_null_line_in_memory_is_skipped_too():
+    skipped = Counter()
+    table = parse_jsonl(f"{dumps(record(1))}\nnull\n{dumps(record(2))}\n".encode(), skipped)
+    assert table.num_rows == 2 and skipped == {reasons.NOT_OBJECT: 1}
+    assert parse_jsonl(b"null\n", skipped).num_rows == 0 and skipped[reasons.NOT_OBJECT] == 2

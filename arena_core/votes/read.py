@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -48,6 +49,12 @@ _DICT = pa.dictionary(pa.int32(), pa.string())
 _JSON_BLOCK = 4 << 20
 _PARSE = pj.ParseOptions(explicit_schema=ARROW_SCHEMA, unexpected_field_behavior="ignore")
 _FIELD_TYPES = {f.name: f.type for f in FIELDS}
+#: A line that is JSON ``null`` alone. Arrow's JSON reader (pyarrow 26.0.1) kills the process
+#: with a segmentation fault when a block starts with one (a file holding just "null" is
+#: enough: the start-up replay would crash the Space in a loop), and reads it as a row of
+#: nulls elsewhere. A file with such a line is read line by line: the line is skipped and
+#: counted as ``not_object``, like any JSON value that is not an object.
+_BARE_NULL = re.compile(rb"(?:^|\n)[ \t\r]*null[ \t\r]*(?=\n|$)")
 
 
 def read_votes(
@@ -185,11 +192,14 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
         f.seek(max(0, size - 1))
         clean_end = f.read(1) in (b"\n", b"")
     if clean_end:
-        try:
-            return _parse_json(str(path), wanted, _count_lines(path))
-        except pa.ArrowInvalid:
-            log.info("%s has damaged lines; reading it line by line", path)
-            return _read_jsonl_tolerant(path.read_bytes(), skipped).select(wanted)
+        lines, bare_null = _scan_lines(path)
+        if not bare_null:
+            try:
+                return _parse_json(str(path), wanted, lines)
+            except pa.ArrowInvalid:
+                pass
+        log.info("%s has damaged lines; reading it line by line", path)
+        return _read_jsonl_tolerant(path.read_bytes(), skipped).select(wanted)
     data = path.read_bytes()
     cut = data.rfind(b"\n") + 1
     # No newline at the end: a crash mid-write, or a hand-edited file.
@@ -210,6 +220,8 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
     wanted = [f.name for f in FIELDS]
     if not data or data.isspace():
         return ARROW_SCHEMA.empty_table()
+    if _BARE_NULL.search(data):
+        return _read_jsonl_tolerant(data, skipped)
     try:
         return _parse_json(
             pa.BufferReader(data), wanted, data.count(b"\n") + (not data.endswith(b"\n"))
@@ -244,12 +256,18 @@ def _parse_json(source, wanted: list[str], lines: int) -> pa.Table:
     return pa.concat_tables(batches).combine_chunks() if batches else schema.empty_table()
 
 
-def _count_lines(path: Path) -> int:
-    count = 0
+def _scan_lines(path: Path) -> tuple[int, bool]:
+    """The file's newlines, and whether a line is a bare ``null`` (:data:`_BARE_NULL`)."""
+    count, tail, bare_null = 0, b"", False
     with path.open("rb") as f:
         while chunk := f.read(_JSON_BLOCK):
             count += chunk.count(b"\n")
-    return count
+            if not bare_null:  # complete lines only; a line cut by the chunk waits for its end
+                window = tail + chunk
+                cut = window.rfind(b"\n") + 1
+                bare_null = _BARE_NULL.search(window, 0, cut) is not None
+                tail = window[cut:]
+    return count, bare_null or _BARE_NULL.search(tail) is not None
 
 
 def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
@@ -291,6 +309,8 @@ def _arrow_row(raw: bytes) -> dict | None:
     Arrow's verdict is the fast path's, so a deeply nested line (say, 1,000 levels
     in an unknown field) is judged the same whichever path reads its file.
     """
+    if _BARE_NULL.search(raw):
+        return None
     try:
         table = _parse_json(pa.BufferReader(raw + b"\n"), list(_FIELD_TYPES), 1)
     except pa.ArrowInvalid:
