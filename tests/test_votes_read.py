@@ -538,3 +538,16 @@ def test_a_bare_null_line_in_memory_is_skipped_too():
     table = parse_jsonl(f"{dumps(record(1))}\nnull\n{dumps(record(2))}\n".encode(), skipped)
     assert table.num_rows == 2 and skipped == {reasons.NOT_OBJECT: 1}
     assert parse_jsonl(b"null\n", skipped).num_rows == 0 and skipped[reasons.NOT_OBJECT] == 2
+
+
+def test_scan_lines_counts_newlines_and_finds_a_bare_null_across_chunks(tmp_path, monkeypatch):
+    """In process (mutation testing sees only in-process calls): the scan that routes a file
+    with a bare null line away from Arrow, with chunks smaller than a line."""
+    monkeypatch.setattr(read, "_JSON_BLOCK", 3)
+    path = tmp_path / "votes-x.jsonl"
+    cases = [(b"", (0, False)), (b'{"a": 1}\n', (1, False)), (b'{"a": 1}\n  null \r\n', (2, True)),
+             (b"null", (0, True)), (b'{"x": "null"}\n"null"\nnullx\n', (3, False)),
+             (b'{"a": 1}\n{"b": 2}\n\tnull\n{"c": 3}\n', (4, True))]  # fmt: skip
+    for data, expected in cases:
+        path.write_bytes(data)
+        assert read._scan_lines(path) == expected, data
