@@ -255,14 +255,19 @@ def test_concurrent_votes_are_all_counted_once(tmp_path):
     views = [service.new_battle("speech") for _ in range(40)]
     errors = []
 
-    def cast(view):
+    # One voter per battle. With a single voter there are no other voters' votes to
+    # compare with, so each vote's anomaly p-value is uniform and the voter is flagged
+    # (rightly, at the test's 1% level) about once in a hundred runs, whatever the
+    # order the threads vote in: that voter's votes then leave the board. This test is
+    # about concurrency, not the anomaly test (test_service_integrity.py covers that).
+    def cast(i, view):
         try:
-            service.vote(view.handle, "a", voter="v")
-            service.vote(view.handle, "b", voter="v")  # the racing second vote must fail
+            service.vote(view.handle, "a", voter=f"v{i}")
+            service.vote(view.handle, "b", voter=f"v{i}")  # the racing second vote must fail
         except Exception as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=cast, args=(v,)) for v in views]
+    threads = [threading.Thread(target=cast, args=(i, v)) for i, v in enumerate(views)]
     for t in threads:
         t.start()
     for t in threads:
