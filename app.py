@@ -8,18 +8,20 @@ browser-side behaviour (players, lock, shortcuts) is ``arena_core/page/assets/ar
 
 import asyncio
 import importlib.util
-import io
 import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 
 import gradio as gr
-from PIL import Image
+from gradio import utils as gr_utils
+from gradio.data_classes import FileData
 
 from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
 from arena_core.page import assets, battle, plots, presenters, speed, table, ui_text
 from arena_core.page.clip import clip_player
+from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
 from arena_core.space.startup import build_service
@@ -50,8 +52,9 @@ def _refusal(exc: ArenaError | IdentityError) -> gr.Error:
     return gr.Error(str(exc), print_exception=False)
 
 
-def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
-    """The whole page: Arena, Leaderboard and About."""
+def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> gr.Blocks:
+    """The whole page: Arena, Leaderboard and About. Launch it with :func:`launch_options`
+    for the same ``clips``: they hold the battles' audio, and their route serves it."""
     statuses = {a.id: service.pools[a.id].status() for a in service.registry.arenas}
     offer = battle.offer(service.registry.arenas, statuses)
     with gr.Blocks(title=ui_text.TITLE, analytics_enabled=settings.analytics,
@@ -63,7 +66,7 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
         session = gr.State(None)
         with gr.Tabs():
             with gr.Tab("Arena", id="arena", elem_id="arena-tab"):
-                arena_in = _arena_tab(service, settings, session, offer, demo)
+                arena_in = _arena_tab(service, settings, session, offer, clips, demo)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="board-tab") as leaderboard_tab:
                 _board_tab(service, demo, leaderboard_tab, arena_in, offer)
             with gr.Tab("About", id="about", elem_id="about-tab"):
@@ -93,9 +96,9 @@ def build_demo(service: ArenaService, settings: Settings) -> gr.Blocks:
     return demo
 
 
-def _arena_tab(service, settings, session, offer, demo):
+def _arena_tab(service, settings, session, offer, clips, demo):
     page = _arena_layout(service, settings, offer)
-    battles = _Battles(service, settings, demo.GRADIO_CACHE)
+    battles = _Battles(service, settings, clips, demo.GRADIO_CACHE)
     _wire_api(battles, page, session, offer)
     _wire_page(battles, page, session, demo)
     return page.arena_in
@@ -154,8 +157,8 @@ class _Battles:
     threads votes need, and the typed-prompt hold is awaited, not slept.
     """
 
-    def __init__(self, service: ArenaService, settings: Settings, cache: str):
-        self.service, self.settings, self.cache = service, settings, cache
+    def __init__(self, service: ArenaService, settings: Settings, clips: ClipStore, cache: str):
+        self.service, self.settings, self.clips, self.cache = service, settings, clips, cache
         self.battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
         self.vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
 
@@ -174,7 +177,7 @@ class _Battles:
 
     def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
         view = self.service.new_battle(arena_id, prompt or None, language or None)
-        return view, _media(view, self.cache)
+        return view, _media(view, self.clips, self.cache)
 
     async def reveal_of(self, state, choice, request: gr.Request, profile) -> Reveal:
         # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
@@ -208,14 +211,23 @@ def _wire_api(battles: _Battles, page, session, offer) -> None:
     inputs = [session, gr.Textbox(first, label="Arena", visible=False),
               gr.Textbox("", label="Prompt", visible=False),
               gr.Textbox("", label="Language", visible=False)]  # fmt: skip
-    gr.Button(visible=False).click(battles.start, inputs=inputs,
+
+    async def start(state, arena_id, prompt, language):
+        state, shown, *media = await battles.start(state, arena_id, prompt, language)
+        return state, shown, *_serialized(media)
+
+    # No pre- or post-processing by the components: their values are plain already (the
+    # media serialised above), and each component's processing is a hop to a worker thread,
+    # a tenth of a battle's server time under load.
+    raw = {"queue": False, "preprocess": False, "postprocess": False}
+    gr.Button(visible=False).click(start, inputs=inputs,
                                    outputs=[session, page.prompt_shown, *page.media],
-                                   api_name="new_battle", queue=False)  # fmt: skip
+                                   api_name="new_battle", **raw)  # fmt: skip
     gr.Button(visible=False).click(battles.cast,
                                    inputs=[session, gr.Radio(list(VOTES), visible=False)],
                                    outputs=[session, gr.Markdown(visible=False),
                                             gr.JSON(visible=False)],
-                                   api_name="vote", queue=False)  # fmt: skip
+                                   api_name="vote", **raw)  # fmt: skip
 
 
 def _wire_page(battles: _Battles, page, session, demo) -> None:
@@ -358,13 +370,16 @@ class _Page:
                 self.header(board.arena, session_votes, board.votes_used))  # fmt: skip
 
 
-def _media(view: BattleView, cache: str) -> list:
+def _media(view: BattleView, clips: ClipStore, cache: str) -> list:
     """Values for the (audio, text, image) pairs of components: this arena's kind, None elsewhere.
 
-    A clip is written as a WAV under a random name straight into Gradio's cache folder, which
-    the player (``clip_player``) serves as it is: handing Gradio the samples instead costs 3.5 ms a
-    clip (a hash of the samples and an export through pydub) against 0.5 ms. The random name is one per delivery, like the
-    dithered bytes, so a URL names no model (``arena_core.space.blinding``).
+    A clip goes into the clip store as WAV bytes under a random name (``arena_core.space.clips``),
+    which the player (``clip_player``) hands the browser as it is: handing Gradio the samples
+    instead costs 3.5 ms a clip (a hash of the samples and an export through pydub), a file of
+    our own in Gradio's cache 2.5 ms (written, path-checked twice, read back). The random name
+    is one per delivery, like the dithered bytes, so a URL names no model
+    (``arena_core.space.blinding``). An image is written into Gradio's cache folder, also
+    under a random name.
     """
     values = []
     for kind in ("audio", "text", "image"):
@@ -372,12 +387,23 @@ def _media(view: BattleView, cache: str) -> list:
             if kind != view.modality:
                 values.append(None)
             elif kind == "audio":
-                values.append(str(out.save(cache)))
+                values.append(clips.put(out.to_bytes()))
             elif kind == "text":
                 values.append(out.text)
             else:
-                values.append(Image.open(io.BytesIO(out.image_bytes)))
+                values.append(str(out.save(cache)))
     return values
+
+
+#: The media slots (audio A, audio B, text A, text B, image A, image B) that hold files.
+FILE_SLOTS = frozenset({0, 1, 4, 5})
+
+
+def _serialized(media: list) -> list:
+    """:func:`_media`'s values as the components' post-processing would send them: a file's
+    path as Gradio's file data (Gradio gives it its URL), text as it is."""
+    return [FileData(path=v).model_dump() if k in FILE_SLOTS and v is not None else v
+            for k, v in enumerate(media)]  # fmt: skip
 
 
 def _board_tab(service, demo, tab, arena_in, offer):
@@ -459,9 +485,10 @@ def main() -> None:
     service.start_loading()
     if service.warmup is not None:
         service.warmup.start()
-    demo = build_demo(service, settings)
+    clips = clip_store(settings)
+    demo = build_demo(service, settings, clips)
     FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
-    demo.queue(default_concurrency_limit=8).launch(**launch_options(settings))
+    demo.queue(default_concurrency_limit=8).launch(**launch_options(settings, clips))
 
 
 def _forget_missing_matplotlib() -> None:
@@ -476,9 +503,15 @@ def _forget_missing_matplotlib() -> None:
         sys.modules["matplotlib"] = None
 
 
-def launch_options(settings: Settings) -> dict:
-    """``launch()`` arguments: the look, the page's script, and nothing open that the
-    operator did not ask for."""
+def clip_store(settings: Settings) -> ClipStore:
+    """The store of the battles' clips, in a folder of Gradio's cache that holds no files."""
+    return ClipStore(Path(gr_utils.get_upload_folder()) / "arena-clips",
+                     settings.clip_mb * 1024 * 1024)  # fmt: skip
+
+
+def launch_options(settings: Settings, clips: ClipStore) -> dict:
+    """``launch()`` arguments: the look, the page's script, the clips' route, and nothing
+    open that the operator did not ask for."""
     font = [gr.themes.LocalFont("IBM Plex Sans"), "ui-sans-serif", "system-ui", "sans-serif"]
     return {
         "theme": gr.themes.Soft(
@@ -491,6 +524,8 @@ def launch_options(settings: Settings) -> dict:
         "max_file_size": 0,
         # /monitoring shows function names and success rates to anyone.
         "enable_monitoring": settings.monitoring,
+        # Before Gradio's own routes, so it answers for the clips' paths (space/clips.py).
+        "app_kwargs": {"routes": [clips.route()]},
     }
 
 

@@ -49,7 +49,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def running_app(tmp_path_factory):
     """The Space as ``python app.py`` starts it, on a free local port."""
-    from app import build_demo, launch_options
+    from app import build_demo, clip_store, launch_options
     from arena_core.space.config import Settings
     from arena_core.space.startup import build_service
 
@@ -60,14 +60,16 @@ def running_app(tmp_path_factory):
                         listen_share=0.0)  # fmt: skip
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
-    demo = build_demo(service, settings)
+    clips = clip_store(settings)
+    demo = build_demo(service, settings, clips)
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
         prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-        **launch_options(settings),
+        **launch_options(settings, clips),
     )  # fmt: skip
     try:
-        yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", service=service, settings=settings)
+        yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", service=service, settings=settings,
+                              clips=clips)  # fmt: skip
     finally:
         demo.close()
         service.close()

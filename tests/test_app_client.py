@@ -172,3 +172,40 @@ def test_a_full_disk_refuses_the_vote_and_the_app_keeps_serving(running_app, cli
     _, reveal = client.predict("a", api_name="/vote")
     assert reveal["counted"]
     assert len(read_votes(running_app.settings.votes_dir)) == logged_before + 1
+
+
+def raw_battle(http: httpx.Client, arena: str = "tts-en") -> list:
+    """/new_battle as the page's script calls it (one POST, outside the queue)."""
+    config = http.get("config").json()
+    (dep,) = [d for d in config["dependencies"] if d.get("api_name") == "new_battle"]
+    states = {c["id"] for c in config["components"] if c.get("type") == "state"}
+    values = iter([arena, "", ""])
+    data = [None if i in states else next(values) for i in dep["inputs"]]
+    answer = http.post("gradio_api/run/new_battle", json={"data": data, "fn_index": dep["id"],
+                                                          "session_hash": "raw-battle"})  # fmt: skip
+    answer.raise_for_status()
+    return answer.json()["data"]
+
+
+def test_clips_are_served_from_memory_whole_and_in_ranges(running_app, client):
+    # The page's players fetch the URL in each clip's file data; Chromium and Safari ask for
+    # byte ranges. The store's route answers through all of Gradio's middleware.
+    with httpx.Client(base_url=running_app.url, timeout=30) as http:
+        files = [v for v in raw_battle(http) if isinstance(v, dict) and "url" in v]
+        assert len(files) == 2
+        bodies = []
+        for f in files:
+            assert f["path"].startswith(str(running_app.clips.folder))
+            whole = http.get(f["url"])
+            assert whole.status_code == 200 and whole.headers["content-type"] == "audio/wav"
+            assert not {"etag", "last-modified", "content-disposition"} & set(whole.headers)
+            part = http.get(f["url"], headers={"Range": "bytes=0-11"})
+            assert part.status_code == 206 and part.content == whole.content[:12]
+            assert part.content[:4] == b"RIFF" and part.content[8:12] == b"WAVE"
+            bodies.append(whole.content)
+        assert len(bodies[0]) == len(bodies[1])  # one length for both sides
+        assert not any(running_app.clips.folder.glob("*"))  # nothing on disk
+    # gradio_client downloads every file through /file=<path>: the same route serves it.
+    _, audio_a, _, *_ = client.predict("tts-en", "", api_name="/new_battle")
+    rate, samples = read_wav(audio_a)
+    assert rate == running_app.settings.audio_rate and len(samples) > rate // 10

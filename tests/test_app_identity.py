@@ -18,7 +18,7 @@ from conftest import free_port
 from fakes import REGISTRY, Clock, FakeBackend
 from gradio_client import Client
 
-from app import build_demo
+from app import build_demo, clip_store, launch_options
 from arena_core.backends import ModelPool
 from arena_core.registry import parse_registry
 from arena_core.space.config import Settings
@@ -47,11 +47,13 @@ def running(tmp_path, *, auth=None, **settings):
     )
     service.load()
     settings = Settings(data_dir=tmp_path, voter_salt=SALT, trusted_proxies=1, **settings)
-    demo = build_demo(service, settings)
+    clips = clip_store(settings)
+    demo = build_demo(service, settings, clips)
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, auth=auth
-    )
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, auth=auth,
+        **launch_options(settings, clips),
+    )  # fmt: skip
     try:
         yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", data=tmp_path)
     finally:
@@ -162,7 +164,8 @@ def test_off_a_space_there_is_no_sign_in_button(tmp_path):
     # Gradio's stand-in sign-in off a Space needs a Hub token and the network.
     import gradio as gr
 
-    demo = build_demo(fake_service(tmp_path), Settings(data_dir=tmp_path))
+    settings = Settings(data_dir=tmp_path)
+    demo = build_demo(fake_service(tmp_path), settings, clip_store(settings))
     assert not any(isinstance(b, gr.LoginButton) for b in demo.blocks.values())
 
 
@@ -181,7 +184,7 @@ def test_on_a_space_the_sign_in_button_and_routes_are_served(tmp_path, monkeypat
                         ("OPENID_PROVIDER_URL", "https://huggingface.co")):  # fmt: skip
         monkeypatch.setattr(gradio.oauth, name, value)
     settings = Settings(data_dir=tmp_path, voter_salt="s", space_id="org/arena", require_login=True)
-    demo = build_demo(fake_service(tmp_path), settings)
+    demo = build_demo(fake_service(tmp_path), settings, clip_store(settings))
     assert sum(isinstance(b, gr.LoginButton) for b in demo.blocks.values()) == 1
     paths = {getattr(r, "path", "") for r in App.create_app(demo).routes}
     assert {"/login/huggingface", "/login/callback", "/logout"} <= paths

@@ -74,13 +74,15 @@ def _reduced_registry(path, available):
 
 
 def _launch(service, settings):
-    from app import build_demo
+    from app import build_demo, clip_store, launch_options
 
-    demo = build_demo(service, settings)
+    clips = clip_store(settings)
+    demo = build_demo(service, settings, clips)
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True
-    )
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
+        **launch_options(settings, clips),
+    )  # fmt: skip
     return demo, f"http://127.0.0.1:{port}/"
 
 

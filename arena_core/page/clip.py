@@ -1,10 +1,11 @@
-"""The battle's audio player: a ``gr.Audio`` that serves the WAV files the app wrote as they are.
+"""The battle's audio player: a ``gr.Audio`` that hands the browser the app's own clips as they are.
 
-``app._media`` writes each delivered clip into Gradio's cache itself (a fresh random name, 16-bit
-PCM WAV, which every browser plays). Handed a file path, ``gr.Audio`` would check that the file
-is playable with ``ffprobe`` whenever ffmpeg is installed, as it is on Hugging Face Spaces: one
-subprocess per clip, on the path of every battle. This player skips that check for our own WAV
-files and leaves every other value to ``gr.Audio``.
+``app._media`` puts each delivered clip (a fresh random name, 16-bit PCM WAV, which every
+browser plays) in the clip store (``arena_core.space.clips``) and gives the player its path,
+which the store's route serves. Handed a file path, ``gr.Audio`` would check that the file is
+playable with ``ffprobe`` whenever ffmpeg is installed, as it is on Hugging Face Spaces: one
+subprocess per clip, on the path of every battle (and the file is not on disk). This player
+skips that check for our own WAV clips and leaves every other value to ``gr.Audio``.
 
 A function that adapts one player rather than a subclass: Gradio writes a ``.pyi`` stub next to
 the module of every component class it sees defined, which a package should not do at import.
@@ -17,7 +18,7 @@ from gradio.data_classes import FileData
 
 
 def clip_player(**kwargs) -> gr.Audio:
-    """A ``gr.Audio(**kwargs)`` whose output values may be paths of WAV files the app wrote."""
+    """A ``gr.Audio(**kwargs)`` whose output values may be paths of the clip store's WAV clips."""
     player = gr.Audio(**kwargs)
     general = player.postprocess
 

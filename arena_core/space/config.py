@@ -63,8 +63,11 @@ class Settings:
     monitoring: bool = False
     #: GRADIO_ANALYTICS_ENABLED: Gradio's usage reports (off unless the operator asks).
     analytics: bool = False
-    #: ARENA_TEMP_MB: size bound of Gradio's folder of served files (audio of battles).
+    #: ARENA_TEMP_MB: size bound of Gradio's folder of served files (images of battles, other
+    #: files Gradio writes; the audio is in memory, see clip_mb).
     temp_mb: int = 512
+    #: ARENA_CLIP_MB: memory bound of the battles' audio clips (space/clips.py), oldest first.
+    clip_mb: int = 256
     #: ARENA_AUDIO_RATE: the one sample rate (Hz) every clip of a speech battle is delivered at.
     audio_rate: int = 24_000
     #: ARENA_LOUDNESS: ITU-R BS.1770 loudness (LUFS) every clip is normalised to.
@@ -131,6 +134,7 @@ class Settings:
             monitoring=_switch(env, "ARENA_MONITORING", cls.monitoring),
             analytics=_switch(env, "GRADIO_ANALYTICS_ENABLED", cls.analytics),
             temp_mb=_number(env, "ARENA_TEMP_MB", cls.temp_mb, int),
+            clip_mb=_number(env, "ARENA_CLIP_MB", cls.clip_mb, int),
             audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate, int),
             loudness=_loudness(env, "ARENA_LOUDNESS", cls.loudness),
             warmup=_switch(env, "ARENA_WARMUP", cls.warmup),

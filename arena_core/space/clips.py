@@ -1,0 +1,149 @@
+"""The battle clips the browser fetches: kept in memory, served by a route of the app's own.
+
+Every battle delivers two freshly dithered clips under random names (``blinding``), and
+each is fetched once or twice by the browser within seconds. Written into Gradio's cache
+folder and served by Gradio's ``/file=`` route, a clip cost about 2.5 ms of the server's
+CPU: a file write, path checks (each a ``realpath``) when the battle is sent, more path
+checks and a file read when it is fetched. Under load that was a third of the server's
+time per visit. Here a clip is bytes in a bounded store, and one route serves them.
+
+The route sits at the URL Gradio itself gives such a file, ``/gradio_api/file=<folder>/<name>``
+with ``<folder>`` a folder name under Gradio's cache that holds no files, so the page's
+players, ``gradio_client`` (which downloads every file through ``/file=<path>``) and any
+other client get the clip without knowing it is not a file. Requests for other files do
+not match the route and reach Gradio's as before.
+
+The response carries only what any clip's would (type, length, range): no modification
+time, no entity tag, nothing that differs between models. A clip evicted by the memory
+bound (the oldest go first) answers 404, as an expired file of Gradio's would.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+#: Gradio's prefix for its API and file routes (``gradio.route_utils.API_PREFIX``).
+API_PREFIX = "/gradio_api"
+#: Random bytes in a clip's name: unguessable, so a name is its own access token.
+NAME_BYTES = 16
+#: Browsers may cache a clip for a day: its name is never reused, so it never changes.
+CACHE_CONTROL = "private, max-age=86400, immutable"
+_NAME = re.compile(r"[A-Za-z0-9_-]{16,64}\.wav")
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")
+
+
+class ClipStore:
+    """Clips by name, oldest evicted first once they hold more than ``max_bytes``.
+
+    Parameters
+    ----------
+    folder : path
+        The folder the clips seem to live in (a sub-folder of Gradio's cache, which
+        Gradio accepts as a file it may serve); nothing is written there.
+    max_bytes : int
+        Memory bound. At 24 kHz a 5-second clip is 240 kB, so 256 MB holds the clips of
+        about 500 battles: hours of a busy Space, seconds of a flood.
+
+    Example::
+
+        clips = ClipStore(Path(gradio_cache) / "arena-clips", 256 * 2**20)
+        path = clips.put(wav_bytes)       # hand ``path`` to the audio player
+        launch(app_kwargs={"routes": [clips.route()]})
+    """
+
+    def __init__(self, folder: str | Path, max_bytes: int):
+        if max_bytes <= 0:
+            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+        self.folder = Path(folder).absolute()
+        self.max_bytes = int(max_bytes)
+        self._clips: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.evicted = 0
+
+    def put(self, data: bytes) -> str:
+        """Keep a WAV clip; the path to hand the player (its URL is Gradio's for that path)."""
+        name = f"{secrets.token_urlsafe(NAME_BYTES)}.wav"
+        with self._lock:
+            self._clips[name] = data
+            self._bytes += len(data)
+            while self._bytes > self.max_bytes and len(self._clips) > 1:
+                _, old = self._clips.popitem(last=False)
+                self._bytes -= len(old)
+                self.evicted += 1
+        return str(self.folder / name)
+
+    def get(self, name: str) -> bytes | None:
+        with self._lock:
+            return self._clips.get(name)
+
+    def __len__(self) -> int:
+        return len(self._clips)
+
+    @property
+    def size(self) -> int:
+        """Bytes held."""
+        return self._bytes
+
+    def route(self) -> Route:
+        """The route that serves the clips (GET and HEAD, single byte ranges)."""
+        return Route(f"{API_PREFIX}/file={self.folder.as_posix()}/{{name}}", self._serve,
+                     methods=["GET", "HEAD"])  # fmt: skip
+
+    async def _serve(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        data = self.get(name) if _NAME.fullmatch(name) else None
+        if data is None:
+            return Response("Clip not found (it may have expired).", status_code=404)
+        return clip_response(data, request.headers.get("range"), head=request.method == "HEAD")
+
+
+def clip_response(data: bytes, range_header: str | None, *, head: bool = False) -> Response:
+    """The clip, or the one byte range asked for (206), as players seek with; 416 if unsatisfiable.
+
+    Several ranges in one header are answered with the whole clip (200), which HTTP allows.
+    """
+    size = len(data)
+    headers = {"accept-ranges": "bytes", "cache-control": CACHE_CONTROL}
+    span = byte_range(range_header, size) if range_header else None
+    if span == "unsatisfiable":
+        headers["content-range"] = f"bytes */{size}"
+        return Response(status_code=416, headers=headers)
+    status, body = 200, data
+    if span is not None:
+        start, stop = span
+        status, body = 206, data[start:stop]
+        headers["content-range"] = f"bytes {start}-{stop - 1}/{size}"
+    headers["content-length"] = str(len(body))
+    return Response(b"" if head else body, status_code=status, headers=headers,
+                    media_type="audio/wav")  # fmt: skip
+
+
+def byte_range(header: str, size: int) -> tuple[int, int] | str | None:
+    """``[start, stop)`` of a single ``Range: bytes=...`` header (RFC 9110, 14.1.2).
+
+    ``None`` for a header to ignore (malformed, another unit, several ranges: the whole
+    clip is sent), ``"unsatisfiable"`` for a range that starts past the end.
+    """
+    match = _RANGE.fullmatch(header.strip())
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.groups()
+    if first == "":  # the last ``last`` bytes
+        suffix = int(last)
+        return (max(0, size - suffix), size) if suffix > 0 and size > 0 else "unsatisfiable"
+    start = int(first)
+    if start >= size:
+        return "unsatisfiable"
+    stop = size if last == "" else min(size, int(last) + 1)
+    if stop <= start:
+        return None  # last < first: not a valid range; ignored
+    return start, stop
