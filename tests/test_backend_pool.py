@@ -529,3 +529,16 @@ def test_generation_runs_at_a_lower_priority_than_serving():
     expected = GENERATION_NICE if os.geteuid() == 0 or before <= GENERATION_NICE else before
     assert seen == {"thread": expected, "program": expected}
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+
+
+def test_the_pools_cache_key_names_what_generate_stored(tmp_path):
+    cache = OutputCache(tmp_path)
+    backend = FakeBackend("m", answer, voices={"en": "a", "de": "b"})
+    with pool_of(backend, FakeBackend("n", answer), cache=cache) as pool:
+        stored = pool.generate("m", "Hello", "de")
+        key = pool.cache_key("m", "Hello", "de")
+        assert cache.get(key, pool.arena.modality).text == stored.text
+        assert len({key, pool.cache_key("m", "Hello"), pool.cache_key("m", "Hello!", "de"),
+                    pool.cache_key("n", "Hello", "de")}) == 4  # fmt: skip
+    with pool_of(FakeBackend("m", answer), FakeBackend("n", answer)) as pool:
+        assert pool.cache_key("m", "Hello") is None  # no cache, no key

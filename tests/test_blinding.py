@@ -4,6 +4,8 @@ Loudness is checked with pyloudnorm's own meter (an independent implementation o
 ITU-R BS.1770-4), never with the module's.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pyloudnorm
 import pytest
@@ -175,3 +177,16 @@ def test_quantise_dither_is_triangular_unbiased_and_fresh_per_draw():
     assert loud.max() <= INT16_FULL_SCALE
     again = quantise(np.zeros(n, dtype=np.float32), np.random.default_rng(4))
     assert not np.array_equal(silent, again)  # other draws, other bytes
+
+
+def test_a_clip_prepared_with_its_cache_key_is_found_by_that_key_alone(tmp_path, pair):
+    blinder = Blinder(PARAMS, cache=OutputCache(tmp_path), rng=np.random.default_rng(7))
+    first, second = pair
+    shaped = blinder.prepare(first, "source-of-first")
+    assert blinder.shaped("source-of-first").to_bytes() == shaped.to_bytes()
+    assert blinder.shaped("source-of-second") is None
+    blinder.prepare(second)  # without a key: kept under a hash of its samples only
+    assert blinder.shaped("source-of-second") is None
+    assert Blinder(PARAMS).shaped("source-of-first") is None  # no cache, nothing kept
+    other = Blinder(replace(PARAMS, loudness=-20.0), cache=OutputCache(tmp_path))
+    assert other.shaped("source-of-first") is None  # other settings, other shapes

@@ -114,3 +114,33 @@ def test_warmup_generates_every_set_prompt_times_each_model_and_marks_the_arena_
         assert {p.text for p in arena.prompts} <= spoken
         assert len(spoken) == 5  # three set prompts and two uncacheable timing prompts
     assert pacer.speed("tts", "m8") != FALLBACK_SPEED
+
+
+def test_after_the_warm_up_a_set_prompt_battle_reads_only_the_shaped_clips(tmp_path, monkeypatch):
+    from arena_core.backends.cache import OutputCache
+    from arena_core.space.service import ArenaService
+    from arena_core.votes.log import VoteLog
+
+    registry = parse_registry(REGISTRY)
+    arena = registry.arena("tts")
+    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
+    raw = OutputCache(tmp_path / "raw")
+    pool = ModelPool(arena, backends, cache=raw)
+    blinder = Blinder(BlindingParams(), cache=OutputCache(tmp_path / "shaped"))
+    Warmup(registry, {"tts": pool}, blinder, Pacer(), rng=np.random.default_rng(0)).run()
+    spoken = {m: len(b.texts) for m, b in backends.items()}
+    raw_reads = []
+    monkeypatch.setattr(raw, "get", lambda *args: raw_reads.append(args))
+    service = ArenaService(registry, {"tts": pool}, VoteLog(tmp_path / "votes"), blinder=blinder,
+                           rng=np.random.default_rng(1))  # fmt: skip
+    service.load()
+    for _ in range(6):
+        view = service.new_battle("tts")
+        a, b = view.output_a, view.output_b
+        assert a.sample_rate == b.sample_rate == BlindingParams().sample_rate
+        assert len(a.samples) == len(b.samples)
+    assert raw_reads == []  # neither the engines' outputs read nor their samples hashed
+    assert {m: len(b.texts) for m, b in backends.items()} == spoken
+    typed = service.new_battle("tts", "Something nobody warmed up")  # no shaped clip: generated
+    assert typed.output_a.sample_rate == BlindingParams().sample_rate and raw_reads
+    service.close()

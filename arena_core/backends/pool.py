@@ -251,6 +251,14 @@ class ModelPool:
             return None
         return normalize_language(category)
 
+    def cache_key(self, model_id: str, text: str, category: str | None = None) -> str | None:
+        """The output cache's key of ``model_id`` speaking ``text`` (None without a cache),
+        the one :meth:`generate` looks up: names the output without reading it."""
+        if self._cache is None:
+            return None
+        backend = self._backends[model_id]
+        return self._cache.key(model_id, text, backend.version, self.language_of(category))
+
     def model_version(self, model_id: str) -> str | None:
         """The model's version for the vote record (see :attr:`Backend.model_version`)."""
         return self._backends[model_id].model_version

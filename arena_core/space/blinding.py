@@ -399,14 +399,17 @@ class Blinder:
         self._rng_lock = threading.Lock()
         self._signature = params.signature().encode()
 
-    def prepare(self, output: Output) -> Output:
+    def prepare(self, output: Output, source: str | None = None) -> Output:
         """The shaped form of an audio output, from the cache or made (and cached) now.
 
+        ``source``: the output cache's key of ``output`` (:meth:`ModelPool.cache_key`), under
+        which its shaped form is kept, so a later battle finds it with :meth:`shaped` without
+        reading or hashing the engine's samples. Without it the key is a hash of the samples.
         Outputs of other modalities are returned as they are.
         """
         if output.modality != "audio":
             return output
-        key = self._key(output)
+        key = self._key(output) if source is None else self._source_key(source)
         if self._cache is not None:
             cached = self._cache.get(key, "audio")
             if cached is not None:
@@ -415,6 +418,14 @@ class Blinder:
         if self._cache is not None:
             self._cache.put(key, shaped)
         return shaped
+
+    def shaped(self, source: str) -> Output | None:
+        """The shaped clip of the output the output cache keys ``source``, if it was prepared
+        with that source; None otherwise. Reads only the shaped clip (from memory when it
+        can): a battle on a set prompt needs nothing else."""
+        if self._cache is None:
+            return None
+        return self._cache.get(self._source_key(source), "audio")
 
     def deliver(self, prepared: Sequence[Output]) -> tuple[Output, ...]:
         """Prepared outputs of one battle as the visitor gets them (:func:`deliver` for audio)."""
@@ -430,6 +441,9 @@ class Blinder:
     def blind(self, outputs: Sequence[Output]) -> tuple[Output, ...]:
         """:meth:`prepare` each output, then :meth:`deliver` them together."""
         return self.deliver([self.prepare(o) for o in outputs])
+
+    def _source_key(self, source: str) -> str:
+        return hashlib.sha256(self._signature + b"\0source\0" + source.encode()).hexdigest()
 
     def _key(self, output: Output) -> str:
         digest = hashlib.sha256(self._signature)

@@ -268,7 +268,7 @@ class ArenaService:
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)
-            outputs = self._prepare(ids, pool.generate_pair(*ids, text, category, trusted=trusted))
+            outputs = self._outputs(arena, pool, ids, text, category, trusted)
             errors = [
                 (m, o) for m, o in zip(ids, outputs, strict=True) if isinstance(o, BackendError)
             ]
@@ -285,15 +285,25 @@ class ArenaService:
             "Not enough models are answering in this arena right now. Try again in a minute."
         )
 
-    def _prepare(self, ids, outputs) -> list:
-        """Each output shaped for blind delivery; a clip that cannot be shaped fails its model."""
+    def _outputs(self, arena: Arena, pool: ModelPool, ids, text, category, trusted) -> list:
+        """Both sides ready for blind delivery (or the error of a side that failed).
+
+        A speech battle whose two clips were shaped before (the warm-up shapes every set
+        prompt) takes them as they are, by the output cache's keys, reading nothing else.
+        """
         if self.blinder is None:
-            return list(outputs)
+            return list(pool.generate_pair(*ids, text, category, trusted=trusted))
+        sources = [pool.cache_key(m, text, category) for m in ids]
+        if arena.modality == "audio" and None not in sources:
+            shaped = [self.blinder.shaped(s) for s in sources]
+            if None not in shaped:
+                return shaped
+        outputs = pool.generate_pair(*ids, text, category, trusted=trusted)
         prepared = []
-        for model_id, output in zip(ids, outputs, strict=True):
+        for model_id, output, source in zip(ids, outputs, sources, strict=True):
             try:
                 ok = not isinstance(output, BackendError)
-                prepared.append(self.blinder.prepare(output) if ok else output)
+                prepared.append(self.blinder.prepare(output, source) if ok else output)
             except ValueError as exc:
                 prepared.append(BackendError(model_id, f"output cannot be delivered blind: {exc}"))
         return prepared

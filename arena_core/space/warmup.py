@@ -110,7 +110,8 @@ class Warmup:
 
     def _prepare(self, arena: Arena, pool: ModelPool, model_id: str, prompt: Prompt) -> None:
         try:
-            self.blinder.prepare(pool.generate(model_id, prompt.text, prompt.category))
+            output = pool.generate(model_id, prompt.text, prompt.category)
+            self.blinder.prepare(output, pool.cache_key(model_id, prompt.text, prompt.category))
         except BackendError as exc:
             self.progress.failed[arena.id] += 1
             log.info("warm-up: %s", exc)
