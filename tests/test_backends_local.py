@@ -159,6 +159,29 @@ def test_pico_rejects_a_voice_it_does_not_have():
         make_backend(model("pico", voice="pt-PT"), "audio")
 
 
+def test_pico_speaks_in_a_worker_process_and_survives_its_death(monkeypatch):
+    # Pico's C library holds the GIL for the whole synthesis: in the app's process it stopped
+    # all serving while it spoke. This process cannot speak Pico here, so audio proves the
+    # worker did; a killed worker fails one generation and the next starts a new one.
+    import os
+    import signal
+
+    import py_nanotts
+
+    from arena_core.backends import nanotts
+
+    pico = make_backend(model("pico", voice="en-US"), "audio")
+    monkeypatch.setattr(py_nanotts, "NanoTTS", None)
+    assert_speech(pico.generate(SENTENCE, 60), 16000)
+    (worker,) = nanotts._workers()._processes.values()
+    assert worker.pid != os.getpid()
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(10)
+    with pytest.raises(BackendError, match="worker process died"):
+        pico.generate(SENTENCE, 60)
+    assert_speech(pico.generate(SENTENCE, 60), 16000)
+
+
 def test_program_engines_missing_from_path_are_unavailable_with_the_package_to_install():
     hidden = {"PATH": "/nonexistent"}
     flite = make_backend(model("flite", voice="slt"), "audio", env=hidden)
