@@ -3,13 +3,19 @@
     python bench/load.py --clients 50 --seconds 30
     python bench/load.py --clients 50 --seconds 30 --replayed 1000000
     python bench/load.py --clients 50 --seconds 30 --typed-share 0.1 --format json
+    python bench/load.py --clients 50 --seconds 30 --rate 100
 
 Starts ``app.py`` in its own process on 127.0.0.1 with a fresh data folder (the
 listening gate and the rate limit switched off: this measures the server's
 capacity, not a listener's patience), waits until the start-up replay and the
 output warm-up are done, then runs ``--clients`` simulated visitors for
 ``--seconds``: each loops "new battle (and fetch both clips, as a browser does,
-unless ``--no-fetch``), vote". The clients speak Gradio's queue protocol directly over HTTP with asyncio
+unless ``--no-fetch``), vote". By default each visitor starts its next visit as soon as
+the last one ends (a closed loop: the server is always saturated, so latencies grow with
+the number of visitors). With ``--rate R`` visits arrive at random (Poisson) times at R a
+second and a free visitor takes each (an open loop: latencies at a given load; a visit
+that finds every visitor busy waits, and that wait is not counted in the endpoint times).
+The clients speak Gradio's queue protocol directly over HTTP with asyncio
 (``gradio_client`` spends more CPU per call than the server does, on the same two
 cores). ``--typed-share`` of the battles use a unique typed prompt, so they
 generate instead of answering from the output cache.
@@ -68,6 +74,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--replayed", type=int, default=0, help="votes in the log before start")
     parser.add_argument("--typed-share", type=float, default=0.0)
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="visits per second arriving at random (0: each visitor loops)")  # fmt: skip
     parser.add_argument("--fetch", action=argparse.BooleanOptionalAction, default=True,
                         help="fetch both clips of each battle, as a browser does")  # fmt: skip
     parser.add_argument("--data", help="data folder to reuse (keeps the output cache warm)")
@@ -268,9 +276,13 @@ async def load(base: str, args, server_pid: int) -> dict:
         cpu = (cpu_seconds(server_pid), cpu_seconds())
         deadline = started + args.seconds
         rng = random.Random(args.seed)
-        await asyncio.gather(*(visitor(gradio, http, stats, deadline, random.Random(rng.random()),
-                                       args.typed_share, k + 1, args.fetch)
-                               for k in range(args.clients)))  # fmt: skip
+        arrivals = asyncio.Queue() if args.rate > 0 else None
+        tasks = [visitor(gradio, http, stats, deadline, random.Random(rng.random()),
+                         args.typed_share, k + 1, args.fetch, arrivals)
+                 for k in range(args.clients)]  # fmt: skip
+        if arrivals is not None:
+            tasks.append(arrive(arrivals, args.rate, deadline, random.Random(rng.random())))
+        await asyncio.gather(*tasks)
         stats["seconds"] = time.perf_counter() - started
         stats["server_cpu"] = cpu_seconds(server_pid) - cpu[0]
         stats["client_cpu"] = cpu_seconds() - cpu[1]
@@ -340,14 +352,30 @@ def warm_cache(data: Path) -> None:
         service.close()
 
 
+async def arrive(arrivals: asyncio.Queue, rate: float, deadline: float, rng: random.Random):
+    """Put a visit in ``arrivals`` at Poisson times, ``rate`` a second, until ``deadline``."""
+    due = time.perf_counter()
+    while True:
+        due += rng.expovariate(rate)
+        if due >= deadline:
+            return
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        arrivals.put_nowait(due)
+
+
 async def visitor(gradio: Gradio, http, stats, deadline, rng: random.Random, typed_share: float,
-                  number: int, fetch: bool):  # fmt: skip
+                  number: int, fetch: bool, arrivals: asyncio.Queue | None = None):  # fmt: skip
     session = str(uuid.uuid4())
     url = httpx.URL(gradio.base)
     conn = Connection(
         url.host, url.port, f"10.{number // 65536 % 256}.{number // 256 % 256}.{number % 256}"
     )
     while time.perf_counter() < deadline:
+        if arrivals is not None:  # open loop: wait for the next visit to arrive
+            try:
+                await asyncio.wait_for(arrivals.get(), deadline - time.perf_counter())
+            except (TimeoutError, ValueError):
+                break
         prompt = (
             f"Typed prompt {uuid.uuid4().hex[:8]}: the weather is fine."
             if rng.random() < typed_share
@@ -401,6 +429,7 @@ def summarise(stats: dict, data: Path, args) -> dict:
 
     return {
         "clients": args.clients,
+        "rate": args.rate or None,
         "seconds": round(seconds, 1),
         "typed_share": args.typed_share,
         "clips_fetched": args.fetch,
@@ -433,9 +462,9 @@ def summarise(stats: dict, data: Path, args) -> dict:
 
 def table(r: dict, args) -> str:
     rows = [
-        ("clients, seconds, typed share, votes replayed first, clips fetched",
-         f"{r['clients']}, {r['seconds']}, {r['typed_share']}, {r['replayed']:,}, "
-         f"{r['clips_fetched']}"),
+        ("clients, arrival rate (/s), seconds, typed share, votes replayed first, clips fetched",
+         f"{r['clients']}, {r['rate'] or 'closed loop'}, {r['seconds']}, {r['typed_share']}, "
+         f"{r['replayed']:,}, {r['clips_fetched']}"),
         ("votes/s (acknowledged)", r["votes_per_s"]),
         ("battles/s", r["battles_per_s"]),
         ("/vote p50 / p99 (ms)", f"{r['vote_p50_ms']} / {r['vote_p99_ms']}"),
