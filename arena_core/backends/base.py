@@ -20,6 +20,7 @@ serve any prompt (the English arena's categories are topics, not languages).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -236,9 +237,12 @@ class Backend(ABC):
 
     # -- languages ---------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def languages(self) -> frozenset[str] | None:
-        """Normalised language codes this model speaks, or None if it serves any prompt."""
+        """Normalised language codes this model speaks, or None if it serves any prompt.
+
+        Computed once (the options are read-only): every battle asks every model.
+        """
         voices = self.options.get("voices")
         if voices:
             return frozenset(normalize_language(k) for k in voices)
