@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 import wave
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -173,13 +174,77 @@ def test_pico_speaks_in_a_worker_process_and_survives_its_death(monkeypatch):
     pico = make_backend(model("pico", voice="en-US"), "audio")
     monkeypatch.setattr(py_nanotts, "NanoTTS", None)
     assert_speech(pico.generate(SENTENCE, 60), 16000)
-    (worker,) = nanotts._workers()._processes.values()
-    assert worker.pid != os.getpid()
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.join(10)
+    worker = nanotts.WORKER.pid
+    assert worker is not None and worker != os.getpid()
+    os.kill(worker, signal.SIGKILL)
     with pytest.raises(BackendError, match="worker process died"):
         pico.generate(SENTENCE, 60)
     assert_speech(pico.generate(SENTENCE, 60), 16000)
+    assert nanotts.WORKER.pid != worker
+
+
+def test_a_pico_failure_is_an_error_of_the_model_and_the_worker_lives_on():
+    from arena_core.backends import nanotts
+    from arena_core.workers.pico import PicoWorkerError
+
+    pico = make_backend(model("pico", voice="en-US"), "audio")
+    assert_speech(pico.generate(SENTENCE, 60), 16000)
+    worker = nanotts.WORKER.pid
+    with pytest.raises(PicoWorkerError, match="Unsupported voice"):
+        nanotts.WORKER.speak({"text": "Hello", "voice": "xx-XX"}, 30)  # py_nanotts refuses it
+    assert_speech(pico.generate(SENTENCE, 60), 16000)
+    assert nanotts.WORKER.pid == worker
+
+
+def test_a_pico_timeout_fails_the_generation_and_replaces_the_worker():
+    from arena_core.backends import nanotts
+    from arena_core.backends.base import BackendTimeout
+
+    pico = make_backend(model("pico", voice="en-US"), "audio")
+    assert_speech(pico.generate(SENTENCE, 60), 16000)
+    worker = nanotts.WORKER.pid
+    with pytest.raises(BackendTimeout, match="longer than the timeout"):
+        pico.generate(SENTENCE * 30, 0.001)
+    assert_speech(pico.generate(SENTENCE, 60), 16000)  # a fresh worker, no stale answer read
+    assert nanotts.WORKER.pid != worker
+
+
+def test_picos_worker_leaves_when_the_app_dies_without_shutting_it_down(tmp_path):
+    # An app killed (or stopped with os._exit) never tells its workers; the worker reads its
+    # requests from a pipe of the app, so it ends when the pipe closes.
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import os\n"
+        "from arena_core.backends import nanotts\n"
+        "from arena_core.backends.factory import make_backend\n"
+        "from arena_core.registry import BackendSpec, Model\n"
+        "spec = BackendSpec(type='pico', options={'voice': 'en-US'})\n"
+        "pico = make_backend(Model(id='p', name='p', backend=spec), 'audio')\n"
+        "pico.generate('Hello there.', 60)\n"
+        "print(nanotts.WORKER.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+    worker = int(done.stdout.split()[0])
+    until = time.monotonic() + 10
+    while time.monotonic() < until and _alive(worker):
+        time.sleep(0.1)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rpartition(")")[2].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
 
 
 def test_program_engines_missing_from_path_are_unavailable_with_the_package_to_install():

@@ -41,6 +41,13 @@ logger = logging.getLogger(__name__)
 MAX_REASON_CHARS = 200
 
 
+#: Niceness of the threads that generate (and of the programs, runtime threads and worker
+#: processes they start, which inherit it): on two cores, synthesis for typed prompts
+#: competes with serving votes and cached battles for the CPU, and the kernel should serve
+#: those first.
+GENERATION_NICE = 10
+
+
 class BackendError(Exception):
     """A generation that failed; ``str()`` names the model and gives a one-line reason."""
 

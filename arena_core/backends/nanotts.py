@@ -9,24 +9,19 @@ Pico returns raw 16 kHz mono 16-bit little-endian PCM. Each ``speak`` call
 builds and tears down its own Pico system and **holds the GIL throughout**: run in
 the app's process, every typed prompt Pico read stopped all serving for the length
 of the synthesis (a profile of typed-prompt load found Pico holding the GIL 28% of
-the time). So Pico speaks in a worker process of its own (:data:`PICO_PROCESSES`,
-started on first use, at the generation niceness), and the app's threads only wait.
+the time). So Pico speaks in a worker process of its own (:data:`WORKER`, started on
+first use, at the generation niceness; ``arena_core.workers.pico``), and the app's
+threads only wait.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
-import threading
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
 from types import MappingProxyType
 
 from arena_core.backends import audio
 from arena_core.backends.base import (
+    GENERATION_NICE,
     NUMBER,
     VOICE_OPTIONS,
     Availability,
@@ -37,11 +32,10 @@ from arena_core.backends.base import (
     package_version,
 )
 from arena_core.backends.output import Output
+from arena_core.workers.pico import PicoProcess, PicoWorkerError
 
 #: Pico's fixed output rate (Hz), as documented by py-nanotts.
 PICO_SAMPLE_RATE = 16_000
-#: Worker processes for Pico (one: its voices are fast; battles queue on it).
-PICO_PROCESSES = 1
 #: The voices the py-nanotts wheel ships language files for.
 PICO_VOICES = frozenset({"en-US", "en-GB", "de-DE", "es-ES", "fr-FR", "it-IT"})
 
@@ -80,53 +74,19 @@ class PicoBackend(Backend):
         return package_version("py-nanotts")
 
     def _generate(self, text: str, timeout: float, language: str | None) -> Output:
-        voice = self.voice_for(language)
-        options = (self.options.get("speed"), self.options.get("pitch"), self.options.get("volume"))
+        request = {"text": text, "voice": self.voice_for(language), "speed": self.options.get("speed"),
+                   "pitch": self.options.get("pitch"), "volume": self.options.get("volume")}  # fmt: skip
         try:
-            pcm = _workers().submit(speak, text, voice, *options).result(timeout=timeout)
-        except FutureTimeout:
-            raise BackendTimeout(self.model_id, f"Pico took over {timeout:g} s") from None
-        except BrokenProcessPool:
-            _forget_workers()
-            raise BackendError(self.model_id, "Pico's worker process died") from None
+            pcm = WORKER.speak(request, timeout)
+        except TimeoutError as exc:
+            raise BackendTimeout(self.model_id, str(exc)) from None
+        except PicoWorkerError as exc:
+            raise BackendError(self.model_id, str(exc)) from None
         samples = audio.pcm16_to_array(pcm)
         if len(samples) == 0:
             raise BackendError(self.model_id, "Pico produced no audio")
         return Output.from_audio(PICO_SAMPLE_RATE, samples)
 
 
-def speak(text: str, voice: str, speed, pitch, volume) -> bytes:
-    """Pico's PCM for ``text`` (runs in the worker process)."""
-    from py_nanotts import NanoTTS
-
-    return NanoTTS().speak(text, voice=voice, speed=speed, pitch=pitch, volume=volume)
-
-
-_pool: ProcessPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _workers() -> ProcessPoolExecutor:
-    """The Pico worker processes, started on first use ("spawn": the app has threads)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ProcessPoolExecutor(PICO_PROCESSES, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_lower_priority)  # fmt: skip
-        return _pool
-
-
-def _forget_workers() -> None:
-    """Drop a broken pool; the next call starts a new one."""
-    global _pool
-    with _pool_lock:
-        broken, _pool = _pool, None
-    if broken is not None:
-        broken.shutdown(wait=False, cancel_futures=True)
-
-
-def _lower_priority() -> None:
-    from arena_core.backends.pool import GENERATION_NICE
-
-    with contextlib.suppress(OSError):  # not allowed here: slower to yield, never wrong
-        os.setpriority(os.PRIO_PROCESS, 0, GENERATION_NICE)
+#: The one Pico worker process of this app (every Pico voice speaks through it, in turn).
+WORKER = PicoProcess(nice=GENERATION_NICE)

@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from arena_core.backends.base import (
+    GENERATION_NICE,
     Backend,
     BackendError,
     BackendTimeout,
@@ -74,10 +75,6 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
-#: Niceness of the threads that generate (and of the programs and runtime threads they
-#: start, which inherit it): on two cores, synthesis for typed prompts competes with
-#: serving votes and cached battles for the CPU, and the kernel should serve those first.
-GENERATION_NICE = 10
 #: Why an unverified remote model is held back while its check runs.
 CHECKING = "checking the service before its first battle"
 #: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
