@@ -42,10 +42,24 @@ TIMEOUT = 120.0
 
 
 def cpu_seconds() -> float:
-    """User + system CPU of this process (all threads) and of its finished children."""
+    """User + system CPU of this process (all threads) and of its children: those that
+    finished, and those still running (Pico's worker process lives as long as we do)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + live_children_cpu()
+
+
+def live_children_cpu() -> float:
+    """CPU seconds so far of this process's running children (Linux ``/proc``; 0 elsewhere)."""
+    total, me = 0, str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[1] == me:  # ppid
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def spread(prompts: list, count: int) -> list:
