@@ -89,7 +89,7 @@ class MatchParams:
     #: Votes of the exposure window the caller keeps (:class:`Recent`).
     window: int = 250
     #: Under this fraction of its share over the window, a model is drawn first.
-    floor: float = 0.65
+    floor: float = 0.6
     #: A model under the floor is drawn first with this multiple of its share, until it is over.
     lift: float = 3.0
     #: Over this multiple of its share over the window, a model's pairs are held back.
