@@ -41,7 +41,8 @@ Around the information draws:
   battled first, against the opponents it met least: spread over the board.
 * **Exposure.** From :class:`Recent` (battles per model over the last votes, of
   the prompt's category) a model under ``floor`` of its share is drawn first
-  with its full share; one over ``cap`` times its share is held back.
+  with ``lift`` times its share, so it climbs back fast; one over ``cap`` times
+  its share is held back.
 * **Operator rules** (:class:`Rules`, from the registry): per-model weights
   scale a model's pairs and its share; groups in ``never_paired`` never meet.
 * **Category.** The caller passes only models that speak the prompt's language.
@@ -88,7 +89,9 @@ class MatchParams:
     #: Votes of the exposure window the caller keeps (:class:`Recent`).
     window: int = 250
     #: Under this fraction of its share over the window, a model is drawn first.
-    floor: float = 0.7
+    floor: float = 0.6
+    #: A model under the floor is drawn first with this multiple of its share, until it is over.
+    lift: float = 3.0
     #: Over this multiple of its share over the window, a model's pairs are held back.
     cap: float = 2.5
     #: Exponent on the chance a pair is misordered: higher chases the closest calls.
@@ -112,6 +115,8 @@ class MatchParams:
         for name in ("newcomer_share", "floor", "posterior_share", "interval_share", "settled_rho"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1]")
+        if self.lift < 1:
+            raise ValueError("lift must be >= 1")
         if self.cap < 1 or self.sharpness <= 0 or self.target_width <= 0 or self.interval_focus < 0:
             raise ValueError("cap must be >= 1; sharpness, target_width > 0; interval_focus >= 0")
 
@@ -374,7 +379,7 @@ def _first_odds(odds, weight, recent: Recent | None, params: MatchParams) -> np.
 
     A model over ``cap`` times its share of the window is held back (its pairs
     scaled down, in place); one under ``floor`` times it is drawn first with
-    the probability of its full share, and the others make room.
+    ``lift`` times the probability of its share, and the others make room.
     """
     if recent is None or recent.votes <= 0:
         return odds.sum(axis=1)
@@ -394,7 +399,7 @@ def _first_odds(odds, weight, recent: Recent | None, params: MatchParams) -> np.
     starved = (seen < params.floor * due) & (first > 0)
     if not starved.any():
         return first
-    lifted = np.maximum(first[starved], due[starved])
+    lifted = np.maximum(first[starved], params.lift * due[starved])
     room = 1.0 - lifted.sum()
     if room <= 0:  # only starved models are drawn first, in proportion to what they are due
         return np.where(starved, due, 0.0)

@@ -151,9 +151,31 @@ def test_a_starved_model_is_lifted_to_its_share_and_a_crowded_one_held_back():
     assert np.mean([0 in d for d in held]) < np.mean([0 in d for d in plain]) - 0.1
 
 
+def test_a_starved_model_climbs_back_at_lift_times_its_share():
+    # Ten models, model 9 far above the rest: the ranking hardly needs it. The window
+    # (200 votes) saw it in 10 battles where it is due 2 * 200 / 10 = 40, under the floor.
+    ratings = [1000 + 5 * k for k in range(9)] + [1600]
+    snap, battles = fit(ratings, even_battles(10, 40))
+    recent = Recent(np.array([43] * 9 + [10]), 200)
+    share = {}
+    for lift in (1.0, 2.0):
+        params = MatchParams(floor=0.6, lift=lift)
+        rng = np.random.default_rng(11)
+        draws = [draw_pair(snap, battles, range(10), rng, recent=recent, params=params)
+                 for _ in range(3000)]  # fmt: skip
+        share[lift] = np.mean([9 in d for d in draws])
+    # The order is unsettled (no interval draws), and a quarter of the ranking draws sample
+    # the posterior, which leaves model 9 alone; the rest draw it first with lift * 2/10.
+    # Uniform pairs would give it 2/10 of the draws either way.
+    assert share[1.0] == pytest.approx(0.75 * 0.2, abs=0.03)
+    assert share[2.0] == pytest.approx(0.75 * 0.4, abs=0.03)
+
+
 def test_match_params_are_validated():
     with pytest.raises(ValueError, match="floor must be in"):
         MatchParams(floor=1.5)
+    with pytest.raises(ValueError, match="lift must be >= 1"):
+        MatchParams(lift=0.5)
     with pytest.raises(ValueError, match="cap must be >= 1"):
         MatchParams(cap=0.5)
     with pytest.raises(ValueError, match="window and refit_votes >= 1"):

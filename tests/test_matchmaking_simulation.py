@@ -1,7 +1,7 @@
 """The matchmaking simulation: its engine checked by hand, and fast seeded runs of the claim.
 
 The full-size run (20 models, 60 seeds) is ``python -m arena_core simulate``; its table
-is in the README. Here a 10-model arena over 1,500 votes (4 seeds) and a newcomer joining
+is in the README. Here a 10-model arena over 1,500 votes (6 seeds) and a newcomer joining
 after 300 votes run in a few seconds: uniform pairs in place of the matchmaker fail them.
 """
 
@@ -27,7 +27,7 @@ from arena_core.simulation.matchmaking import (
 
 FAST = Setup(models=10, votes=1500, report_at=(1000,), window=500,
              match=replace(MatchParams(), refit_votes=50))  # fmt: skip
-SEEDS = range(4)
+SEEDS = range(6)
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +37,10 @@ def fast_runs():
 
 def test_matchmaking_orders_the_board_with_fewer_votes_and_starves_no_model(fast_runs):
     uniform, matched = fast_runs["uniform"], fast_runs["matchmaking"]
-    u98 = [r["votes_to_spearman_98"] for r in uniform]
+    # A run that never holds rho >= 0.98 counts as the whole run: that favours uniform pairs.
+    u98 = [r["votes_to_spearman_98"] or FAST.votes for r in uniform]
     m98 = [r["votes_to_spearman_98"] for r in matched]
-    assert None not in u98 and None not in m98
+    assert None not in m98
     # Same seeds, same outcome of each pair's k-th meeting: only the pairs drawn differ.
     assert np.mean(m98) <= 0.8 * np.mean(u98)
     assert min(r["min_battles_share"] for r in matched) >= 0.5
@@ -60,8 +61,8 @@ def test_summary_reports_the_issue_keys(fast_runs):
     for key in ("votes_to_spearman_95", "votes_to_spearman_98", "votes_to_ci_50",
                 "mean_ci_width", "ci_coverage", "min_battles_share"):  # fmt: skip
         assert key in block
-    assert set(block["mean_ci_width"]) == {"1000"} and block["seeds"] == 4
-    assert block["votes_newcomer_10"] == 12 and block["votes_newcomer_established_missed"] == 4
+    assert set(block["mean_ci_width"]) == {"1000"} and block["seeds"] == 6
+    assert block["votes_newcomer_10"] == 12 and block["votes_newcomer_established_missed"] == 6
 
 
 def test_window_shares_by_hand():
