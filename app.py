@@ -16,10 +16,9 @@ from pathlib import Path
 
 import gradio as gr
 from gradio import utils as gr_utils
-from gradio.data_classes import FileData
 
 from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
-from arena_core.page import assets, battle, plots, presenters, speed, table, ui_text
+from arena_core.page import assets, battle, media, plots, presenters, speed, table, ui_text
 from arena_core.page.clip import clip_player
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
@@ -177,7 +176,7 @@ class _Battles:
 
     def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
         view = self.service.new_battle(arena_id, prompt or None, language or None)
-        return view, _media(view, self.clips, self.cache)
+        return view, media.values(view, self.clips, self.cache)
 
     async def reveal_of(self, state, choice, request: gr.Request, profile) -> Reveal:
         # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
@@ -213,8 +212,8 @@ def _wire_api(battles: _Battles, page, session, offer) -> None:
               gr.Textbox("", label="Language", visible=False)]  # fmt: skip
 
     async def start(state, arena_id, prompt, language):
-        state, shown, *media = await battles.start(state, arena_id, prompt, language)
-        return state, shown, *_serialized(media)
+        state, shown, *values = await battles.start(state, arena_id, prompt, language)
+        return state, shown, *media.serialized(values)
 
     # No pre- or post-processing by the components: their values are plain already (the
     # media serialised above), and each component's processing is a hop to a worker thread,
@@ -368,42 +367,6 @@ class _Page:
         return (battle.vote_status(reveal, session_votes), battle.gate_html("voted"), *chosen,
                 gr.update(visible=False), gr.update(visible=True), *heads, *labels,
                 self.header(board.arena, session_votes, board.votes_used))  # fmt: skip
-
-
-def _media(view: BattleView, clips: ClipStore, cache: str) -> list:
-    """Values for the (audio, text, image) pairs of components: this arena's kind, None elsewhere.
-
-    A clip goes into the clip store as WAV bytes under a random name (``arena_core.space.clips``),
-    which the player (``clip_player``) hands the browser as it is: handing Gradio the samples
-    instead costs 3.5 ms a clip (a hash of the samples and an export through pydub), a file of
-    our own in Gradio's cache 2.5 ms (written, path-checked twice, read back). The random name
-    is one per delivery, like the dithered bytes, so a URL names no model
-    (``arena_core.space.blinding``). An image is written into Gradio's cache folder, also
-    under a random name.
-    """
-    values = []
-    for kind in ("audio", "text", "image"):
-        for out in (view.output_a, view.output_b):
-            if kind != view.modality:
-                values.append(None)
-            elif kind == "audio":
-                values.append(clips.put(out.to_bytes()))
-            elif kind == "text":
-                values.append(out.text)
-            else:
-                values.append(str(out.save(cache)))
-    return values
-
-
-#: The media slots (audio A, audio B, text A, text B, image A, image B) that hold files.
-FILE_SLOTS = frozenset({0, 1, 4, 5})
-
-
-def _serialized(media: list) -> list:
-    """:func:`_media`'s values as the components' post-processing would send them: a file's
-    path as Gradio's file data (Gradio gives it its URL), text as it is."""
-    return [FileData(path=v).model_dump() if k in FILE_SLOTS and v is not None else v
-            for k, v in enumerate(media)]  # fmt: skip
 
 
 def _board_tab(service, demo, tab, arena_in, offer):

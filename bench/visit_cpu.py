@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import load  # noqa: E402
 
-import app  # noqa: E402
+from arena_core.page import media  # noqa: E402
 from arena_core.space.clips import ClipStore  # noqa: E402
 from arena_core.space.config import Settings  # noqa: E402
 from arena_core.space.startup import build_service  # noqa: E402
@@ -65,7 +65,7 @@ def one_round(service, clips: ClipStore, visits: int, cache: str) -> float:
     started = time.process_time()
     for k in range(visits):
         view = service.new_battle(load.ARENA)
-        app._media(view, clips, cache)
+        media.values(view, clips, cache)
         service.vote(view.handle, load.CHOICES[k % 4], f"voter-{k % 50}")
     return 1000 * (time.process_time() - started) / visits
 

@@ -15,6 +15,7 @@ import pytest
 
 import app
 from arena_core.backends.output import Output
+from arena_core.page import media as battle_media
 from arena_core.space.clips import ClipStore
 from arena_core.space.service import BattleView
 
@@ -42,7 +43,7 @@ def _png(colour: str) -> bytes:
 def test_clips_are_wav_clips_in_the_store_under_new_random_names(tmp_path):
     view = _view()
     clips = ClipStore(tmp_path / "clips", 2**20)
-    first, second = (app._media(view, clips, str(tmp_path)) for _ in range(2))
+    first, second = (battle_media.values(view, clips, str(tmp_path)) for _ in range(2))
     paths = [v for v in first + second if v is not None]
     assert len(paths) == 4 and len(set(paths)) == 4  # a name per delivery, never reused
     for path, out in zip(paths, [view.output_a, view.output_b] * 2, strict=True):
@@ -59,27 +60,27 @@ def test_clips_are_wav_clips_in_the_store_under_new_random_names(tmp_path):
 
 def test_text_outputs_go_to_the_text_boxes_and_write_no_file(tmp_path):
     clips = ClipStore(tmp_path / "clips", 2**20)
-    media = app._media(_view("text"), clips, str(tmp_path))
+    media = battle_media.values(_view("text"), clips, str(tmp_path))
     assert media == [None, None, "first", "second", None, None]
-    assert app._serialized(media) == media  # text is sent as it is
+    assert battle_media.serialized(media) == media  # text is sent as it is
     assert not any(tmp_path.iterdir()) and len(clips) == 0
 
 
 def test_images_are_files_in_gradios_cache_sent_as_file_data(tmp_path):
     view = _view("image")
-    media = app._media(view, ClipStore(tmp_path / "clips", 2**20), str(tmp_path))
+    media = battle_media.values(view, ClipStore(tmp_path / "clips", 2**20), str(tmp_path))
     assert media[:4] == [None] * 4
     for path, out in zip(media[4:], (view.output_a, view.output_b), strict=True):
         assert path.startswith(str(tmp_path)) and Path(path).read_bytes() == out.image_bytes
-    sent = app._serialized(media)
+    sent = battle_media.serialized(media)
     assert sent[:4] == [None] * 4
     assert [s["path"] for s in sent[4:]] == media[4:]
     assert all(s["meta"] == {"_type": "gradio.FileData"} for s in sent[4:])
 
 
 def test_clips_are_sent_as_file_data_of_their_store_path(tmp_path):
-    media = app._media(_view(), ClipStore(tmp_path / "clips", 2**20), str(tmp_path))
-    sent = app._serialized(media)
+    media = battle_media.values(_view(), ClipStore(tmp_path / "clips", 2**20), str(tmp_path))
+    sent = battle_media.serialized(media)
     assert [s["path"] for s in sent[:2]] == media[:2] and sent[2:] == [None] * 4
     assert all(s["meta"] == {"_type": "gradio.FileData"} and s.get("orig_name") is None
                for s in sent[:2])  # fmt: skip
@@ -113,7 +114,7 @@ def test_the_player_serves_our_wav_without_probing_it(tmp_path, monkeypatch):
     monkeypatch.setattr(processing_utils, "ffmpeg_installed", no_probe)
     monkeypatch.setattr(processing_utils, "audio_is_playable", no_probe)
     player = clip_player(interactive=False)
-    path = app._media(_view(), ClipStore(tmp_path / "clips", 2**20), str(tmp_path))[0]
+    path = battle_media.values(_view(), ClipStore(tmp_path / "clips", 2**20), str(tmp_path))[0]
     served = player.postprocess(path)
     assert served.path == path and served.orig_name is None
     assert player.get_block_name() == "audio"  # the browser's own audio player

@@ -161,7 +161,8 @@ def test_params_are_checked():
 
 
 def test_quantise_dither_is_triangular_unbiased_and_fresh_per_draw():
-    from arena_core.space.blinding import INT16_FULL_SCALE, quantise
+    from arena_core.space.blinding import INT16_FULL_SCALE
+    from arena_core.space.dither import quantise
 
     n = 200_000
     silent = quantise(np.zeros(n, dtype=np.float32), np.random.default_rng(1))
