@@ -163,7 +163,7 @@ class _Battles:
 
     async def start(self, state, arena_id, prompt, language=""):
         try:
-            view, media = await asyncio.get_running_loop().run_in_executor(
+            view, values = await asyncio.get_running_loop().run_in_executor(
                 self.battle_workers, self._open, arena_id, prompt, language
             )
         except ArenaError as exc:
@@ -172,7 +172,7 @@ class _Battles:
             await asyncio.sleep(view.hold)
         state = {"handle": view.handle, "arena": view.arena, "modality": view.modality,
                  "voted": False, "votes": (state or {}).get("votes", 0)}  # fmt: skip
-        return state, view.prompt, *media
+        return state, view.prompt, *values
 
     def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
         view = self.service.new_battle(arena_id, prompt or None, language or None)
