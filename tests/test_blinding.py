@@ -162,7 +162,10 @@ def test_params_are_checked():
 
 def test_quantise_dither_is_triangular_unbiased_and_fresh_per_draw():
     from arena_core.space.blinding import INT16_FULL_SCALE
-    from arena_core.space.dither import quantise
+    from arena_core.space.dither import to_int16, tpdf_dither
+
+    def quantise(x, rng):  # floats in [-1, 1] to int16, dithered, as delivery does it
+        return to_int16(tpdf_dither(rng, len(x)) + x * np.float32(INT16_FULL_SCALE))
 
     n = 200_000
     silent = quantise(np.zeros(n, dtype=np.float32), np.random.default_rng(1))

@@ -13,6 +13,11 @@ from gradio.data_classes import FileData
 from arena_core.space.clips import ClipStore
 from arena_core.space.views import BattleView
 
+#: The kinds of the component pairs on the battle screen, in the order of their values.
+KINDS = ("audio", "text", "image")
+#: The kinds whose values are files (a path here, Gradio's file data on the wire).
+FILE_KINDS = frozenset({"audio", "image"})
+
 
 def values(view: BattleView, clips: ClipStore, cache: str) -> list:
     """Values for the (audio, text, image) pairs of components: this arena's kind, None elsewhere.
@@ -25,26 +30,23 @@ def values(view: BattleView, clips: ClipStore, cache: str) -> list:
     (``arena_core.space.blinding``). An image is written into Gradio's cache folder, also
     under a random name.
     """
-    values = []
-    for kind in ("audio", "text", "image"):
+    slots = []
+    for kind in KINDS:
         for out in (view.output_a, view.output_b):
             if kind != view.modality:
-                values.append(None)
+                slots.append(None)
             elif kind == "audio":
-                values.append(clips.put(out.to_bytes()))
+                slots.append(clips.put(out.to_bytes()))
             elif kind == "text":
-                values.append(out.text)
+                slots.append(out.text)
             else:
-                values.append(str(out.save(cache)))
-    return values
-
-
-#: The media slots (audio A, audio B, text A, text B, image A, image B) that hold files.
-FILE_SLOTS = frozenset({0, 1, 4, 5})
+                slots.append(str(out.save(cache)))
+    return slots
 
 
 def serialized(media: list) -> list:
     """:func:`values`'s values as the components' post-processing would send them: a file's
     path as Gradio's file data (Gradio gives it its URL), text as it is."""
-    return [FileData(path=v).model_dump() if k in FILE_SLOTS and v is not None else v
-            for k, v in enumerate(media)]  # fmt: skip
+    kinds = [kind for kind in KINDS for _side in "AB"]
+    return [FileData(path=v).model_dump() if kind in FILE_KINDS and v is not None else v
+            for kind, v in zip(kinds, media, strict=True)]  # fmt: skip

@@ -12,13 +12,6 @@ import numpy as np
 from arena_core.backends.audio import INT16_FULL_SCALE
 
 
-def quantise(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Floats in [-1, 1] to int16 with triangular dither of ±1 LSB drawn from ``rng``."""
-    scaled = tpdf_dither(rng, len(x))
-    scaled += np.multiply(x, np.float32(INT16_FULL_SCALE), dtype=np.float32)
-    return to_int16(scaled)
-
-
 def tpdf_dither(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` samples of triangular dither in LSB (float32, in (-0.5, 0.5) LSB steps of 1/256).
 

@@ -291,10 +291,10 @@ class ArenaService:
         A speech battle whose two clips were shaped before (the warm-up shapes every set
         prompt) takes them as they are, by the output cache's keys, reading nothing else.
         """
-        if self.blinder is None:
+        if self.blinder is None or arena.modality != "audio":  # only speech is shaped
             return list(pool.generate_pair(*ids, text, category, trusted=trusted))
         sources = [pool.cache_key(m, text, category) for m in ids]
-        if arena.modality == "audio" and None not in sources:
+        if None not in sources:
             shaped = [self.blinder.shaped(s) for s in sources]
             if None not in shaped:
                 return shaped
