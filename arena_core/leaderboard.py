@@ -49,7 +49,8 @@ METHODS = ("bt", "elo")
 PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
 #: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``;
 #: ``voter`` for the anomalous-voter test).
-BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "voter")
+BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "judge",
+                 "voter")  # fmt: skip
 #: Why an unbounded model has no rating, by its side (see ``arena_core.ratings.graph``).
 UNBOUNDED_NOTES = {
     graph.ABOVE: "never beaten by the rest of its group, directly or through others: no finite "
@@ -80,13 +81,22 @@ class BoardParams:
     established_min_battles: int = 100
     #: Count flagged votes (e.g. rate-limited) in the ratings.
     include_flagged: bool = False
-    #: Only votes of this voter kind ('human', 'judge'); None for all.
-    voter_kind: str | None = None
+    #: Only votes of this voter kind: 'human' (the default: judges' votes never enter
+    #: the human board; rows without a kind are human), 'judge', or None for all.
+    voter_kind: str | None = "human"
+    #: Only the votes of this judge (with ``voter_kind='judge'``); None for any.
+    judge: str | None = None
     #: Half-life (days) of a vote's weight in the Bradley-Terry fit; None: no decay.
     half_life_days: float | None = None
     elo: EloParams = field(default_factory=EloParams)
 
     def __post_init__(self):
+        if self.voter_kind not in (None, "human", "judge"):
+            raise ValueError(
+                f"voter_kind must be 'human', 'judge' or None, got {self.voter_kind!r}"
+            )
+        if self.judge is not None and self.voter_kind != "judge":
+            raise ValueError("a judge's board needs voter_kind='judge'")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.bootstrap_rounds < 0:

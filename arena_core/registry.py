@@ -21,12 +21,13 @@ Example::
             name: eSpeak NG (en-us)
             backend: {type: espeak, voice: en-us}
             weight: 2                        # matchmaking: twice the usual share of battles
+            family: espeak                   # lineage, for judges' self-preference
+    judges: [...]                            # automatic judges: see arena_core.judges.spec
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,42 +36,35 @@ from typing import Any
 
 import yaml
 
+from arena_core.judges.base import JudgeSpec
+from arena_core.judges.spec import parse_judges
 from arena_core.ratings.scale import ANCHOR
+from arena_core.registry_fields import (
+    Ctx,
+    RegistryError,
+    check_keys,
+    check_unique,
+    ident,
+    number,
+    text,
+)
 from arena_core.yamlfile import load_strict_yaml
 
 #: The kinds of output an arena compares.
 MODALITIES = ("audio", "text", "image")
-
-#: Ids of arenas, models and prompts: stable, URL- and file-name-friendly.
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}$")
 
 _ARENA_KEYS = {
     "id", "title", "modality", "description", "prompts", "models", "prior_mapping", "never_paired",
 }  # fmt: skip
 _MODEL_KEYS = {
     "id", "name", "params", "params_m", "prior", "backend",
-    "license", "url", "description", "weight",
+    "license", "url", "description", "weight", "family",
 }  # fmt: skip
 #: Largest matchmaking weight: beyond it one model would crowd out every other.
 MAX_WEIGHT = 100.0
 _PROMPT_KEYS = {"id", "text", "category"}
 _PRIOR_KEYS = {"value", "source"}
 _MAPPING_KEYS = {"benchmark", "center", "points_per_unit", "source"}
-
-
-class RegistryError(ValueError):
-    """A registry file that cannot be loaded, located as precisely as possible."""
-
-    def __init__(self, message: str, *, file=None, arena=None, model=None, field=None):
-        self.file, self.arena, self.model, self.field = file, arena, model, field
-        where = [str(file) if file else "registry"]
-        if arena is not None:
-            where.append(f"arena {arena!r}")
-        if model is not None:
-            where.append(f"model {model!r}")
-        if field is not None:
-            where.append(f"field {field!r}")
-        super().__init__(f"{', '.join(where)}: {message}")
 
 
 @dataclass(frozen=True)
@@ -131,6 +125,9 @@ class Model:
     description: str | None = None
     #: Relative share of battles the matchmaker gives the model (1 = the usual share).
     weight: float = 1.0
+    #: The model's maker or lineage (e.g. "qwen"): a judge of the same family may favour
+    #: it, and the judges' analysis measures by how much.
+    family: str | None = None
 
     @property
     def prior_rating(self) -> float:
@@ -170,6 +167,15 @@ class Arena:
 class Registry:
     arenas: tuple[Arena, ...]
     path: Path | None = None
+    #: Automatic judges (``arena_core.judges``), each voting in some arenas.
+    judges: tuple[JudgeSpec, ...] = ()
+
+    def judge(self, judge_id: str) -> JudgeSpec:
+        for j in self.judges:
+            if j.id == judge_id:
+                return j
+        known = ", ".join(j.id for j in self.judges) or "none"
+        raise KeyError(f"no judge {judge_id!r} in the registry (known: {known})")
 
     def arena(self, arena_id: str) -> Arena:
         for a in self.arenas:
@@ -190,42 +196,25 @@ def parse_registry(
     data: Any, *, file: Path | None = None, base_dir: Path | None = None
 ) -> Registry:
     """Validate an already-parsed registry document (see the module docstring)."""
-    ctx = _Ctx(file=file, base_dir=base_dir or Path("."))
-    if not isinstance(data, Mapping) or set(data) - {"arenas"}:
-        raise ctx.error("the document must be a mapping with one key, 'arenas'")
+    ctx = Ctx(file=file, base_dir=base_dir or Path("."))
+    if not isinstance(data, Mapping) or set(data) - {"arenas", "judges"}:
+        raise ctx.error("the document must be a mapping with the keys 'arenas' and 'judges'")
     raw_arenas = data.get("arenas")
     if not isinstance(raw_arenas, list) or not raw_arenas:
         raise ctx.error("must be a non-empty list", field="arenas")
     arenas = tuple(_parse_arena(ctx, raw) for raw in raw_arenas)
-    _check_unique(ctx, [a.id for a in arenas], "arena id")
-    return Registry(arenas=arenas, path=file)
+    check_unique(ctx, [a.id for a in arenas], "arena id")
+    judges = parse_judges(ctx, data.get("judges"), [a.id for a in arenas])
+    return Registry(arenas=arenas, path=file, judges=judges)
 
 
-@dataclass(frozen=True)
-class _Ctx:
-    """Where we are in the file, so every error can say so."""
-
-    file: Path | None
-    base_dir: Path
-    arena: str | None = None
-    model: str | None = None
-
-    def at(self, **where) -> _Ctx:
-        return _Ctx(**{**self.__dict__, **where})
-
-    def error(self, message: str, field: str | None = None) -> RegistryError:
-        return RegistryError(
-            message, file=self.file, arena=self.arena, model=self.model, field=field
-        )
-
-
-def _parse_arena(ctx: _Ctx, raw: Any) -> Arena:
+def _parse_arena(ctx: Ctx, raw: Any) -> Arena:
     if not isinstance(raw, Mapping):
         raise ctx.error("each arena must be a mapping")
     ctx = ctx.at(arena=raw.get("id") if isinstance(raw.get("id"), str) else None)
-    _check_keys(ctx, raw, _ARENA_KEYS)
-    arena_id = _ident(ctx, raw, "id")
-    modality = _text(ctx, raw, "modality")
+    check_keys(ctx, raw, _ARENA_KEYS)
+    arena_id = ident(ctx, raw, "id")
+    modality = text(ctx, raw, "modality")
     if modality not in MODALITIES:
         raise ctx.error(
             f"unknown modality {modality!r}; use one of {', '.join(MODALITIES)}", "modality"
@@ -235,23 +224,23 @@ def _parse_arena(ctx: _Ctx, raw: Any) -> Arena:
     if not isinstance(raw_models, list) or not raw_models:
         raise ctx.error("must be a non-empty list of models", "models")
     models = tuple(_parse_model(ctx, m, mapping) for m in raw_models)
-    _check_unique(ctx, [m.id for m in models], "model id")
+    check_unique(ctx, [m.id for m in models], "model id")
     prompts = _parse_prompts(ctx, raw.get("prompts"))
     never = _parse_never_paired(ctx, raw.get("never_paired"), [m.id for m in models])
     return Arena(
         id=arena_id,
-        title=_text(ctx, raw, "title"),
+        title=text(ctx, raw, "title"),
         modality=modality,
         models=models,
         prompts=prompts,
         prior_mapping=mapping,
-        description=_text(ctx, raw, "description", required=False),
+        description=text(ctx, raw, "description", required=False),
         prompt_file=ctx.base_dir / raw["prompts"] if isinstance(raw.get("prompts"), str) else None,
         never_paired=never,
     )
 
 
-def _parse_never_paired(ctx: _Ctx, raw: Any, model_ids: list[str]) -> tuple[tuple[str, ...], ...]:
+def _parse_never_paired(ctx: Ctx, raw: Any, model_ids: list[str]) -> tuple[tuple[str, ...], ...]:
     """Groups of the arena's models that must never meet; some pair must still be possible."""
     if raw is None:
         return ()
@@ -272,64 +261,65 @@ def _parse_never_paired(ctx: _Ctx, raw: Any, model_ids: list[str]) -> tuple[tupl
     return tuple(groups)
 
 
-def _parse_mapping(ctx: _Ctx, raw: Any) -> PriorMapping | None:
+def _parse_mapping(ctx: Ctx, raw: Any) -> PriorMapping | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         raise ctx.error("must be a mapping {benchmark, center, points_per_unit}", "prior_mapping")
-    _check_keys(ctx, raw, _MAPPING_KEYS, prefix="prior_mapping.")
-    points = _number(ctx, raw, "points_per_unit", prefix="prior_mapping.")
+    check_keys(ctx, raw, _MAPPING_KEYS, prefix="prior_mapping.")
+    points = number(ctx, raw, "points_per_unit", prefix="prior_mapping.")
     if points <= 0:
         raise ctx.error("must be positive", "prior_mapping.points_per_unit")
     return PriorMapping(
-        benchmark=_text(ctx, raw, "benchmark", prefix="prior_mapping."),
-        center=_number(ctx, raw, "center", prefix="prior_mapping."),
+        benchmark=text(ctx, raw, "benchmark", prefix="prior_mapping."),
+        center=number(ctx, raw, "center", prefix="prior_mapping."),
         points_per_unit=points,
-        source=_text(ctx, raw, "source", required=False, prefix="prior_mapping."),
+        source=text(ctx, raw, "source", required=False, prefix="prior_mapping."),
     )
 
 
-def _parse_model(ctx: _Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
+def _parse_model(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
     if not isinstance(raw, Mapping):
         raise ctx.error("each model must be a mapping", "models")
     ctx = ctx.at(model=raw.get("id") if isinstance(raw.get("id"), str) else None)
-    _check_keys(ctx, raw, _MODEL_KEYS)
-    params_m = _number(ctx, raw, "params_m", required=False)
+    check_keys(ctx, raw, _MODEL_KEYS)
+    params_m = number(ctx, raw, "params_m", required=False)
     if params_m is not None and params_m <= 0:
         raise ctx.error("must be a positive number of millions", "params_m")
-    weight = _number(ctx, raw, "weight", required=False)
+    weight = number(ctx, raw, "weight", required=False)
     if weight is not None and not 0 < weight <= MAX_WEIGHT:
         raise ctx.error(f"must be a number above 0 and at most {MAX_WEIGHT:g}", "weight")
     return Model(
-        id=_ident(ctx, raw, "id"),
-        name=_text(ctx, raw, "name"),
+        id=ident(ctx, raw, "id"),
+        name=text(ctx, raw, "name"),
         backend=_parse_backend(ctx, raw.get("backend")),
-        params=_text(ctx, raw, "params", required=False),
+        params=text(ctx, raw, "params", required=False),
         params_m=params_m,
         prior=_parse_prior(ctx, raw.get("prior"), mapping),
-        license=_text(ctx, raw, "license", required=False),
-        url=_text(ctx, raw, "url", required=False),
-        description=_text(ctx, raw, "description", required=False),
+        license=text(ctx, raw, "license", required=False),
+        url=text(ctx, raw, "url", required=False),
+        description=text(ctx, raw, "description", required=False),
         weight=1.0 if weight is None else weight,
+        family=text(ctx, raw, "family", required=False),
     )
 
 
-def _parse_prior(ctx: _Ctx, raw: Any, mapping: PriorMapping | None) -> Prior | None:
+def _parse_prior(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Prior | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         raise ctx.error("must be a mapping {value, source}", "prior")
-    _check_keys(ctx, raw, _PRIOR_KEYS, prefix="prior.")
+    check_keys(ctx, raw, _PRIOR_KEYS, prefix="prior.")
     if mapping is None:
         raise ctx.error(
             "a prior needs the arena's prior_mapping to put it on the rating scale", "prior"
         )
-    value = _number(ctx, raw, "value", prefix="prior.")
-    source = _text(ctx, raw, "source", prefix="prior.")
+    value = number(ctx, raw, "value", prefix="prior.")
+    source = text(ctx, raw, "source", prefix="prior.")
     return Prior(value=value, source=source, rating=mapping.rating(value))
 
 
-def _parse_backend(ctx: _Ctx, raw: Any) -> BackendSpec:
+def _parse_backend(ctx: Ctx, raw: Any) -> BackendSpec:
     if not isinstance(raw, Mapping):
         raise ctx.error("is required: a mapping with at least 'type'", "backend")
     backend_type = raw.get("type")
@@ -339,7 +329,7 @@ def _parse_backend(ctx: _Ctx, raw: Any) -> BackendSpec:
     return BackendSpec(type=backend_type, options=MappingProxyType(options))
 
 
-def _parse_prompts(ctx: _Ctx, raw: Any) -> tuple[Prompt, ...]:
+def _parse_prompts(ctx: Ctx, raw: Any) -> tuple[Prompt, ...]:
     if isinstance(raw, str):
         path = ctx.base_dir / raw
         raw = _load_prompt_file(ctx, path)
@@ -350,21 +340,21 @@ def _parse_prompts(ctx: _Ctx, raw: Any) -> tuple[Prompt, ...]:
     for item in raw:
         if not isinstance(item, Mapping):
             raise ctx.error("each prompt must be a mapping {id, text, category}", "prompts")
-        _check_keys(ctx, item, _PROMPT_KEYS, prefix="prompts.")
-        pid = _ident(ctx, item, "id", prefix="prompts.")
+        check_keys(ctx, item, _PROMPT_KEYS, prefix="prompts.")
+        pid = ident(ctx, item, "id", prefix="prompts.")
         where = ctx.at(model=None)
         prompts.append(
             Prompt(
                 id=pid,
-                text=_text(where, item, "text", prefix=f"prompts[{pid}]."),
-                category=_text(where, item, "category", required=False, prefix=f"prompts[{pid}]."),
+                text=text(where, item, "text", prefix=f"prompts[{pid}]."),
+                category=text(where, item, "category", required=False, prefix=f"prompts[{pid}]."),
             )
         )
-    _check_unique(ctx, [p.id for p in prompts], "prompt id")
+    check_unique(ctx, [p.id for p in prompts], "prompt id")
     return tuple(prompts)
 
 
-def _load_prompt_file(ctx: _Ctx, path: Path) -> Any:
+def _load_prompt_file(ctx: Ctx, path: Path) -> Any:
     if not path.is_file():
         raise ctx.error(f"prompt file {str(path)!r} does not exist", "prompts")
     if path.suffix == ".jsonl":
@@ -389,51 +379,3 @@ def _load_yaml(path: Path, *, file: Path) -> Any:
         raise RegistryError(f"cannot read: {exc.strerror}", file=file) from None
     except yaml.YAMLError as exc:
         raise RegistryError(f"not valid YAML: {exc}", file=file) from None
-
-
-def _check_keys(ctx: _Ctx, raw: Mapping, allowed: set[str], prefix: str = "") -> None:
-    for key in raw:
-        if key not in allowed:
-            raise ctx.error(f"unknown key; allowed: {', '.join(sorted(allowed))}", f"{prefix}{key}")
-
-
-def _check_unique(ctx: _Ctx, ids: list[str], what: str) -> None:
-    seen = set()
-    for i in ids:
-        if i in seen:
-            raise ctx.error(f"duplicate {what} {i!r}")
-        seen.add(i)
-
-
-def _text(
-    ctx: _Ctx, raw: Mapping, key: str, *, required: bool = True, prefix: str = ""
-) -> str | None:
-    value = raw.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        got = "nothing" if value is None else repr(value)
-        raise ctx.error(f"must be a non-empty string, got {got}", prefix + key)
-    return value.strip()
-
-
-def _ident(ctx: _Ctx, raw: Mapping, key: str, prefix: str = "") -> str:
-    value = _text(ctx, raw, key, prefix=prefix)
-    if not _ID_PATTERN.match(value):
-        raise ctx.error(
-            f"{value!r} is not a valid id (letters, digits and . _ + / : @ -, up to 128)",
-            prefix + key,
-        )
-    return value
-
-
-def _number(
-    ctx: _Ctx, raw: Mapping, key: str, *, required: bool = True, prefix: str = ""
-) -> float | None:
-    value = raw.get(key)
-    if value is None and not required:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        got = "nothing" if value is None else repr(value)
-        raise ctx.error(f"must be a number, got {got}", prefix + key)
-    return float(value)

@@ -88,7 +88,8 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     The ``window`` is applied last: ``skipped`` counts the whole log, the
     selection holds the window's votes.
     """
-    voter_kind = params.voter_kind if params is not None else None
+    voter_kind = params.voter_kind if params is not None else "human"
+    judge = params.judge if params is not None else None
     include_flagged = params.include_flagged if params is not None else False
     enc = votes.encoded
     skipped: Counter = Counter()
@@ -98,6 +99,8 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     if voter_kind is not None:
         kind = enc["voter_kind"]
         keep &= kind.isin([voter_kind]) | ((kind.codes < 0) & (voter_kind == "human"))
+    if judge is not None:
+        keep &= enc["judge"].isin([judge])
     if not include_flagged:
         lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
         flagged = keep & (np.nan_to_num(lengths.astype(float)) > 0)

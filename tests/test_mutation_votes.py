@@ -192,13 +192,16 @@ def test_a_fastchat_battle_becomes_this_vote_row(tmp_path):
     path.write_text(json.dumps([BATTLE]))
     (row,) = read_votes(path).table.to_pylist()
     assert row == {
-        "schema_version": 2, "vote_id": fastchat_id(BATTLE), "battle_id": None,
+        "schema_version": 3, "vote_id": fastchat_id(BATTLE), "battle_id": None,
         "ts": "2023-11-14T22:13:20.500000Z",  # 19675 days and 80000.5 s after the epoch
         "arena": "fastchat", "model_a": "x", "model_b": "y", "model_a_version": None,
         "model_b_version": None, "vote": "both_bad", "prompt_id": "7", "prompt": None,
         "category": "German",
         "voter": "fastchat:" + hashlib.sha256(b"arena_user_42").hexdigest()[:16],
         "voter_kind": "human", "judge": None, "flags": [],
+        "model_a_duration_s": None, "model_b_duration_s": None, "model_a_speech_rate": None,
+        "model_b_speech_rate": None, "model_a_lufs": None, "model_b_lufs": None,
+        "model_a_sample_rate": None, "model_b_sample_rate": None,
     }  # fmt: skip
 
 
@@ -276,11 +279,13 @@ def test_a_vote_is_this_compact_utf8_line():
     assert (
         line
         == (
-            '{"schema_version":2,"vote_id":"v1","battle_id":null,"ts":"2026-11-29T17:34:36.123Z",'
+            '{"schema_version":3,"vote_id":"v1","battle_id":null,"ts":"2026-11-29T17:34:36.123Z",'
             '"arena":"ar","model_a":"m/a","model_b":"m/b","model_a_version":null,'
             '"model_b_version":null,"vote":"tie","prompt_id":null,"prompt":"Grüße aus 東京",'
             '"category":null,"voter":null,"voter_kind":"human","judge":null,'
-            '"flags":["rate_limited"]}\n'
+            '"flags":["rate_limited"],"model_a_duration_s":null,"model_b_duration_s":null,'
+            '"model_a_speech_rate":null,"model_b_speech_rate":null,"model_a_lufs":null,'
+            '"model_b_lufs":null,"model_a_sample_rate":null,"model_b_sample_rate":null}\n'
         ).encode()
     )
 

@@ -79,7 +79,7 @@ DAMAGE = [
     (dumps({k: v for k, v in record(95).items() if k != "model_b"}), reasons.MISSING),
     (dumps(record(96, arena="")), reasons.MISSING),
     (dumps(record(97, vote_id=None)), reasons.MISSING),
-    (dumps(record(98, schema_version=3)), reasons.VERSION),
+    (dumps(record(98, schema_version=4)), reasons.VERSION),
     (dumps(record(99, vote="A")), reasons.BAD_VOTE),
     (dumps(record(100, vote="model_a")), reasons.BAD_VOTE),
     (dumps(record(101, voter_kind="robot")), reasons.BAD_VOTER_KIND),
@@ -237,7 +237,8 @@ LINE = st.one_of(
     st.integers(0, 50).map(lambda k: dumps(record(k, vote="x"))),
     st.text(max_size=30).filter(lambda t: "\n" not in t and "\r" not in t),
     st.dictionaries(st.sampled_from([f.name for f in FIELDS]), st.one_of(
-        st.none(), st.integers(), st.text(max_size=5), st.lists(st.text(max_size=3), max_size=2),
+        st.none(), st.integers(), st.floats(), st.text(max_size=5),
+        st.lists(st.text(max_size=3), max_size=2),
     )).map(dumps),
 )  # fmt: skip
 

@@ -21,6 +21,8 @@ REGISTRY_DIR = "registry"
 def _feature(kind: pa.DataType) -> dict | str:
     if pa.types.is_list(kind):
         return {"list": "string"}
+    if pa.types.is_floating(kind):
+        return "float64"
     return "int64" if pa.types.is_integer(kind) else "string"
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arena_core.backends.output import Output
 from arena_core.votes.schema import VOTES
+
+if TYPE_CHECKING:  # the registry imports this module, and the backends import the registry
+    from arena_core.backends.output import Output
 
 #: What a judge may answer: the visitor's four choices.
 VERDICTS = VOTES

@@ -136,9 +136,11 @@ class LiveArena:
         written before anyone knew), so it is left out as a replay leaves it out."""
         if vote.arena != self.arena.id:
             raise ValueError(f"vote for arena {vote.arena!r} applied to {self.arena.id!r}")
-        kind = self.params.voter_kind
+        kind, judge = self.params.voter_kind, self.params.judge
         if kind is not None and (vote.voter_kind or "human") != kind:
             return None  # another board's voters (select_votes filters them likewise)
+        if judge is not None and vote.judge != judge:
+            return None
         a, b = self.index.get(vote.model_a), self.index.get(vote.model_b)
         reason = UNKNOWN_MODEL if a is None or b is None else None
         if vote.flags and not self.params.include_flagged:

@@ -49,9 +49,9 @@ T = TypeVar("T")
 
 @dataclass
 class _Request:
-    """One caller's vote waiting for the next batch."""
+    """One caller's votes waiting for the next batch: written together or not at all."""
 
-    fields: dict
+    records: list[dict]
     then: Callable[[Vote], object] | None
     done: bool = False
     result: object = None
@@ -146,12 +146,20 @@ class VoteLog:
         the vote to its ratings there, so ratings follow the log's order.
         Concurrent calls share one write and one fsync (see the module docstring).
         """
-        for assigned in ("vote_id", "ts", "schema_version"):
-            if assigned in fields:
-                raise TypeError(f"{assigned} is assigned by the log")
-        if "flags" in fields:
-            fields["flags"] = tuple(fields["flags"])
-        request = _Request(fields, then)
+        return self.append_all([fields], then=then)[0]
+
+    def append_all(self, records: list[dict], *,
+                   then: Callable[[Vote], T] | None = None) -> list[Vote | T]:  # fmt: skip
+        """Write several votes in one write, all or none (a judge's two verdicts on a battle),
+        and return each (or what ``then`` returns for each), as :meth:`append` does one."""
+        records = [dict(r) for r in records]
+        for fields in records:
+            for assigned in ("vote_id", "ts", "schema_version"):
+                if assigned in fields:
+                    raise TypeError(f"{assigned} is assigned by the log")
+            if "flags" in fields:
+                fields["flags"] = tuple(fields["flags"])
+        request = _Request(records, then)
         with self._queue_lock:
             self._queue.append(request)
         with self.lock:
@@ -165,30 +173,34 @@ class VoteLog:
         """Write, fsync and apply every queued vote; the caller holds :attr:`lock`."""
         with self._queue_lock:
             batch, self._queue = self._queue, []
-        votes, lines = [], []
+        taken, lines = [], []
         for request in batch:
             try:
-                vote = Vote(vote_id=new_vote_id(), ts=format_ts(self._next_ts()), **request.fields)
+                votes = [Vote(vote_id=new_vote_id(), ts=format_ts(self._next_ts()), **fields)
+                         for fields in request.records]  # fmt: skip
             except (VoteError, TypeError) as exc:  # this caller's bad record, not the batch's
                 request.error, request.done = exc, True
                 continue
-            votes.append((request, vote))
-            lines.append(vote.to_json_line())
-        if votes:
+            taken.append((request, votes))
+            lines.extend(vote.to_json_line() for vote in votes)
+        if taken:
             try:
                 self._write(b"".join(lines))
             except VoteWriteError as exc:
-                for request, _ in votes:
+                for request, _ in taken:
                     request.error, request.done = exc, True
                 return
-            self.written += len(votes)
-        for k, (request, vote) in enumerate(votes):  # in log order: the live ratings follow it
-            self.unapplied = frozenset(v.vote_id for _, v in votes[k + 1 :])
+            self.written += len(lines)
+        order = [(request, vote) for request, votes in taken for vote in votes]
+        results = {id(request): [] for request, _ in taken}
+        for k, (request, vote) in enumerate(order):  # in log order: the live ratings follow it
+            self.unapplied = frozenset(v.vote_id for _, v in order[k + 1 :])
             try:
-                request.result = request.then(vote) if request.then else vote
+                results[id(request)].append(request.then(vote) if request.then else vote)
             except Exception as exc:  # the vote is saved; only this caller hears of the failure
                 request.error = exc
-            request.done = True
+        for request, _ in taken:
+            request.result, request.done = results[id(request)], True
         self.unapplied = frozenset()
 
     def advance_to(self, ts_us: int) -> None:

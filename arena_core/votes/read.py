@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -280,12 +281,14 @@ def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
             # Undecodable bytes are kept as surrogates, so that only the known fields
             # are judged (as Arrow does); _type_ok refuses them there.
             obj = json.loads(
-                raw.decode("utf-8", "surrogateescape"), object_pairs_hook=_no_repeated_keys
+                raw.decode("utf-8", "surrogateescape"),
+                object_pairs_hook=_no_repeated_keys,
+                parse_float=_double,
             )
-        except ValueError:
-            skipped[INVALID_JSON] += 1
-            continue
-        except RecursionError:  # nested deeper than Python's parser goes: Arrow judges it
+        except (ValueError, RecursionError):
+            # Python refuses it, or nests too deep for Python's parser: Arrow judges the
+            # line alone, as it would have in a clean file (it also takes the literals
+            # Inf, -Inf and -NaN, which Python's parser does not).
             row = _arrow_row(raw)
             if row is None:
                 skipped[INVALID_JSON] += 1
@@ -297,7 +300,7 @@ def _read_jsonl_tolerant(data: bytes, skipped: Counter) -> pa.Table:
         elif not all(_utf8(obj.get(name)) for name in _FIELD_TYPES):
             skipped[INVALID_JSON] += 1
         elif all(_type_ok(name, obj.get(name)) for name in _FIELD_TYPES):
-            rows.append({name: obj.get(name) for name in _FIELD_TYPES})
+            rows.append({name: _value(name, obj.get(name)) for name in _FIELD_TYPES})
         else:
             skipped[WRONG_TYPE] += 1
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
@@ -331,6 +334,14 @@ def _utf8(value) -> bool:
     return True
 
 
+def _double(text: str) -> float:
+    """A JSON fraction or exponent literal as Arrow reads it: one beyond a double is refused."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number too big to be stored in a double")
+    return value
+
+
 def _no_repeated_keys(pairs):
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
@@ -347,6 +358,8 @@ def _type_ok(name: str, value) -> bool:
         return isinstance(value, str)
     if pa.types.is_integer(kind):
         return type(value) is int and -(2**63) <= value < 2**63
+    if pa.types.is_floating(kind):
+        return type(value) in (int, float)  # not bool, as Arrow
     return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
 
 
@@ -372,6 +385,17 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
+def _value(name: str, value):
+    """A field's value as Arrow's parser reads it: a float field takes any JSON integer,
+    one too large for a double becoming an infinity."""
+    if type(value) is int and pa.types.is_floating(_FIELD_TYPES[name]):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    return value
+
+
 def _castable(have: pa.DataType, want: pa.DataType) -> bool:
     if pa.types.is_dictionary(have):
         have = have.value_type
@@ -383,6 +407,8 @@ def _castable(have: pa.DataType, want: pa.DataType) -> bool:
         )
     if pa.types.is_integer(want):
         return pa.types.is_integer(have)
+    if pa.types.is_floating(want):
+        return pa.types.is_floating(have) or pa.types.is_integer(have)
     return (pa.types.is_list(have) or pa.types.is_large_list(have)) and _castable(
         have.value_type, pa.string()
     )

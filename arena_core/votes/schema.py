@@ -10,6 +10,7 @@ all derive from.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -20,10 +21,16 @@ import pyarrow as pa
 from arena_core.ratings.counts import OUTCOME_NAMES
 
 #: Version written by this code. Version 2 added ``model_a_version`` and
-#: ``model_b_version``; a version-1 row reads as one whose versions are unknown (null).
-SCHEMA_VERSION = 2
+#: ``model_b_version``; version 3 added each side's style as delivered (duration,
+#: speaking rate, loudness, the engine's sample rate), the covariates of the
+#: style-controlled board. An older row reads as one whose new fields are unknown (null).
+SCHEMA_VERSION = 3
 #: Versions this reader understands; rows of other versions are skipped and counted.
-SUPPORTED_VERSIONS = frozenset({1, 2})
+SUPPORTED_VERSIONS = frozenset({1, 2, 3})
+#: The per-side style fields of version 3, without their ``model_a_``/``model_b_`` prefix.
+STYLE_FIELDS = ("duration_s", "speech_rate", "lufs", "sample_rate")
+#: The style columns of a row, A's then B's.
+STYLE_COLUMNS = tuple(f"model_{side}_{name}" for side in "ab" for name in STYLE_FIELDS)
 #: Allowed values of ``vote``, in outcome-code order.
 VOTES = OUTCOME_NAMES
 #: Allowed values of ``voter_kind``.
@@ -53,7 +60,7 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("schema_version", pa.int64(), True, "Version of this record layout; 2 (version 1 rows, without the model versions, are still read)."),
+    Field("schema_version", pa.int64(), True, "Version of this record layout; 3 (rows of versions 1 and 2 are still read, their newer fields null)."),
     Field("vote_id", pa.string(), True, "Unique id of the vote (UUID); duplicates are dropped."),
     Field("battle_id", pa.string(), False, "Id of the battle the vote closes (UUID)."),
     Field("ts", pa.string(), True, "When the server recorded the vote, ISO-8601 UTC, e.g. 2026-11-29T17:34:36.123Z."),
@@ -70,6 +77,14 @@ FIELDS: tuple[Field, ...] = (
     Field("voter_kind", pa.string(), False, "'human' or 'judge'."),
     Field("judge", pa.string(), False, "Id of the judge model when voter_kind is 'judge'; else null."),
     Field("flags", pa.list_(pa.string()), False, "Reasons the vote is left out of ratings (e.g. 'rate_limited'); empty when counted."),
+    Field("model_a_duration_s", pa.float64(), False, "Seconds from the first to the last sound of model_a's clip as delivered (lead, trail and padding silence excluded); null when not speech. Since version 3."),
+    Field("model_b_duration_s", pa.float64(), False, "The same for model_b. Since version 3."),
+    Field("model_a_speech_rate", pa.float64(), False, "Prompt units (words; one per CJK character or kana) per second of sound in model_a's clip, pauses excluded; null when not speech. Since version 3."),
+    Field("model_b_speech_rate", pa.float64(), False, "The same for model_b. Since version 3."),
+    Field("model_a_lufs", pa.float64(), False, "Integrated loudness of model_a's clip as delivered (ITU-R BS.1770, LUFS); null when not speech. Since version 3."),
+    Field("model_b_lufs", pa.float64(), False, "The same for model_b. Since version 3."),
+    Field("model_a_sample_rate", pa.int64(), False, "Sample rate of model_a's engine output (Hz), before delivery resampled both clips to one rate; null when not speech. Since version 3."),
+    Field("model_b_sample_rate", pa.int64(), False, "The same for model_b. Since version 3."),
 )  # fmt: skip
 
 #: Arrow schema of a record, in field order.
@@ -102,6 +117,14 @@ class Vote:
     voter_kind: str = "human"
     judge: str | None = None
     flags: tuple[str, ...] = field(default=())
+    model_a_duration_s: float | None = None
+    model_b_duration_s: float | None = None
+    model_a_speech_rate: float | None = None
+    model_b_speech_rate: float | None = None
+    model_a_lufs: float | None = None
+    model_b_lufs: float | None = None
+    model_a_sample_rate: int | None = None
+    model_b_sample_rate: int | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self):
@@ -123,6 +146,14 @@ class Vote:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise VoteError(f"{name} must be a non-empty string or None")
+        if self.voter_kind == "judge" and not self.judge:
+            raise VoteError("a judge's vote names its judge")
+        for name in STYLE_COLUMNS:
+            value = getattr(self, name)
+            if value is not None and not _plausible(name, value):
+                raise VoteError(
+                    f"{name} must be a finite number (at least 0 but for loudness) or None"
+                )
 
     def to_dict(self) -> dict:
         """Every field, in contract order."""
@@ -134,6 +165,13 @@ class Vote:
         """The record as one UTF-8 JSON line, newline included."""
         text = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
         return (text + "\n").encode("utf-8")
+
+
+def _plausible(name: str, value) -> bool:
+    """A style value the writer may record: a finite number, not negative but for loudness."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return False
+    return value >= 0 or name.endswith("lufs")
 
 
 def new_vote_id() -> str:

@@ -1,0 +1,96 @@
+"""Reading registry fields: strict types, and errors that say where the problem is.
+
+Shared by the registry's parts (arenas and models in :mod:`arena_core.registry`,
+judges in :mod:`arena_core.judges.spec`) so that every entry is checked the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Ids of arenas, models and prompts: stable, URL- and file-name-friendly.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}$")
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be loaded, located as precisely as possible."""
+
+    def __init__(self, message: str, *, file=None, arena=None, model=None, field=None):
+        self.file, self.arena, self.model, self.field = file, arena, model, field
+        where = [str(file) if file else "registry"]
+        if arena is not None:
+            where.append(f"arena {arena!r}")
+        if model is not None:
+            where.append(f"model {model!r}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {message}")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where we are in the file, so every error can say so."""
+
+    file: Path | None
+    base_dir: Path
+    arena: str | None = None
+    model: str | None = None
+
+    def at(self, **where) -> Ctx:
+        return Ctx(**{**self.__dict__, **where})
+
+    def error(self, message: str, field: str | None = None) -> RegistryError:
+        return RegistryError(
+            message, file=self.file, arena=self.arena, model=self.model, field=field
+        )
+
+
+def check_keys(ctx: Ctx, raw: Mapping, allowed: set[str], prefix: str = "") -> None:
+    for key in raw:
+        if key not in allowed:
+            raise ctx.error(f"unknown key; allowed: {', '.join(sorted(allowed))}", f"{prefix}{key}")
+
+
+def check_unique(ctx: Ctx, ids: list[str], what: str) -> None:
+    seen = set()
+    for i in ids:
+        if i in seen:
+            raise ctx.error(f"duplicate {what} {i!r}")
+        seen.add(i)
+
+
+def text(
+    ctx: Ctx, raw: Mapping, key: str, *, required: bool = True, prefix: str = ""
+) -> str | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        got = "nothing" if value is None else repr(value)
+        raise ctx.error(f"must be a non-empty string, got {got}", prefix + key)
+    return value.strip()
+
+
+def ident(ctx: Ctx, raw: Mapping, key: str, prefix: str = "") -> str:
+    value = text(ctx, raw, key, prefix=prefix)
+    if not ID_PATTERN.match(value):
+        raise ctx.error(
+            f"{value!r} is not a valid id (letters, digits and . _ + / : @ -, up to 128)",
+            prefix + key,
+        )
+    return value
+
+
+def number(
+    ctx: Ctx, raw: Mapping, key: str, *, required: bool = True, prefix: str = ""
+) -> float | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        got = "nothing" if value is None else repr(value)
+        raise ctx.error(f"must be a number, got {got}", prefix + key)
+    return float(value)
