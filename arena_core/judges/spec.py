@@ -38,7 +38,7 @@ def parse_judges(ctx: Ctx, raw: Any, arena_ids: list[str]) -> tuple[JudgeSpec, .
     if not isinstance(raw, list):
         raise ctx.error("must be a list of judges", "judges")
     judges = tuple(_parse_judge(ctx, item, arena_ids) for item in raw)
-    check_unique(ctx, [j.id for j in judges], "judge id")
+    check_unique(ctx, [j.id for j in judges], "judge id in judges")
     return judges
 
 
