@@ -69,7 +69,7 @@ def test_judges_and_families_load(tmp_path):
     (("arenas: [tts-en]", "arenas: []"), "non-empty list of arena ids"),
     (("options: {margin: 0.05}", "options: [0.05]"), "mapping of the kind's settings"),
     (("options: {margin: 0.05}", "colour: red"), "unknown key"),
-    (("id: judge/llm", "id: judge/wer"), "duplicate judge id 'judge/wer'"),
+    (("id: judge/llm", "id: judge/wer"), "duplicate judge id in judges 'judge/wer'"),
     (("name: Intelligibility", "name: ''"), "non-empty string"),
 ])  # fmt: skip
 def test_a_bad_judge_is_refused_with_its_field(tmp_path, change, message):
