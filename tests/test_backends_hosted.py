@@ -7,37 +7,28 @@ server answering like the HF inference API and an OpenAI-compatible
 ``/v1/chat/completions``, and a tiny Gradio app launched locally for the
 ``gradio_client`` path. The clients are the real ones (``InferenceClient``,
 ``gradio_client.Client``); only the address differs, through their own
-``base_url`` / URL-as-model / URL-as-Space injection points.
+``base_url`` / URL-as-model / URL-as-Space injection points. The HTTP stand-in
+lives in ``hosted_server.py``, shared with the LLM judge tests.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import socket
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
 
-import numpy as np
 import pytest
+from hosted_server import SLOW_SECONDS, TONE_RATE, allow_loopback, serving, tone
 
 from arena_core.backends import BackendError, BackendTimeout, BackendUnavailable, make_backend
-from arena_core.backends.audio import encode_wav
 from arena_core.backends.hosted import fill_arguments, translate_error
 from arena_core.registry import BackendSpec, Model
 
 TOKEN = "hf_test_token"
-#: Seconds the "slow" routes sleep; far above the timeouts the tests use.
-SLOW_SECONDS = 3.0
 #: A timeout short enough to keep tests fast and far below SLOW_SECONDS.
 SHORT_TIMEOUT = 0.5
 TIMEOUT = 20.0
-TONE_RATE = 16000
-#: How often the stand-in server checks for shutdown (keeps teardown quick).
-POLL_SECONDS = 0.02
 #: Gradio's own queue code trips pandas 3 deprecation warnings; not ours to fix.
 GRADIO_WARNINGS = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
 
@@ -50,129 +41,15 @@ def model(backend_type: str, **options) -> Model:
     )
 
 
-def tone(rate: int = TONE_RATE, seconds: float = 1.0) -> np.ndarray:
-    t = np.arange(int(rate * seconds)) / rate
-    return (np.sin(2 * np.pi * 220 * t) * 12000).astype(np.int16)
-
-
-def compressed_tone(container: str) -> bytes:
-    """The tone as FLAC or MP3 (needs soundfile; without it, just the FLAC magic and no audio)."""
-    try:
-        import soundfile
-    except ImportError:
-        return b"fLaC" + bytes(40)
-    buffer = io.BytesIO()
-    soundfile.write(buffer, tone(), TONE_RATE, format=container)
-    return buffer.getvalue()
-
-
-def png_bytes() -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", (4, 3), (200, 30, 30)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-class FakeInferenceServer(ThreadingHTTPServer):
-    """Answers like the HF inference API / an OpenAI-compatible API; records every request."""
-
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output quiet
-        pass
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.requests.append(
-            {
-                "path": self.path,
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "json": json.loads(body or b"null"),
-            }
-        )
-        route = self.path.rstrip("/").split("/")[1]
-        if route == "slow":
-            time.sleep(SLOW_SECONDS)
-        handler = getattr(self, f"_{route}", None) or self._not_found
-        handler()
-
-    def _send(self, status: int, content_type: str, payload: bytes):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _tts(self):
-        self._send(200, "audio/wav", encode_wav(TONE_RATE, tone()))
-
-    def _flac(self):
-        self._send(200, "audio/flac", compressed_tone("FLAC"))
-
-    def _mp3(self):
-        self._send(200, "audio/mpeg", compressed_tone("MP3"))
-
-    def _html(self):
-        self._send(200, "text/html", b"<html>maintenance</html>")
-
-    def _image(self):
-        self._send(200, "image/png", png_bytes())
-
-    def _v1(self):
-        answer = {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "served-model",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "Paris is the capital of France."},
-                }
-            ],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
-        }
-        self._send(200, "application/json", json.dumps(answer).encode())
-
-    def _overloaded(self):
-        self._send(503, "application/json", b'{"error": "Model is overloaded"}')
-
-    def _slow(self):
-        self._tts()
-
-    def _not_found(self):
-        self._send(404, "application/json", b'{"error": "not found"}')
-
-
 @pytest.fixture(autouse=True)
 def _hub_online_for_loopback(monkeypatch):
-    """CI sets HF_HUB_OFFLINE=1, which makes huggingface_hub refuse every request, even to
-    127.0.0.1. The stand-in servers here are local, so let the client through; the setting
-    is read once at import, hence the patch of the module constant rather than the variable.
-    """
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    allow_loopback(monkeypatch)
 
 
 @pytest.fixture
 def server():
-    srv = FakeInferenceServer()
-    thread = threading.Thread(target=srv.serve_forever, args=(POLL_SECONDS,), daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving() as srv:
+        yield srv
 
 
 def hf(modality: str, base_url: str, **options):
