@@ -248,21 +248,33 @@ def loudness(x: np.ndarray, rate: int) -> float:
     than one block is measured with silence appended (the absolute gate ignores it).
     """
     x = np.asarray(x, dtype=np.float64)
-    shortest = math.ceil(LOUDNESS_BLOCK_SECONDS * rate) + 1
+    shortest = loudness_length(len(x), rate)
     if len(x) < shortest:
         x = np.concatenate([x, np.zeros(shortest - len(x))])
-    for b, a, gain in _k_weighting(rate):
+    for b, a, gain in k_weighting(rate):
         x = gain * lfilter(b, a, x)
+    return gated_loudness(np.concatenate([[0.0], np.cumsum(np.square(x))]), rate)
+
+
+def loudness_length(length: int, rate: int) -> int:
+    """Samples :func:`loudness` measures for a clip of ``length``: at least one block and one."""
+    return max(length, math.ceil(LOUDNESS_BLOCK_SECONDS * rate) + 1)
+
+
+def gated_loudness(energy: np.ndarray, rate: int) -> float:
+    """BS.1770's gated integrated loudness (LUFS) from ``energy``, the running sum of the
+    squared K-weighted samples with a leading 0 (``energy[i]`` sums samples ``0..i-1``),
+    over at least :func:`loudness_length` samples. ``-inf`` when every block is gated."""
+    length = len(energy) - 1
     step = 1.0 - BLOCK_OVERLAP
-    duration = len(x) / rate
+    duration = length / rate
     blocks = np.arange(
         int(np.round((duration - LOUDNESS_BLOCK_SECONDS) / (LOUDNESS_BLOCK_SECONDS * step))) + 1
     )
     lower = (LOUDNESS_BLOCK_SECONDS * (blocks * step) * rate).astype(int)
     # The last block may run past the end: like pyloudnorm, it sums what is there.
-    upper = np.minimum((LOUDNESS_BLOCK_SECONDS * (blocks * step + 1) * rate).astype(int), len(x))
-    lower = np.minimum(lower, len(x))
-    energy = np.concatenate([[0.0], np.cumsum(np.square(x))])
+    upper = np.minimum((LOUDNESS_BLOCK_SECONDS * (blocks * step + 1) * rate).astype(int), length)
+    lower = np.minimum(lower, length)
     power = (energy[upper] - energy[lower]) / (LOUDNESS_BLOCK_SECONDS * rate)
     with np.errstate(divide="ignore"):
         block_lufs = LUFS_OFFSET + 10 * np.log10(power)
@@ -275,7 +287,7 @@ def loudness(x: np.ndarray, rate: int) -> float:
 
 
 @functools.lru_cache(maxsize=16)
-def _k_weighting(rate: int) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
+def k_weighting(rate: int) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
     """BS.1770's two K-weighting stages at ``rate``, as pyloudnorm designs them."""
     stages = (pyloudnorm.IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, rate, "high_shelf"),
               pyloudnorm.IIRfilter(0.0, 0.5, 38.0, rate, "high_pass"))  # fmt: skip
