@@ -11,14 +11,14 @@ import importlib.util
 import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
 import gradio as gr
 from gradio import utils as gr_utils
 
 from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
-from arena_core.page import assets, battle, media, plots, presenters, speed, table, ui_text
+from arena_core.page import assets, battle, media, presenters, speed, ui_text
+from arena_core.page.board_tab import board_tab
 from arena_core.page.clip import clip_player
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
@@ -67,7 +67,7 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> g
             with gr.Tab("Arena", id="arena", elem_id="arena-tab"):
                 arena_in = _arena_tab(service, settings, session, offer, clips, demo)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="board-tab") as leaderboard_tab:
-                _board_tab(service, demo, leaderboard_tab, arena_in, offer)
+                board_tab(service, demo, leaderboard_tab, arena_in, offer, poll=LOADING_POLL)
             with gr.Tab("About", id="about", elem_id="about-tab"):
                 # A function, so each page load shows the models' state now (start-up checks).
                 gr.Markdown(lambda: ui_text.about(service.registry, service.params,
@@ -367,73 +367,6 @@ class _Page:
         return (battle.vote_status(reveal, session_votes), battle.gate_html("voted"), *chosen,
                 gr.update(visible=False), gr.update(visible=True), *heads, *labels,
                 self.header(board.arena, session_votes, board.votes_used))  # fmt: skip
-
-
-def _board_tab(service, demo, tab, arena_in, offer):
-    arenas = service.registry.arenas
-    offered = {a.id for a in offer.offered}
-    first = offer.offered[0].id if offer.offered else arenas[0].id
-    with gr.Row(equal_height=True, elem_id="board-controls", elem_classes="stack-on-phone"):
-        board_arena = gr.Dropdown([(a.title, a.id) for a in arenas if a.id in offered] or
-                                  [(a.title, a.id) for a in arenas], value=first,
-                                  label="Arena", scale=2)  # fmt: skip
-        category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
-        weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
-                           label="Weights", scale=3)  # fmt: skip
-        period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
-                          value="all", label="Period", scale=3)  # fmt: skip
-    with gr.Row():
-        provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
-        refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
-    summary = gr.Markdown(elem_id="board-summary")
-    board_box = gr.HTML(elem_id="board-table")
-    ratings = gr.Plot(show_label=False, visible=False, elem_id="chart-ratings")
-    win_rates = gr.Plot(show_label=False, visible=False, elem_id="chart-wins")
-    battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
-    timer = gr.Timer(LOADING_POLL, active=not service.progress.done)
-    inputs = [board_arena, category, weights, period, provisional]
-
-    def show(arena_id, category_value, weights_value, period_value, show_provisional):
-        window = presenters.period_window(period_value or "all", datetime.now(UTC))
-        cat = category_value or None
-        board = service.board(arena_id, cat, window=window)
-        live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
-        counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
-        sync = service.sync.status() if service.sync else None
-        rows = table.shown_rows(board, show_provisional=show_provisional,
-                                weights=weights_value or "all", models=models)  # fmt: skip
-        charts = (plots.rating_chart(board), plots.win_rate_heatmap(board, ids, counts),
-                  plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
-        return (gr.Timer(active=not service.progress.done),
-                presenters.board_summary(board, service.progress, sync),
-                table.board_html(board, rows, service.latency(arena_id), models),
-                *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
-
-    def categories(arena_id):
-        live = service.live[arena_id]
-        choices = battle.category_choices(live.categories, service.languages(arena_id))
-        return gr.update(choices=[("All prompts", ""), *choices], value="", visible=bool(choices))
-
-    def arenas_shown(arena_id):
-        """The arenas with a board worth reading: those offered here, and any with votes."""
-        voted = [a for a in arenas if a.id not in offered and service.board(a.id).votes_used]
-        shown = [a for a in arenas if a.id in offered] + voted
-        return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
-
-    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts]
-    tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
-               api_visibility="private", queue=False)  # fmt: skip
-    board_arena.change(categories, inputs=[board_arena], outputs=[category],
-                       api_visibility="private", queue=False).then(
-        show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
-    gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
-           tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
-          api_visibility="private", concurrency_limit=2)  # fmt: skip
-    # The board follows the arena the visitor battles in.
-    arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],
-                    api_visibility="private", queue=False)  # fmt: skip
-    demo.load(categories, inputs=[board_arena], outputs=[category], api_visibility="private",
-              queue=False)  # fmt: skip
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from arena_core.dataset.compact import MIN_AGE_MINUTES, CompactionError, compact
+from arena_core.judges.commands import add_commands as add_judge_commands
 from arena_core.leaderboard import (
     BOARD_COLUMNS,
     COLUMNS,
@@ -172,6 +173,7 @@ def _parser() -> argparse.ArgumentParser:
         help="seeded simulations with known truth (statistical claims)",
     )
     sim.set_defaults(run=_simulate)
+    add_judge_commands(sub)
     return parser  # fmt: skip
 
 

@@ -104,14 +104,15 @@ def test_style_numbers_are_judged_as_arrow_judges_them(tmp_path, literal, value,
 @given(
     st.dictionaries(
         st.sampled_from(STYLE_COLUMNS),
-        st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.booleans(),
-                  st.text(max_size=3)),  # fmt: skip
+        st.one_of(
+            st.none(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.text(max_size=3)
+        ),
     )
 )
 def test_any_style_values_read_the_same_on_both_paths(tmp_path_factory, style):
     lines = [line(row(0)), line(row(1, **style))]
     clean = read_lines(tmp_path_factory.mktemp("clean"), lines)
-    damaged = read_lines(tmp_path_factory.mktemp("damaged"), lines + [b"{broken"])
+    damaged = read_lines(tmp_path_factory.mktemp("damaged"), [*lines, b"{broken"])
     assert clean.table.to_pylist() == damaged.table.to_pylist()
     assert damaged.skipped - clean.skipped == {reasons.INVALID_JSON: 1}
 

@@ -178,6 +178,7 @@ class ModelPool:
         self._backends = dict(backends)
         self._languages = frozenset().union(*(b.languages or () for b in self._backends.values()))
         self._cache = cache
+        self._native_rates: dict[str, int] = {}  # model id -> Hz of its outputs (native_rate)
         self._clock = clock
         self._lock = threading.Lock()
         window = self.settings.latency_window
@@ -256,6 +257,18 @@ class ModelPool:
         backend = self._backends[model_id]
         return self._cache.key(model_id, text, backend.version, self.language_of(category))
 
+    def native_rate(self, model_id: str, text: str, category: str | None = None) -> int | None:
+        """The sample rate (Hz) of the model's own audio, before delivery resampled it: a
+        style covariate of the vote. Learned from the model's outputs; a model served only
+        from shaped clips since start-up reads its cached output for ``text`` once."""
+        rate = self._native_rates.get(model_id)
+        if rate is None and self.arena.modality == "audio":
+            key = self.cache_key(model_id, text, category)
+            cached = self._cache.get(key, "audio") if key is not None else None
+            if cached is not None:
+                rate = self._native_rates[model_id] = cached.sample_rate
+        return rate
+
     def model_version(self, model_id: str) -> str | None:
         """The model's version for the vote record (see :attr:`Backend.model_version`)."""
         return self._backends[model_id].model_version
@@ -311,6 +324,7 @@ class ModelPool:
         if key is not None and use_cache:
             cached = self._cache.get(key, self.arena.modality)
             if cached is not None:
+                self._learn_rate(model_id, cached)
                 return _Started(model_id, key, output=cached)
         if not probe:
             self._refuse_if_paused(model_id)
@@ -362,12 +376,17 @@ class ModelPool:
             self._failed(started, error)
             raise error
         self._record_success(model_id, self._clock() - started.began)
+        self._learn_rate(model_id, output)
         if started.key is not None:
             try:
                 self._cache.put(started.key, output)
             except OSError:
                 logger.warning("could not cache an output of %s", model_id, exc_info=True)
         return output
+
+    def _learn_rate(self, model_id: str, output: Output) -> None:
+        if output.modality == "audio":
+            self._native_rates[model_id] = output.sample_rate
 
     def _failed(self, started: _Started, error: BackendError) -> None:
         """Count a failure on a known-good prompt; probe the model after one on a typed prompt."""

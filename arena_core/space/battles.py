@@ -42,6 +42,9 @@ class Battle:
     delivered_at: float | None = None
     #: Seconds after delivery before a vote is taken (the listening gate; 0: none).
     listen_seconds: float = 0.0
+    #: Each side's style as delivered, as vote fields (``model_a_duration_s`` ...); empty
+    #: when the outputs are not speech.
+    style: dict = field(default_factory=dict)
 
 
 class BattleBook:
@@ -76,11 +79,12 @@ class BattleBook:
                 battle.delivered_at = self._clock()
                 battle.listen_seconds = max(0.0, float(listen_seconds))
 
-    def close_for_vote(self, handle: str | None) -> Battle:
+    def close_for_vote(self, handle: str | None, *, gate: bool = True) -> Battle:
         """Mark the battle voted and return it, or refuse with a reason the visitor can read.
 
         The check and the mark happen under one lock, so two racing votes on
-        one battle cannot both pass.
+        one battle cannot both pass. ``gate=False`` skips the listening gate: a
+        judge, authenticated by its token, measures the clips faster than they play.
         """
         with self._lock:
             battle = self._open.get(handle) if handle else None
@@ -94,7 +98,7 @@ class BattleBook:
             if not battle.delivered:
                 raise BattleError("Both outputs must arrive before you vote.")
             left = battle.delivered_at + battle.listen_seconds - self._clock()
-            if left > 0:
+            if gate and left > 0:
                 raise BattleError(
                     f"Listen to both clips before you vote ({math.ceil(left)} s left)."
                 )

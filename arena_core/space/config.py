@@ -80,6 +80,14 @@ class Settings:
     trusted_proxies: int = 0
     #: ARENA_REQUIRE_LOGIN: refuse votes from visitors not signed in with Hugging Face.
     require_login: bool = False
+    #: ARENA_JUDGE_TOKEN: the secret a judge's votes carry (empty: no judge votes taken).
+    judge_token: str = ""
+    #: ARENA_JUDGES: ids of registry judges the Space runs in the background, comma-separated
+    #: (empty: none). They need ARENA_JUDGE_TOKEN.
+    judges: tuple[str, ...] = ()
+    #: ARENA_JUDGE_PAUSE: seconds a background judge waits between battles, so judging
+    #: never competes with visitors for the CPU for long.
+    judge_pause: float = 20.0
 
     @property
     def votes_dir(self) -> Path:
@@ -112,7 +120,14 @@ class Settings:
         if require_login and not space_id:
             raise ConfigError("ARENA_REQUIRE_LOGIN needs Hugging Face sign-in, which only a Space "
                               "offers (SPACE_ID is not set): every vote would be refused")  # fmt: skip
+        judges = tuple(j.strip() for j in env.get("ARENA_JUDGES", "").split(",") if j.strip())
+        judge_token = env.get("ARENA_JUDGE_TOKEN", "")
+        if judges and not judge_token:
+            raise ConfigError("ARENA_JUDGES needs ARENA_JUDGE_TOKEN: judges vote with it")
         return cls(
+            judges=judges,
+            judge_token=judge_token,
+            judge_pause=_number(env, "ARENA_JUDGE_PAUSE", cls.judge_pause, float, zero=True),
             registry=Path(env.get("ARENA_REGISTRY", cls.registry)),
             data_dir=Path(env.get("ARENA_DATA_DIR", cls.data_dir)),
             voter_salt=salt,

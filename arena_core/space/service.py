@@ -31,10 +31,12 @@ from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.blinding import Blinder
+from arena_core.space.judging import JudgeDesk
 from arena_core.space.live import LiveArena
 from arena_core.space.pacing import Pacer
 from arena_core.space.pairing import Pairing
 from arena_core.space.rebuild import BackgroundRebuild
+from arena_core.space.style import battle_style
 from arena_core.space.views import (
     ArenaError,
     BattleView,
@@ -86,6 +88,8 @@ class ArenaService:
         Blind delivery of audio outputs, the hold that hides generation time, and
         the start-up pre-generation (``arena_core.space.blinding``, ``pacing``,
         ``warmup``); without them outputs leave as the engines made them.
+    judge_token : str, optional
+        ``ARENA_JUDGE_TOKEN``: the secret a judge's votes must carry (``judging.py``).
     clock, rng : injected for tests.
     wall_clock : callable returning the current UTC datetime; ages the log's recent votes
         when the rate limiter is restored at start-up (injected for tests).
@@ -96,6 +100,7 @@ class ArenaService:
                  max_prompt_chars: int = 500, listen_share: float = 0.0,
                  params: BoardParams | None = None,
                  blinder: Blinder | None = None, pacer: Pacer | None = None, warmup=None,
+                 judge_token: str | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  rng: np.random.Generator | None = None,
                  wall_clock: Callable[[], datetime] | None = None):  # fmt: skip
@@ -121,6 +126,8 @@ class ArenaService:
         self._pending: list[Vote] = []
         self._replaying = threading.Lock()  # one replay at a time: load, then any reload
         self.blinder, self.pacer, self.warmup = blinder, pacer, warmup
+        self.judges = JudgeDesk(registry, self.book, vote_log, self._version, self._apply,
+                                judge_token)  # fmt: skip
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -316,8 +323,10 @@ class ArenaService:
             due = self.pacer.due(started, arena.id, self.pools[arena.id].pairable(category),
                                  len(text), typed=prompt_id is None)  # fmt: skip
             held = max(0.0, due - self.pacer.clock())
+        pool = self.pools[arena.id]
+        style = battle_style(outputs, text, [pool.native_rate(m, text, category) for m in ids])
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
-                                   prompt_id=prompt_id, category=category)  # fmt: skip
+                                   prompt_id=prompt_id, category=category, style=style)  # fmt: skip
         # Audio must be heard: both clips, at up to double speed or side by side, after
         # the hold (the visitor gets them only then).
         heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
@@ -371,7 +380,7 @@ class ArenaService:
                 category=battle.category, voter=voter, voter_kind="human", flags=flags,
                 model_a_version=pool.model_version(battle.model_a),
                 model_b_version=pool.model_version(battle.model_b),
-                then=self._apply,
+                then=self._apply, **battle.style,
             )  # fmt: skip
         except VoteWriteError as exc:
             log.error("vote on battle %s not saved: %s", battle.battle_id, exc)
@@ -380,6 +389,14 @@ class ArenaService:
                 raise ArenaError("Your vote could not be saved. Please vote again.") from None
             raise ArenaError("Your vote may not have been saved; this battle is closed.") from None
         return self._reveal(vote, step)
+
+    def judge_vote(self, handle: str | None, verdicts: tuple[str, str], judge_id: str,
+                   token: str | None) -> tuple[Vote, Vote]:  # fmt: skip
+        """A judge's two verdicts on a battle (see :meth:`JudgeDesk.vote`)."""
+        return self.judges.vote(handle, verdicts, judge_id, token)
+
+    def _version(self, arena_id: str, model_id: str) -> str | None:
+        return self.pools[arena_id].model_version(model_id)
 
     def _apply(self, vote: Vote) -> tuple[Vote, EloStep | None]:
         """Runs under the log's lock, right after the vote is on disk."""

@@ -82,6 +82,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         blinder=blinder,
         pacer=pacer,
         warmup=warmup,
+        judge_token=settings.judge_token or None,
     )
     if sync is not None:  # a Hub that does not answer yet is retried in the background
         sync.start(shard, registry=registry, on_download=service.reload)

@@ -1,0 +1,76 @@
+"""``python -m arena_core judge``: run a judge over battles and append its votes.
+
+The command builds the same service the Space runs (registry, model pools, blind
+delivery, the vote log in ``--data``, the Hub sync when ``ARENA_DATASET_REPO`` and
+``HF_TOKEN`` are set), replays the log, and judges battles of the arena's prompt
+set through :meth:`ArenaService.judge_vote`. The operator running it owns the data
+folder; the token it votes with is ``ARENA_JUDGE_TOKEN`` or, without one, a random
+token of this run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+
+def add_commands(sub) -> None:
+    """Register the judges' subcommands on the CLI's subparsers."""
+    run = sub.add_parser(
+        "judge", help="run an automatic judge over prompt-set battles, appending its votes"
+    )
+    run.add_argument("--arena", required=True, help="arena id (the judge must be entered in it)")
+    run.add_argument("--judge", required=True, help="judge id from the registry's judges")
+    run.add_argument("--battles", type=_positive, default=20, help="battles to judge (default 20)")
+    run.add_argument(
+        "--data",
+        default=os.environ.get("ARENA_DATA_DIR", "data"),
+        metavar="DIR",
+        help="the arena's data folder: votes are appended to DIR/votes (default: ARENA_DATA_DIR "
+        "or ./data)",
+    )
+    run.add_argument(
+        "--registry", default=os.environ.get("ARENA_REGISTRY", "registry.yaml"), metavar="FILE"
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(run=_judge)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _judge(args) -> int:
+    from tqdm import tqdm  # a dependency of huggingface_hub
+
+    from arena_core.judges.factory import make_judge
+    from arena_core.judges.runner import judge_battles
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import build_service
+
+    env = dict(os.environ, ARENA_DATA_DIR=str(args.data), ARENA_REGISTRY=str(args.registry),
+               ARENA_WARMUP="0", ARENA_JUDGES="")  # fmt: skip
+    token = env.get("ARENA_JUDGE_TOKEN") or secrets.token_hex(16)
+    env["ARENA_JUDGE_TOKEN"] = token
+    settings = Settings.from_env(env)
+    service = build_service(settings, env)
+    try:
+        spec = service.registry.judge(args.judge)
+        judge = make_judge(spec, env)
+        service.load()
+        with tqdm(total=args.battles, unit="battle", disable=args.quiet, file=sys.stderr) as bar:
+            run = judge_battles(service, judge, args.arena, args.battles, token,
+                                progress=lambda _: bar.update(1))  # fmt: skip
+        if service.sync is not None:
+            service.sync.flush()
+    finally:
+        service.close()
+    print(f"{run.judged} battles judged ({run.votes} votes) in {settings.votes_dir}")
+    for reason, count in run.not_judged.most_common():
+        print(f"  not judged ({count}): {reason}")
+    return 0 if run.judged else 1

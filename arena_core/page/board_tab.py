@@ -1,0 +1,81 @@
+"""The Leaderboard tab: an arena's board with its filters and charts.
+
+Layout and wiring only, like ``app.py`` (which calls :func:`board_tab`); the numbers
+come from the service, the text and HTML from the other ``arena_core.page`` modules.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import gradio as gr
+
+from arena_core.page import battle, plots, presenters, table, ui_text
+
+
+def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
+    """Lay out the Leaderboard tab's controls, table and charts, and wire their events."""
+    arenas = service.registry.arenas
+    offered = {a.id for a in offer.offered}
+    first = offer.offered[0].id if offer.offered else arenas[0].id
+    with gr.Row(equal_height=True, elem_id="board-controls", elem_classes="stack-on-phone"):
+        board_arena = gr.Dropdown([(a.title, a.id) for a in arenas if a.id in offered] or
+                                  [(a.title, a.id) for a in arenas], value=first,
+                                  label="Arena", scale=2)  # fmt: skip
+        category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
+        weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
+                           label="Weights", scale=3)  # fmt: skip
+        period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
+                          value="all", label="Period", scale=3)  # fmt: skip
+    with gr.Row():
+        provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
+        refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
+    summary = gr.Markdown(elem_id="board-summary")
+    board_box = gr.HTML(elem_id="board-table")
+    ratings = gr.Plot(show_label=False, visible=False, elem_id="chart-ratings")
+    win_rates = gr.Plot(show_label=False, visible=False, elem_id="chart-wins")
+    battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
+    timer = gr.Timer(poll, active=not service.progress.done)
+    inputs = [board_arena, category, weights, period, provisional]
+
+    def show(arena_id, category_value, weights_value, period_value, show_provisional):
+        window = presenters.period_window(period_value or "all", datetime.now(UTC))
+        cat = category_value or None
+        board = service.board(arena_id, cat, window=window)
+        live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
+        counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
+        sync = service.sync.status() if service.sync else None
+        rows = table.shown_rows(board, show_provisional=show_provisional,
+                                weights=weights_value or "all", models=models)  # fmt: skip
+        charts = (plots.rating_chart(board), plots.win_rate_heatmap(board, ids, counts),
+                  plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
+        return (gr.Timer(active=not service.progress.done),
+                presenters.board_summary(board, service.progress, sync),
+                table.board_html(board, rows, service.latency(arena_id), models),
+                *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
+
+    def categories(arena_id):
+        live = service.live[arena_id]
+        choices = battle.category_choices(live.categories, service.languages(arena_id))
+        return gr.update(choices=[("All prompts", ""), *choices], value="", visible=bool(choices))
+
+    def arenas_shown(arena_id):
+        """The arenas with a board worth reading: those offered here, and any with votes."""
+        voted = [a for a in arenas if a.id not in offered and service.board(a.id).votes_used]
+        shown = [a for a in arenas if a.id in offered] + voted
+        return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
+
+    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts]
+    tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
+               api_visibility="private", queue=False)  # fmt: skip
+    board_arena.change(categories, inputs=[board_arena], outputs=[category],
+                       api_visibility="private", queue=False).then(
+        show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
+    gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
+           tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
+          api_visibility="private", concurrency_limit=2)  # fmt: skip
+    # The board follows the arena the visitor battles in.
+    arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],
+                    api_visibility="private", queue=False)  # fmt: skip
+    demo.load(categories, inputs=[board_arena], outputs=[category], api_visibility="private",
+              queue=False)  # fmt: skip
