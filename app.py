@@ -23,7 +23,7 @@ from arena_core.page.clip import clip_player
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
-from arena_core.space.startup import build_service
+from arena_core.space.startup import build_service, start_judges
 from arena_core.space.tempfiles import FolderBudget
 from arena_core.votes.schema import VOTES
 
@@ -381,6 +381,7 @@ def main() -> None:
     service.start_loading()
     if service.warmup is not None:
         service.warmup.start()
+    start_judges(service, settings)
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
     FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()

@@ -157,3 +157,27 @@ def test_background_judges_judge_until_stopped(tmp_path):
         judges.stop()
     assert judges.runs[("judge/first", "speech")].judged >= 3
     assert not judges._thread.is_alive()
+
+
+def test_the_space_starts_only_the_judges_it_can_build(tmp_path, caplog):
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import start_judges
+
+    service = make_service(tmp_path, judge_token=TOKEN)
+    settings = Settings(judges=("judge/none",), judge_token=TOKEN, judge_pause=0.01)
+    assert start_judges(service, settings) is None
+    assert "judge judge/none not started" in caplog.text
+    settings = Settings(judges=("judge/first",), judge_token=TOKEN, judge_pause=0.01)
+    # kind llm without a backend block: refused by the kind's option check, logged, not raised
+    assert start_judges(service, settings, env={}) is None
+    assert "judge judge/first not started" in caplog.text
+
+
+def test_judges_need_a_token_in_the_environment():
+    from arena_core.space.config import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match="ARENA_JUDGES needs ARENA_JUDGE_TOKEN"):
+        Settings.from_env({"ARENA_JUDGES": "judge/x", "ARENA_VOTER_SALT": "s"})
+    settings = Settings.from_env({"ARENA_JUDGES": " a, b ,", "ARENA_JUDGE_TOKEN": "t",
+                                  "ARENA_VOTER_SALT": "s", "ARENA_JUDGE_PAUSE": "0"})  # fmt: skip
+    assert settings.judges == ("a", "b") and settings.judge_pause == 0.0

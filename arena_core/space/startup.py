@@ -10,6 +10,8 @@ from huggingface_hub import HfApi
 
 from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
 from arena_core.dataset.hub import HubSync
+from arena_core.judges.factory import make_judge
+from arena_core.judges.runner import BackgroundJudges
 from arena_core.registry import load_registry
 from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
@@ -87,6 +89,27 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     if sync is not None:  # a Hub that does not answer yet is retried in the background
         sync.start(shard, registry=registry, on_download=service.reload)
     return service
+
+
+def start_judges(service: ArenaService, settings: Settings,
+                 env: Mapping[str, str] = os.environ) -> BackgroundJudges | None:  # fmt: skip
+    """Start the judges ``ARENA_JUDGES`` names, in one background thread (None if none).
+
+    A judge that cannot be built here (an unknown id, a missing package or token) is
+    logged and left out: the Space serves its visitors whatever its judges can do.
+    """
+    judges = []
+    for judge_id in settings.judges:
+        try:
+            judges.append(make_judge(service.registry.judge(judge_id), env))
+        except (KeyError, ValueError, ImportError, RuntimeError) as exc:
+            log.error("judge %s not started: %s", judge_id, exc)
+    if not judges:
+        return None
+    background = BackgroundJudges(service, judges, settings.judge_token, settings.judge_pause)
+    background.start()
+    log.info("judges running: %s", ", ".join(j.id for j in judges))
+    return background
 
 
 def start_remote_checks(pools: Mapping[str, ModelPool]) -> None:
