@@ -1,4 +1,4 @@
-"""Bradley-Terry with per-vote covariates: position, self-preference and style terms beside the ratings.
+"""Bradley-Terry with per-vote covariates: position, self-preference and style terms, fitted jointly.
 
 Model a beats model b in a vote with covariates ``x`` with probability::
 
@@ -109,7 +109,7 @@ class VoteRows:
         return len(self.a)
 
     def swapped(self) -> VoteRows:
-        """The same votes with sides A and B exchanged: a's score becomes b's, ``x`` changes sign."""
+        """The same votes with sides A and B exchanged: a's score becomes b's, ``x`` its negative."""
         return VoteRows(self.b, self.a, 1.0 - self.score, -self.x, self.weight,
                         1.0 - 2.0 * self.score + self.score_sq, self.names)  # fmt: skip
 
