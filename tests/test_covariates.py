@@ -83,6 +83,19 @@ def test_merging_identical_rows_changes_nothing(data, seed):
     assert one.dispersion == pytest.approx(two.dispersion, rel=1e-9)
 
 
+def test_merging_rows_with_many_distinct_covariates_keeps_them_apart():
+    # Six continuous columns of 3000 distinct values: the combined key must be re-coded on
+    # the way (3000**6 overflows 64 bits) without merging rows that differ.
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 5, 3000)
+    x = rng.normal(size=(3000, 6))
+    rows = VoteRows.from_outcomes(np.r_[a, a], np.r_[a + 1, a + 1], np.zeros(6000, dtype=int),
+                                  np.r_[x, x])  # fmt: skip
+    merged = rows.aggregated()
+    assert merged.n_rows == len({(i, *r) for i, r in zip(a, map(tuple, x), strict=True)})
+    assert np.all(merged.weight == 2.0)
+
+
 def _independent_objective(n, a, b, score, x, precision, coef_precision):
     """The negative log-posterior written out afresh: half-win log-likelihood plus the priors."""
 
@@ -160,6 +173,19 @@ def test_a_known_a_side_edge_is_recovered_and_leaves_the_ratings_unbiased():
     assert abs(fit.coef[0] - 30) < 3 * fit.coef_sd[0] and fit.coef_sd[0] < 3
     centred = truth - truth.mean() + 1000
     assert np.all(np.abs(fit.rating - centred) < 4 * fit.rating_sd)
+
+
+def test_collinear_covariates_converge_and_leave_the_ratings_alone():
+    # An A-side constant beside an indicator for every judge: the constant is their sum, so
+    # only the coefficients' near-flat prior splits the edge between them.
+    n, _, a, b, outcome, x = _simulated(5, beta=(0.2,))
+    judge = np.random.default_rng(5).integers(0, 3, len(a))
+    indicators = np.column_stack([judge == j for j in range(3)]).astype(float)
+    full = covariate_bradley_terry(n, VoteRows.from_outcomes(a, b, outcome,
+                                                             np.column_stack([x, indicators])))  # fmt: skip
+    reduced = covariate_bradley_terry(n, VoteRows.from_outcomes(a, b, outcome, indicators))
+    np.testing.assert_allclose(full.rating, reduced.rating, atol=1e-6)
+    np.testing.assert_allclose(full.coef[0] + full.coef[1:], reduced.coef, atol=1e-6)
 
 
 def test_bad_input_is_refused():

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from arena_core.ratings.bt import PRECISION_PER_WEIGHT, ConvergenceError, sigmoid
-from arena_core.ratings.covariates import COEF_PRECISION, VoteRows
+from arena_core.ratings.covariates import COEF_PRECISION, DECREMENT_PER_VOTE, VoteRows
 from arena_core.ratings.scale import NATURAL, to_rating, to_theta
 
 #: Range of the judges' spread around the consensus searched (points): below 1
@@ -90,9 +90,10 @@ class ConsensusParams:
     spread_range: tuple[float, float] = SPREAD_RANGE
     discrimination_sd: float = DISCRIMINATION_SD
     coef_precision: float = COEF_PRECISION
-    #: Convergence of Fisher scoring (natural units) and of log(spread).
+    #: Convergence of Fisher scoring (natural units), and of log(spread): 1% of the
+    #: spread, far inside its own uncertainty with a handful of judges.
     tol: float = 1e-8
-    spread_tol: float = 1e-3
+    spread_tol: float = 1e-2
     max_iter: int = 100
 
     def __post_init__(self):
@@ -162,7 +163,9 @@ def consensus_bradley_terry(n_items: int, votes: JudgeVotes, prior=None,
 
 def _maximise(model: _Layout, z, penalty, centre, params: ConsensusParams,
               tol: float) -> np.ndarray:  # fmt: skip
-    """Fisher scoring with step halving on the penalised log-likelihood, to steps below ``tol``."""
+    """Fisher scoring with step halving on the penalised log-likelihood, to steps below ``tol``
+    (or a gain below rounding noise: see :data:`~arena_core.ratings.covariates.DECREMENT_PER_VOTE`)."""
+    flat = DECREMENT_PER_VOTE * (1.0 + float(model.rows.weight.sum()))
     for _ in range(params.max_iter):
         grad = model.gradient(z) - penalty * (z - centre)
         info = model.information(z) + np.diag(penalty)
@@ -176,7 +179,7 @@ def _maximise(model: _Layout, z, penalty, centre, params: ConsensusParams,
                 scale *= 0.5
             step = scale * step
         z = z + step
-        if np.abs(step).max() < tol:
+        if np.abs(step).max() < tol or grad @ step < flat:
             return z
     raise ConvergenceError(f"the consensus fit did not converge in {params.max_iter} steps")
 

@@ -61,6 +61,13 @@ COEF_PRECISION = 1e-6
 _TRUSTED_STEP = 0.25
 #: Step halvings before giving up on improving the objective.
 _MAX_HALVINGS = 40
+#: Largest merged-row key (see :meth:`VoteRows.aggregated`), well inside int64.
+_KEY_LIMIT = 2**62
+#: Newton decrement (the gain in log-posterior a step predicts) per vote below which
+#: the mode counts as found even if the step is large: the gain is then below the
+#: rounding noise of the sums, and the step lies along a direction only the
+#: coefficients' near-flat prior determines (collinear covariates).
+DECREMENT_PER_VOTE = 1e-14
 
 
 @dataclass(frozen=True)
@@ -124,13 +131,16 @@ class VoteRows:
 
         Worth it when the covariates take few values (position, judge, self-preference):
         each column is coded by its distinct values and the codes folded into one key
-        (re-coded after each column so it never overflows), much faster than
-        ``numpy.unique`` over whole rows.
+        (re-coded when it could overflow), much faster than ``numpy.unique`` over
+        whole rows.
         """
-        key = np.zeros(self.n_rows, dtype=np.int64)
+        key, radix = np.zeros(self.n_rows, dtype=np.int64), 1
         for column in (self.a, self.b, *self.x.T):
             values, code = np.unique(column, return_inverse=True)
-            key = np.unique(key * len(values) + code.ravel(), return_inverse=True)[1].ravel()
+            if radix > _KEY_LIMIT // len(values):  # re-code the key before it could overflow
+                key = np.unique(key, return_inverse=True)[1].ravel()
+                radix = int(key.max()) + 1
+            key, radix = key * len(values) + code.ravel(), radix * len(values)
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         w = np.bincount(inverse, weights=self.weight)
         safe = np.where(w > 0, w, 1.0)
@@ -223,13 +233,14 @@ def covariate_bradley_terry(n_items: int, rows: VoteRows, prior=None,
                     np.full(k, params.coef_precision)]  # fmt: skip
     centre = np.r_[prior_theta, np.zeros(k)]
     z = centre.copy()
+    flat = DECREMENT_PER_VOTE * (1.0 + float(rows.weight.sum()))
     for iteration in range(1, params.max_iter + 1):  # noqa: B007 (reported after the loop)
         grad, info = data.derivatives(z)
         grad -= penalty * (z - centre)
         info[np.diag_indices_from(info)] += penalty
         step = np.linalg.solve(info, grad)
         z = _halve_until_better(data, z, step, penalty, centre)
-        if np.abs(step).max() < params.tol:
+        if np.abs(step).max() < params.tol or grad @ step < flat:
             break
     else:
         raise ConvergenceError(f"the covariate fit did not converge to {params.tol} in "
