@@ -5,9 +5,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arena_core.judges.bias import measure_judges, vote_arrays
 from arena_core.judges.measures import HUMAN, agreement, longer_share, position_shares, self_shares
+from arena_core.votes.schema import VOTES
 
 FAMILIES = {"x": "fa", "y": "fb", "z": "fb"}
 JUDGE_FAMILIES = {"J1": "fa", "J2": None}
@@ -96,3 +99,46 @@ def test_without_durations_there_are_no_duration_terms():
     report = measure_judges(log, FAMILIES, JUDGE_FAMILIES)
     assert not report.duration_terms and report.rows_without_duration == 0
     assert all(j.duration is None and j.longer_share is None for j in report.judges)
+
+
+@st.composite
+def logs(draw):
+    """Random small logs: human votes and judge verdicts in swapped pairs, some with prompts."""
+    models, prompts = ["x", "y", "z", "w"], ["p1", "p2", None]
+    rows = []
+    for i in range(draw(st.integers(1, 12))):
+        a, b = draw(st.permutations(models))[:2]
+        rows.append((f"h{i}", a, b, draw(st.sampled_from(VOTES)), "human", None,
+                     draw(st.sampled_from(prompts)), draw(st.sampled_from([1.0, 2.0, None])),
+                     draw(st.sampled_from([1.5, None]))))  # fmt: skip
+    for i in range(draw(st.integers(1, 8))):
+        a, b = draw(st.permutations(models))[:2]
+        prompt = draw(st.sampled_from(prompts))
+        for first, second in ((a, b), (b, a)):
+            rows.append((f"B{i}", first, second, draw(st.sampled_from(VOTES)), "judge", "J1",
+                         prompt, 2.0 if first == a else 3.0, 3.0 if first == a else 2.0))  # fmt: skip
+    return pd.DataFrame(rows, columns=_log().columns)
+
+
+def _swapped(log: pd.DataFrame) -> pd.DataFrame:
+    out = log.copy()
+    out["model_a"], out["model_b"] = log["model_b"], log["model_a"]
+    out["model_a_duration_s"], out["model_b_duration_s"] = (log["model_b_duration_s"],
+                                                              log["model_a_duration_s"])  # fmt: skip
+    out["vote"] = log["vote"].replace({"a": "b", "b": "a"})
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(logs())
+def test_showing_every_vote_the_other_way_round_changes_only_the_side_shares(log):
+    one, two = vote_arrays(log)[0], vote_arrays(_swapped(log))[0]
+    assert agreement(one, 0, 4) == agreement(two, 0, 4)
+    family = np.array([True, False, True, False])
+    assert self_shares(one, 0, family, 4) == pytest.approx(self_shares(two, 0, family, 4))
+    assert longer_share(one, 0) == longer_share(two, 0)
+    assert longer_share(one, HUMAN) == longer_share(two, HUMAN)
+    flip1, a1, paired1 = position_shares(one, 0)
+    flip2, a2, paired2 = position_shares(two, 0)
+    assert (flip1, paired1) == (flip2, paired2)
+    assert (a1 is None and a2 is None) or a1 == pytest.approx(1 - a2)
