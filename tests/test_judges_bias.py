@@ -142,3 +142,15 @@ def test_showing_every_vote_the_other_way_round_changes_only_the_side_shares(log
     flip2, a2, paired2 = position_shares(two, 0)
     assert (flip1, paired1) == (flip2, paired2)
     assert (a1 is None and a2 is None) or a1 == pytest.approx(1 - a2)
+
+
+def test_logs_without_judges_humans_or_anything_give_a_report_of_what_there_is():
+    log = _log()
+    humans_only = measure_judges(log[log["voter_kind"] != "judge"], FAMILIES, JUDGE_FAMILIES)
+    assert humans_only.judges == () and humans_only.consensus == {} and humans_only.human
+    judges_only = measure_judges(log[log["voter_kind"] == "judge"], FAMILIES, JUDGE_FAMILIES)
+    assert judges_only.human == {} and judges_only.human_position is None
+    assert all(j.spearman_human is None and j.agreement_pair.verdicts == 0
+               for j in judges_only.judges)  # fmt: skip
+    empty = measure_judges(log.iloc[:0], FAMILIES, JUDGE_FAMILIES)
+    assert empty.judges == () and empty.human == {} and empty.skipped == {}

@@ -113,3 +113,8 @@ def test_the_a_side_term_of_human_votes_is_recovered_with_an_interval_that_holds
         hits += term.low <= 20.0 <= term.high
         assert term.win_probability == pytest.approx(1 / (1 + math.exp(-term.points * NATURAL)))
     assert hits >= 17  # 95% intervals: 19 expected out of 20
+
+
+def test_no_votes_leave_the_a_side_term_unknown_rather_than_fail():
+    term = position_term(3, SideVotes(np.array([], int), np.array([], int), np.array([], int)))
+    assert term.points == 0.0 and term.low < -10_000 and term.high > 10_000

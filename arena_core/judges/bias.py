@@ -152,6 +152,8 @@ def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
     params = params or BiasParams()
     arrays, models, judges, skipped = vote_arrays(votes)
     n = len(models)
+    if not n:
+        return BiasReport((), {}, {}, {}, None, None, None, False, 0, skipped)
     human = arrays.judge == HUMAN
     human_board = _board(n, arrays.select(human), params.prior_weight)
     human_position = None

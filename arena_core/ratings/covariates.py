@@ -107,7 +107,8 @@ class VoteRows:
         """One row per vote, from outcome codes (:mod:`~arena_core.ratings.counts`)."""
         a = np.asarray(a, dtype=np.int64)
         score = np.asarray(SCORE_A)[np.asarray(outcome, dtype=np.int64)]
-        x = np.zeros((len(a), 0)) if x is None else np.asarray(x, dtype=float).reshape(len(a), -1)
+        x = np.zeros((len(a), 0)) if x is None else np.asarray(x, dtype=float)
+        x = x[:, None] if x.ndim == 1 else x
         w = np.ones(len(a)) if weight is None else np.asarray(weight, dtype=float)
         return cls(a, np.asarray(b, dtype=np.int64), score, x, w, score * score, tuple(names))
 
@@ -134,6 +135,8 @@ class VoteRows:
         (re-coded when it could overflow), much faster than ``numpy.unique`` over
         whole rows.
         """
+        if not self.n_rows:
+            return self
         key, radix = np.zeros(self.n_rows, dtype=np.int64), 1
         for column in (self.a, self.b, *self.x.T):
             values, code = np.unique(column, return_inverse=True)
