@@ -237,7 +237,7 @@ def run(args) -> dict:
         judges.append(summary)
     human = {key: _mean_sd([r[key] for r in runs]) for key in
              ("human_spearman", "consensus_spearman", "human_a_side_est", "human_longer_share")}  # fmt: skip
-    setting_json = asdict(setting) | {"judges": [asdict(j) for j in setting.judges]}
+    setting_json = asdict(setting)
     return {"judges": judges, "human": {k: v[0] for k, v in human.items()}
             | {f"{k}_sd": v[1] for k, v in human.items()}, "seeds": len(seeds),
             "setting": setting_json}  # fmt: skip
