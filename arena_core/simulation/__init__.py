@@ -25,6 +25,7 @@ SCENARIOS: dict[str, str] = {
     "matchmaking": "arena_core.simulation.matchmaking",
     "calibration": "arena_core.simulation.calibration",
     "voters": "arena_core.simulation.voters",
+    "judges": "arena_core.simulation.judges",
 }
 
 

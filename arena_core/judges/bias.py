@@ -1,0 +1,312 @@
+"""Each judge's biases, measured against the human votes, and its board corrected.
+
+:func:`measure_judges` takes the vote rows (human and judge) and reports, per
+judge (:class:`JudgeBias`):
+
+* **agreement** with humans, on the same (pair, prompt) and otherwise on the
+  same pair, beside the agreement of a coin-flipping judge
+  (:class:`~arena_core.judges.measures.Agreement`);
+* **correlation** of its board with the human board (Spearman and Pearson over
+  the models both rated), before and after correction;
+* **position bias**: the share of battles whose two verdicts (the clips shown
+  in both orders) pick the same side, the share of decisive verdicts for side
+  A, and the fitted A-side term with its interval;
+* **self-preference** (a judge that shares a family with some models): its
+  mean score for its family's model against others, the humans' on the same
+  pairs, and the fitted self term;
+* **duration preference**: the share of its decisive verdicts for the longer
+  clip, the humans' share, and the fitted duration term (when durations are
+  known).
+
+The fitted terms come from one joint fit over all judges
+(:mod:`~arena_core.judges.consensus`): shared model strengths, and per judge an
+A-side term, a self term (+1 when side A is of the judge's family, -1 when side
+B is) and a duration term (the normalised difference of :mod:`style
+<arena_core.ratings.style>`), with each judge's discrimination and its
+deviations shrunk toward the judges' consensus. A judge's corrected board is
+its aligned board from that fit. Human votes never enter it: the human board
+is what the correction is judged against, not what it is fitted to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from arena_core.judges.consensus import (
+    ConsensusFit,
+    ConsensusParams,
+    JudgeVotes,
+    consensus_bradley_terry,
+)
+from arena_core.judges.measures import (
+    HUMAN,
+    Agreement,
+    VoteArrays,
+    agreement,
+    longer_share,
+    position_shares,
+    self_shares,
+)
+from arena_core.ratings.bt import BTParams, bradley_terry
+from arena_core.ratings.counts import OUTCOME_NAMES, count_pairs
+from arena_core.ratings.covariates import VoteRows
+from arena_core.ratings.style import Coefficient, SideVotes, position_term, style_covariates
+from arena_core.simulation.synthetic import spearman
+
+#: Share of the judges' verdicts that must have both durations for the joint fit
+#: to take duration terms (the verdicts without are then left out and counted).
+MIN_DURATION_SHARE = 0.5
+#: Fewest common models for a correlation between two boards.
+MIN_COMMON_MODELS = 3
+
+
+@dataclass(frozen=True)
+class BiasParams:
+    """Settings of the bias report."""
+
+    #: Votes' worth of prior of the plain boards (human, each judge's own): BTParams'.
+    prior_weight: float = BTParams.prior_weight
+    level: float = 0.95
+    min_duration_share: float = MIN_DURATION_SHARE
+    consensus: ConsensusParams = field(default_factory=ConsensusParams)
+
+
+@dataclass(frozen=True)
+class JudgeBias:
+    """Every measure of one judge (see the module docstring); None where it cannot be measured."""
+
+    judge: str
+    family: str | None
+    verdicts: int
+    battles_paired: int
+    agreement_prompt: Agreement
+    agreement_pair: Agreement
+    spearman_human: float | None
+    pearson_human: float | None
+    spearman_human_corrected: float | None
+    pearson_human_corrected: float | None
+    flip_share: float | None
+    a_share: float | None
+    position: Coefficient | None
+    self_share: float | None
+    self_share_human: float | None
+    self_verdicts: int
+    self_term: Coefficient | None
+    longer_share: float | None
+    longer_verdicts: int
+    duration: Coefficient | None
+    discrimination: float
+    #: The judge's own Bradley-Terry board (its verdicts in both orders), points.
+    board: dict[str, float]
+    #: Its aligned board from the joint fit, and standard deviations (points).
+    corrected: dict[str, float]
+    corrected_sd: dict[str, float]
+
+    @property
+    def self_excess(self) -> float | None:
+        """How much more the judge scores its family's models than humans do on the same pairs."""
+        if self.self_share is None or self.self_share_human is None:
+            return None
+        return self.self_share - self.self_share_human
+
+
+@dataclass(frozen=True)
+class BiasReport:
+    """The judges' measures, the consensus and human boards, and what was left out."""
+
+    judges: tuple[JudgeBias, ...]
+    consensus: dict[str, float]
+    consensus_sd: dict[str, float]
+    human: dict[str, float]
+    human_position: Coefficient | None
+    human_longer_share: float | None
+    #: Fitted spread of the judges around the consensus (points).
+    spread: float | None
+    duration_terms: bool
+    #: Judge verdicts left out of the joint fit for lack of durations.
+    rows_without_duration: int
+    #: Rows not used at all, by reason.
+    skipped: dict[str, int]
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        for judge, data in zip(self.judges, out["judges"], strict=True):
+            data["self_excess"] = judge.self_excess
+        return out
+
+
+def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
+                   judge_families: Mapping[str, str | None],
+                   params: BiasParams | None = None) -> BiasReport:  # fmt: skip
+    """The bias report of every judge in ``votes`` (see the module docstring).
+
+    ``votes`` has the vote record's columns ``battle_id, model_a, model_b, vote,
+    voter_kind, judge, prompt_id`` and optionally ``model_a_duration_s,
+    model_b_duration_s``; a null ``voter_kind`` is a human. ``families`` maps a
+    model id to its family, ``judge_families`` a judge id to its family (or None).
+    """
+    params = params or BiasParams()
+    arrays, models, judges, skipped = vote_arrays(votes)
+    n = len(models)
+    if not n:
+        return BiasReport((), {}, {}, {}, None, None, None, False, 0, skipped)
+    human = arrays.judge == HUMAN
+    human_board = _board(n, arrays.select(human), params.prior_weight)
+    human_position = None
+    if human.any():
+        h = arrays.select(human)
+        human_position = position_term(n, SideVotes(h.a, h.b, h.outcome), level=params.level)
+    in_family = [_family_mask(models, families, judge_families.get(j)) for j in judges]
+    fit, columns, use_duration, unit_sd, left_out = _joint_fit(n, arrays, in_family, params)
+    rows = []
+    for j, judge in enumerate(judges):
+        board = _board(n, arrays.select(arrays.judge == j), params.prior_weight)
+        rows.append(_judge_bias(arrays, j, judge, judge_families.get(judge), in_family[j], models,
+                                board, human_board, fit, columns, unit_sd, params))  # fmt: skip
+    consensus = _named(models, fit.consensus, fit.consensus_sd) if fit else ({}, {})
+    return BiasReport(tuple(rows), consensus[0], consensus[1], _named(models, human_board)[0],
+                      human_position, longer_share(arrays, HUMAN)[0],
+                      fit.spread if fit else None, use_duration, left_out,
+                      skipped)  # fmt: skip
+
+
+def vote_arrays(votes: pd.DataFrame) -> tuple[VoteArrays, list[str], list[str], dict[str, int]]:
+    """Clean rows as arrays, the model and judge ids (sorted), and rows skipped by reason."""
+    frame = votes.reset_index(drop=True)
+
+    def column(name):
+        return frame[name] if name in frame else pd.Series([None] * len(frame), dtype=object)
+
+    kind = column("voter_kind").fillna("human")
+    checks = {
+        "vote": column("vote").isin(OUTCOME_NAMES),
+        "models": column("model_a").notna()
+        & column("model_b").notna()
+        & (column("model_a") != column("model_b")),
+        "voter_kind": kind.isin(["human", "judge"]),
+        "judge": (kind != "judge") | column("judge").notna(),
+    }
+    keep = pd.Series(True, index=frame.index)
+    skipped = {}
+    for reason, ok in checks.items():
+        skipped[reason] = int((keep & ~ok).sum())
+        keep &= ok
+    frame, kind = frame[keep], kind[keep]
+    models = sorted(set(frame["model_a"]) | set(frame["model_b"])) if len(frame) else []
+    index = {m: i for i, m in enumerate(models)}
+    is_judge = (kind == "judge").to_numpy()
+    judges = sorted(set(frame.loc[is_judge, "judge"]))
+    judge_index = {jd: i for i, jd in enumerate(judges)}
+    judge = np.where(is_judge, [judge_index.get(x, HUMAN) for x in column("judge")[keep]], HUMAN)
+    arrays = VoteArrays(
+        frame["model_a"].map(index).to_numpy(np.int64), frame["model_b"].map(index).to_numpy(np.int64),
+        frame["vote"].map({v: i for i, v in enumerate(OUTCOME_NAMES)}).to_numpy(np.int64),
+        judge.astype(np.int64), pd.factorize(column("battle_id")[keep])[0].astype(np.int64),
+        pd.factorize(column("prompt_id")[keep])[0].astype(np.int64),
+        pd.to_numeric(column("model_a_duration_s")[keep], errors="coerce").to_numpy(float),
+        pd.to_numeric(column("model_b_duration_s")[keep], errors="coerce").to_numpy(float),
+    )  # fmt: skip
+    return arrays, models, judges, {k: v for k, v in skipped.items() if v}
+
+
+def _family_mask(models, families, family) -> np.ndarray:
+    return np.array([family is not None and families.get(m) == family for m in models], bool)
+
+
+def _board(n: int, votes: VoteArrays, prior_weight: float) -> np.ndarray:
+    """Bradley-Terry board of these votes; NaN for models without any."""
+    counts = count_pairs(n, votes.a, votes.b, votes.outcome)
+    rating = bradley_terry(n, counts, None, BTParams(prior_weight=prior_weight))
+    return np.where(counts.battles().sum(axis=1) > 0, rating, np.nan)
+
+
+def _named(models, values, sd=None) -> tuple[dict[str, float], dict[str, float]]:
+    keep = [i for i in range(len(models)) if np.isfinite(values[i])]
+    sds = {} if sd is None else {models[i]: float(sd[i]) for i in keep}
+    return {models[i]: float(values[i]) for i in keep}, sds
+
+
+def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams):
+    """The consensus fit over the judges' verdicts with per-judge position, self and duration
+    columns. Returns ``(fit, columns, use_duration, duration_unit_sd, rows_left_out)``;
+    ``columns`` maps ``(kind, judge)`` to a coefficient index."""
+    rows = arrays.select(arrays.judge != HUMAN)
+    n_judges = len(in_family)
+    if not n_judges:
+        return None, {}, False, 1.0, 0
+    known = np.isfinite(rows.duration_a) & np.isfinite(rows.duration_b)
+    known &= (rows.duration_a > 0) & (rows.duration_b > 0)
+    use_duration = bool(known.mean() >= params.min_duration_share)
+    left_out = int((~known).sum()) if use_duration else 0
+    if use_duration:
+        rows = rows.select(known)
+    x_dur, unit_sd = np.zeros((len(rows.a), 0)), 1.0
+    if use_duration:
+        x_dur, names, _, sd, _, _ = style_covariates(
+            SideVotes(
+                rows.a, rows.b, rows.outcome, {"duration_s": (rows.duration_a, rows.duration_b)}
+            )
+        )
+        use_duration, unit_sd = bool(names), float(sd[0]) if names else 1.0
+    cols, names, columns = [], [], {}
+    for j in range(n_judges):
+        mine = (rows.judge == j).astype(float)
+        side = in_family[j][rows.a].astype(float) - in_family[j][rows.b]
+        terms = [("position", mine)]
+        if n_judges > 1 and np.any(mine * side):
+            terms.append(("self", mine * side))
+        if use_duration:
+            terms.append(("duration", mine * x_dur[:, 0]))
+        for kind, values in terms:
+            columns[kind, j] = len(cols)
+            cols.append(values)
+            names.append(f"{kind}:{j}")
+    vote_rows = VoteRows.from_outcomes(rows.a, rows.b, rows.outcome, np.column_stack(cols),
+                                       names=tuple(names))  # fmt: skip
+    fit = consensus_bradley_terry(n, JudgeVotes(rows.judge, n_judges, vote_rows), None,
+                                  params.consensus)  # fmt: skip
+    return fit, columns, use_duration, unit_sd, left_out
+
+
+def _term(fit: ConsensusFit | None, columns, kind, j, level, unit_sd=1.0) -> Coefficient | None:
+    if fit is None or (kind, j) not in columns:
+        return None
+    c = columns[kind, j]
+    return Coefficient.from_fit(kind, fit.coef[c], fit.coef_sd[c], level, unit_sd)
+
+
+def _correlations(board: np.ndarray, reference: np.ndarray) -> tuple[float | None, float | None]:
+    common = np.isfinite(board) & np.isfinite(reference)
+    if common.sum() < MIN_COMMON_MODELS:
+        return None, None
+    x, y = board[common], reference[common]
+    pearson = float(np.corrcoef(x, y)[0, 1]) if x.std() > 0 and y.std() > 0 else None
+    rho = spearman(x, y)
+    return (None if np.isnan(rho) else rho), pearson
+
+
+def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board, fit, columns,
+                unit_sd, params: BiasParams) -> JudgeBias:  # fmt: skip
+    n = len(models)
+    mine = arrays.judge == j
+    by_prompt, by_pair = agreement(arrays, j, n)
+    flip, a_share, paired = position_shares(arrays, j)
+    self_judge, self_human, self_n = (self_shares(arrays, j, in_family, n) if in_family.any()
+                                      else (None, None, 0))  # fmt: skip
+    longer, longer_n = longer_share(arrays, j)
+    rated = np.isfinite(board)
+    corrected = np.where(rated, fit.boards[j], np.nan)
+    before = _correlations(board, human_board)
+    after = _correlations(corrected, human_board)
+    lvl = params.level
+    return JudgeBias(
+        judge, family, int(mine.sum()), paired, by_prompt, by_pair, before[0], before[1], after[0],
+        after[1], flip, a_share, _term(fit, columns, "position", j, lvl), self_judge, self_human,
+        self_n, _term(fit, columns, "self", j, lvl), longer, longer_n,
+        _term(fit, columns, "duration", j, lvl, unit_sd), float(fit.discrimination[j]),
+        _named(models, board)[0], *_named(models, corrected, fit.boards_sd[j]),
+    )  # fmt: skip

@@ -1,0 +1,222 @@
+"""Style control for speech, and the A-side term of a board: covariates that are not the model.
+
+LMArena's style control adds, to each vote, the difference in style between
+its two answers (length, markdown) as covariates of the Bradley-Terry fit, so
+that a model's rating says how much voters like it at equal style. Here the
+style of a speech clip is four measured features of each side:
+
+==============  ========================  =================================================
+feature         covariate                 why
+==============  ========================  =================================================
+duration_s      (a - b) / (a + b)         a positive length: a 10% longer clip is the same
+                                          difference at 2 s or at 20 s; bounded in (-1, 1),
+                                          so one very long clip cannot dominate (LMArena's
+                                          normalised length difference)
+speech_rate     (a - b) / (a + b)         words per second: positive, a ratio scale as well
+sample_rate     (a - b) / (a + b)         Hz, positive; what matters is the ratio of
+                                          bandwidths (16 vs 24 kHz as 24 vs 36)
+lufs            a - b (LU)                loudness is already logarithmic (decibels) and
+                                          may be negative, so a ratio means nothing; a
+                                          difference of 1 LU is the same at any level
+==============  ========================  =================================================
+
+Each covariate is then divided by its root mean square over the votes in the
+fit, so that coefficients are comparable: **rating points per standard
+deviation** of the covariate (the rating gap that would move the odds as much
+as side A being one standard deviation longer, faster, louder...). The
+covariates are not centred: swapping the sides of a vote negates its
+differences, whose mean is zero when sides are drawn at random, and centring
+would leak the A-side term into them. The standard deviation in the
+covariate's own units is reported beside each coefficient to convert back.
+
+A vote with a feature missing (null) on either side, or a non-positive value
+where a ratio is taken, is left out of the style fit and counted; a feature
+with no value at all, or the same on every clip, is not fitted and named.
+
+The **A-side term** (:func:`position_term`) is the constant covariate alone:
+how much being shown first is worth, in rating points, and as the probability
+that side A wins between two equal models. Peer arenas do not report it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+
+from arena_core.ratings.bt import sigmoid
+from arena_core.ratings.covariates import CovariateParams, VoteRows, covariate_bradley_terry
+from arena_core.ratings.scale import NATURAL
+
+#: Normalised difference (a - b) / (a + b) of a positive quantity.
+RATIO = "ratio"
+#: Plain difference a - b of a quantity already on a log scale.
+DIFFERENCE = "difference"
+#: Speech style features and how each becomes a covariate (see the module docstring).
+STYLE_FEATURES: dict[str, str] = {
+    "duration_s": RATIO,
+    "speech_rate": RATIO,
+    "lufs": DIFFERENCE,
+    "sample_rate": RATIO,
+}
+#: Name of the constant covariate (side A's edge).
+A_SIDE = "a_side"
+#: Relative spread below which a covariate counts as constant (floating noise only).
+_CONSTANT = 1e-12
+
+
+@dataclass(frozen=True)
+class SideVotes:
+    """Votes with measured features of each side.
+
+    ``features`` maps a feature name to its values for side A and side B (floats,
+    NaN where unknown). ``weight`` is one per vote (None: each counts 1).
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    features: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    weight: np.ndarray | None = None
+
+    @classmethod
+    def from_columns(cls, a, b, outcome, columns: Mapping[str, object],
+                     weight=None) -> SideVotes:  # fmt: skip
+        """From vote-record columns named ``model_a_<feature>`` and ``model_b_<feature>``
+        (None or missing: unknown), for the features of :data:`STYLE_FEATURES`."""
+        n = len(a)
+        features = {}
+        for name in STYLE_FEATURES:
+            sides = [columns.get(f"model_{side}_{name}") for side in ("a", "b")]
+            features[name] = tuple(
+                np.full(n, np.nan) if s is None else np.array(s, dtype=float) for s in sides
+            )
+        return cls(np.asarray(a), np.asarray(b), np.asarray(outcome), features, weight)
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    """A fitted covariate: its effect in rating points with an interval.
+
+    ``points`` is per unit of the covariate as fitted (per standard deviation
+    for style covariates, per vote for the A-side term). ``unit_sd`` is that
+    standard deviation in the covariate's own units (1 for the A-side term).
+    ``win_probability`` is P(side A wins) between equal models when the
+    covariate is one unit in A's favour, with its interval.
+    """
+
+    name: str
+    points: float
+    low: float
+    high: float
+    unit_sd: float
+    win_probability: float
+    wp_low: float
+    wp_high: float
+
+    @classmethod
+    def from_fit(cls, name: str, points: float, sd: float, level: float = 0.95,
+                 unit_sd: float = 1.0) -> Coefficient:  # fmt: skip
+        """From a fitted coefficient (points) and its standard deviation: normal interval."""
+        z = NormalDist().inv_cdf(0.5 + level / 2.0)
+        low, high = points - z * sd, points + z * sd
+        wp = sigmoid(np.array([points, low, high]) * NATURAL)
+        return cls(name, float(points), float(low), float(high), float(unit_sd), float(wp[0]),
+                   float(wp[1]), float(wp[2]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StyleFit:
+    """A style-controlled board: ratings (points, pinned as the posterior board) with
+    intervals, each fitted covariate, and the votes left out."""
+
+    rating: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    coefficients: tuple[Coefficient, ...]
+    votes_used: int
+    #: Votes left out because a fitted feature was missing or invalid on either side.
+    left_out: int
+    #: Per feature, votes where it was missing or invalid (before dropping features).
+    missing: dict[str, int]
+    #: Features not fitted, with the reason ("no values", "no variation").
+    not_fitted: dict[str, str]
+
+
+def style_covariates(votes: SideVotes) -> tuple[np.ndarray, tuple[str, ...], np.ndarray,
+                                                np.ndarray, dict[str, int], dict[str, str]]:  # fmt: skip
+    """The style covariates of each vote, standardised.
+
+    Returns ``(x, names, keep, unit_sd, missing, not_fitted)``: ``x`` has one
+    row per kept vote (``keep`` is the mask over all votes) and one column per
+    fitted feature, divided by its root mean square ``unit_sd``.
+    """
+    n = len(votes.a)
+    columns, valid, names, missing, not_fitted = [], [], [], {}, {}
+    for name, kind in STYLE_FEATURES.items():
+        if name not in votes.features:
+            not_fitted[name] = "no values"
+            continue
+        va, vb = (np.asarray(v, dtype=float) for v in votes.features[name])
+        ok = np.isfinite(va) & np.isfinite(vb)
+        if kind == RATIO:
+            ok &= (va > 0) & (vb > 0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                diff = (va - vb) / (va + vb)
+        else:
+            diff = va - vb
+        missing[name] = int(n - ok.sum())
+        if not ok.any():
+            not_fitted[name] = "no values"
+            continue
+        columns.append(np.where(ok, diff, 0.0))
+        valid.append(ok)
+        names.append(name)
+    keep = np.logical_and.reduce(valid) if valid else np.ones(n, dtype=bool)
+    x = np.column_stack(columns)[keep] if columns else np.zeros((int(keep.sum()), 0))
+    rms = np.sqrt((x * x).mean(axis=0)) if len(x) else np.zeros(x.shape[1])
+    scale = np.abs(x).max(axis=0, initial=0.0) if len(x) else rms
+    varies = rms > _CONSTANT * np.maximum(scale, 1.0)
+    for name, v in zip(names, varies, strict=True):
+        if not v:
+            not_fitted[name] = "no variation"
+    names = tuple(nm for nm, v in zip(names, varies, strict=True) if v)
+    return x[:, varies] / rms[varies], names, keep, rms[varies], missing, not_fitted
+
+
+def style_bradley_terry(n_items: int, votes: SideVotes, prior=None,
+                        params: CovariateParams | None = None, *, a_side: bool = True,
+                        level: float = 0.95) -> StyleFit:  # fmt: skip
+    """The style-controlled board: Bradley-Terry with the style covariates (and, with
+    ``a_side``, the constant A-side term) on the votes that have them."""
+    x, names, keep, unit_sd, missing, not_fitted = style_covariates(votes)
+    if a_side:
+        x = np.column_stack([np.ones(len(x)), x])
+        names, unit_sd = (A_SIDE, *names), np.r_[1.0, unit_sd]
+    weight = None if votes.weight is None else np.asarray(votes.weight, float)[keep]
+    rows = VoteRows.from_outcomes(np.asarray(votes.a)[keep], np.asarray(votes.b)[keep],
+                                  np.asarray(votes.outcome)[keep], x, weight, names)  # fmt: skip
+    fit = covariate_bradley_terry(n_items, rows, prior, params)
+    low, high = fit.interval(level)
+    coefs = tuple(Coefficient.from_fit(nm, fit.coef[i], fit.coef_sd[i], level, unit_sd[i])
+                  for i, nm in enumerate(names))  # fmt: skip
+    return StyleFit(fit.rating, low, high, coefs, int(keep.sum()), int((~keep).sum()), missing,
+                    not_fitted)  # fmt: skip
+
+
+def position_term(n_items: int, votes: SideVotes, prior=None,
+                  params: CovariateParams | None = None, *,
+                  level: float = 0.95) -> Coefficient:  # fmt: skip
+    """Side A's edge in a board's votes: rating points and P(A wins) between equal models.
+
+    The Bradley-Terry fit with one constant covariate; the models' ratings are
+    fitted alongside, so the term is what remains of side A's wins once who
+    played whom is accounted for. Features of ``votes`` are ignored.
+    """
+    n = len(votes.a)
+    rows = VoteRows.from_outcomes(votes.a, votes.b, votes.outcome, np.ones((n, 1)),
+                                  votes.weight, (A_SIDE,))  # fmt: skip
+    fit = covariate_bradley_terry(n_items, rows.aggregated(), prior, params)
+    return Coefficient.from_fit(A_SIDE, fit.coef[0], fit.coef_sd[0], level)
