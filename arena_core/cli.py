@@ -124,7 +124,21 @@ def _parser() -> argparse.ArgumentParser:
         help="models that cannot run (as the Space marks them): left out if they have no votes",
     )
     board.add_argument("--seed", type=int, default=BoardParams.seed, help="bootstrap seed")
-    board.add_argument("--voter-kind", choices=("human", "judge"), help="only these voters' votes")
+    board.add_argument(
+        "--voter-kind",
+        choices=("human", "judge", "all"),
+        default="human",
+        help="whose votes: human (default: judges' votes never enter this board), judge, or all",
+    )
+    board.add_argument(
+        "--judge", metavar="ID", help="one judge's board (implies --voter-kind judge)"
+    )
+    board.add_argument(
+        "--style-control",
+        action="store_true",
+        help="the style-controlled board: speech duration, speaking rate, loudness and the "
+        "engine's sample rate as covariates, each with its fitted effect (needs --registry)",
+    )
     board.add_argument("--include-flagged", action="store_true", help="count flagged votes too")
     board.add_argument(
         "--fastchat-all",
@@ -254,11 +268,14 @@ def _leaderboard(args) -> int:
         bootstrap_rounds=args.bootstrap,
         seed=args.seed,
         include_flagged=args.include_flagged,
-        voter_kind=args.voter_kind,
+        voter_kind="judge" if args.judge else None if args.voter_kind == "all" else args.voter_kind,
+        judge=args.judge,
         half_life_days=args.half_life,
     )
     window = Window.parse(args.since, args.until)
     registry = load_registry(args.registry) if args.registry else None
+    if args.style_control:
+        return _style_board(args, registry)
     votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
     arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
@@ -276,6 +293,23 @@ def _leaderboard(args) -> int:
     sys.stdout.write(
         "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
     )
+    return 0
+
+
+def _style_board(args, registry) -> int:
+    """``leaderboard --style-control``: the style-controlled board of the human votes."""
+    from arena_core.analysis.boards import ANALYSIS_COLUMNS, style_board
+    from arena_core.analysis.text import style_table
+
+    if registry is None or not args.arena:
+        raise ValueError("--style-control needs --registry and --arena")
+    votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS)
+    board = style_board(votes, registry.arena(args.arena), category=args.category)
+    if args.format == "json":
+        json.dump(board.to_json(), sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(style_table(board, _titles(registry, args.arena)) + "\n")
     return 0
 
 

@@ -37,6 +37,19 @@ def add_commands(sub) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(run=_judge)
 
+    report = sub.add_parser(
+        "judges",
+        help="the judges against the human board: agreement, correlations, position, "
+        "self-preference and duration biases, and the corrected boards",
+    )
+    report.add_argument("--votes", nargs="+", required=True, metavar="PATH")
+    report.add_argument("--arena", required=True)
+    report.add_argument(
+        "--registry", default=os.environ.get("ARENA_REGISTRY", "registry.yaml"), metavar="FILE"
+    )
+    report.add_argument("--format", choices=("table", "json"), default="table")
+    report.set_defaults(run=_report)
+
 
 def _positive(text: str) -> int:
     value = int(text)
@@ -74,3 +87,28 @@ def _judge(args) -> int:
     for reason, count in run.not_judged.most_common():
         print(f"  not judged ({count}): {reason}")
     return 0 if run.judged else 1
+
+
+def _report(args) -> int:
+    import json
+
+    from arena_core.analysis.boards import ANALYSIS_COLUMNS, judges_report
+    from arena_core.analysis.text import judges_table
+    from arena_core.registry import load_registry
+    from arena_core.votes.read import read_votes
+
+    registry = load_registry(args.registry)
+    arena = registry.arena(args.arena)
+    report = judges_report(read_votes(args.votes, columns=ANALYSIS_COLUMNS), arena, registry)
+    if args.format == "json":
+        json.dump(report.to_json(), sys.stdout, indent=1, allow_nan=False, default=_plain)
+        sys.stdout.write("\n")
+    else:
+        names = {m.id: m.name for m in arena.models}
+        sys.stdout.write(judges_table(report, arena.id, names) + "\n")
+    return 0
+
+
+def _plain(value):
+    """JSON for numpy scalars; NaN never reaches here (allow_nan=False refuses it)."""
+    return value.item() if hasattr(value, "item") else str(value)

@@ -10,7 +10,10 @@ from datetime import UTC, datetime
 
 import gradio as gr
 
-from arena_core.page import battle, plots, presenters, table, ui_text
+from arena_core.page import analysis_html, battle, plots, presenters, table, ui_text
+
+#: The board's views: the default, the style-controlled one, and the automatic judges'.
+VIEWS = {"Votes": "votes", "Style-controlled": "style", "Judges": "judges"}
 
 
 def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
@@ -28,6 +31,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
         period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
                           value="all", label="Period", scale=3)  # fmt: skip
     with gr.Row():
+        view = gr.Radio(list(VIEWS.items()), value="votes", label="Board", scale=4,
+                        elem_id="board-view")  # fmt: skip
         provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
         refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
     summary = gr.Markdown(elem_id="board-summary")
@@ -36,11 +41,14 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
     win_rates = gr.Plot(show_label=False, visible=False, elem_id="chart-wins")
     battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
     timer = gr.Timer(poll, active=not service.progress.done)
-    inputs = [board_arena, category, weights, period, provisional]
+    inputs = [board_arena, category, weights, period, provisional, view]
 
-    def show(arena_id, category_value, weights_value, period_value, show_provisional):
+    def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value):
         window = presenters.period_window(period_value or "all", datetime.now(UTC))
         cat = category_value or None
+        if view_value in ("style", "judges") and service.progress.done:
+            return (gr.Timer(active=False), "", other_view(arena_id, cat, view_value),
+                    *[gr.update(visible=False)] * 3)  # fmt: skip
         board = service.board(arena_id, cat, window=window)
         live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
         counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
@@ -53,6 +61,16 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
                 presenters.board_summary(board, service.progress, sync),
                 table.board_html(board, rows, service.latency(arena_id), models),
                 *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
+
+    def other_view(arena_id: str, cat: str | None, view_value: str) -> str:
+        arena = service.arena(arena_id)
+        names = {m.id: m.name for m in arena.models}
+        if view_value == "style":
+            if arena.modality != "audio":
+                return '<p class="board-empty">Style control is for speech arenas.</p>'
+            return analysis_html.style_html(service.analyses.style(arena_id, cat), names)
+        judge_names = {j.id: j.name for j in service.registry.judges}
+        return analysis_html.judges_html(service.analyses.judges(arena_id), names, judge_names)
 
     def categories(arena_id):
         live = service.live[arena_id]
@@ -72,7 +90,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
                        api_visibility="private", queue=False).then(
         show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
     gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
-           tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
+           view.input, tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
           api_visibility="private", concurrency_limit=2)  # fmt: skip
     # The board follows the arena the visitor battles in.
     arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],

@@ -29,6 +29,7 @@ from arena_core.leaderboard import Board, BoardParams
 from arena_core.matchmaking import NoPairError
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
+from arena_core.space.analyses import Analyses
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.blinding import Blinder
 from arena_core.space.judging import JudgeDesk
@@ -126,6 +127,7 @@ class ArenaService:
         self._pending: list[Vote] = []
         self._replaying = threading.Lock()  # one replay at a time: load, then any reload
         self.blinder, self.pacer, self.warmup = blinder, pacer, warmup
+        self.analyses = Analyses(registry, lambda: [vote_log.folder, *self.replay_sources])
         self.judges = JudgeDesk(registry, self.book, vote_log, self._version, self._apply,
                                 judge_token)  # fmt: skip
 

@@ -1,0 +1,97 @@
+"""Plain-text tables of the style-controlled board and the judges' report, for the CLI."""
+
+from __future__ import annotations
+
+from arena_core.analysis.boards import StyleBoard
+from arena_core.judges.bias import BiasReport
+from arena_core.ratings.style import Coefficient
+
+#: What each style covariate is, for the reader of a table.
+COVARIATE_LABELS = {
+    "a_side": "side A (shown first)",
+    "duration_s": "speech duration",
+    "speech_rate": "speaking rate",
+    "lufs": "loudness (LU)",
+    "sample_rate": "engine sample rate",
+}
+
+
+def plain_table(head: list[str], rows: list[list[str]], left: int = 0) -> str:
+    """Columns padded to their widest cell; column ``left`` left-aligned, the others right."""
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=False)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i == left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))  # fmt: skip
+
+    return "\n".join([line(head), *(line(r) for r in rows)])
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def coefficient_lines(coefficients: tuple[Coefficient, ...]) -> str:
+    rows = [[COVARIATE_LABELS.get(c.name, c.name), _signed(c.points),
+             f"[{c.low:+.1f}, {c.high:+.1f}]", f"{c.win_probability:.3f}"]
+            for c in coefficients]  # fmt: skip
+    return plain_table(["covariate", "points", "95% interval", "P(A wins)"], rows)
+
+
+def style_table(board: StyleBoard, names: dict[str, str]) -> str:
+    rows = [[str(k + 1), names.get(r.model, r.model), f"{r.rating:.0f}",
+             f"[{r.low:.0f}, {r.high:.0f}]"] for k, r in enumerate(board.rows)]  # fmt: skip
+    where = board.arena + (f" / {board.category}" if board.category else "")
+    parts = [
+        f"== {where}: style-controlled board ==",
+        plain_table(["rank", "model", "rating", "95% interval"], rows, left=1),
+        f"\n{board.votes_used} human votes used; {board.left_out} left out (no style recorded: "
+        "votes before schema 3, or not speech)",
+        "\nStyle covariates: rating points per standard deviation of each (side A's term: per "
+        "vote); P(A wins) between equal models one SD apart:",
+        coefficient_lines(board.coefficients),
+    ]
+    parts += [f"not fitted: {n} ({why})" for n, why in sorted(board.not_fitted.items())]
+    return "\n".join(parts)
+
+
+def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
+    head = ["judge", "verdicts", "agree", "chance", "spearman", "after", "flips", "A share",
+            "A term", "self excess", "longer", "discr."]  # fmt: skip
+    rows = []
+    for j in report.judges:
+        agree = j.agreement_prompt if j.agreement_prompt.verdicts else j.agreement_pair
+        rows.append([j.judge, str(j.verdicts), _share(agree.share), _share(agree.chance),
+                     _share(j.spearman_human), _share(j.spearman_human_corrected),
+                     _share(j.flip_share), _share(j.a_share),
+                     _signed(j.position.points if j.position else None),
+                     _share(j.self_excess), _share(j.longer_share),
+                     f"{j.discrimination:.2f}"])  # fmt: skip
+    consensus = sorted(report.consensus.items(), key=lambda kv: -kv[1])
+    board = [[str(k + 1), names.get(m, m), f"{v:.0f}",
+              f"{report.human[m]:.0f}" if m in report.human else "-"]
+             for k, (m, v) in enumerate(consensus)]  # fmt: skip
+    human = report.human_position
+    parts = [
+        f"== {arena}: judges ==",
+        plain_table(head, rows),
+        "\nagree: share of verdicts matching a human vote on the same pair and prompt (else "
+        "pair), beside a coin-flipping judge's; spearman/after: its board against the human "
+        "board before/after correction; flips: battles whose two verdicts pick the same side; "
+        "A term: fitted position term (points); self excess: favour for its own family beyond "
+        "humans'; longer: decisive verdicts for the longer clip; discr.: discrimination.",
+        "\nConsensus of the judges (corrected) beside the human board:",
+        plain_table(["rank", "model", "judges", "humans"], board, left=1),
+    ]
+    if human is not None:
+        parts.append(f"\nHumans' side-A term: {human.points:+.1f} points [{human.low:+.1f}, "
+                     f"{human.high:+.1f}], P(A wins) between equals {human.win_probability:.3f}")  # fmt: skip
+    if report.skipped:
+        parts.append(
+            "skipped rows: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items()))
+        )
+    return "\n".join(parts)

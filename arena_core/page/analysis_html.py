@@ -1,0 +1,97 @@
+"""HTML of the Leaderboard tab's other views: the style-controlled board and the judges.
+
+Pure functions of the analyses (:mod:`arena_core.analysis.boards`); the tables use the
+board's own CSS classes so the views look like the default board.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from arena_core.analysis.boards import StyleBoard
+from arena_core.analysis.text import COVARIATE_LABELS
+from arena_core.judges.bias import BiasReport
+from arena_core.ratings.style import Coefficient
+
+STYLE_EXPLAINED = (
+    "Ratings with the clips' style held equal: a Bradley-Terry fit of the human votes with "
+    "speech duration, speaking rate (words per second of speech), loudness and the engine's "
+    "sample rate as covariates, as LMArena's style control does for answer length. A model "
+    "that wins because its clips are slower or longer drops here; what is left is preferred "
+    "for something else. Each covariate's effect is in rating points per standard deviation "
+    "of it, with its 95% interval. Votes cast before styles were recorded are left out, and "
+    "each model starts from its prior at a fixed weight of 4 votes."
+)
+JUDGES_EXPLAINED = (
+    "Automatic judges vote on battles like visitors, each battle twice with the sides "
+    "swapped; their votes never count on the human board. <b>Agreement</b> is the share of "
+    "their verdicts that match a human vote on the same pair and prompt (chance: a judge "
+    "that flips a coin). <b>Flips</b> is the share of battles whose two verdicts pick the same "
+    "side, not the same model: position bias. <b>Corrected</b> is the judge's board from one "
+    "fit over all judges with a position, self-preference and duration term per judge, "
+    "pulled toward the judges' consensus; its Spearman correlation with the human board is "
+    "shown before and after."
+)
+
+
+def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
+    ths = "".join(f'<th scope="col">{escape(h)}</th>' for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return (f'<div class="board-wrap"><table class="board"><caption class="sr-only">'
+            f"{escape(caption)}</caption><thead><tr>{ths}</tr></thead><tbody>{body}</tbody>"
+            "</table></div>")  # fmt: skip
+
+
+def _num(value: float | None, fmt: str = "{:.2f}") -> str:
+    return '<span class="muted">–</span>' if value is None else fmt.format(value)
+
+
+def coefficients_html(coefficients: tuple[Coefficient, ...]) -> str:
+    rows = [[escape(COVARIATE_LABELS.get(c.name, c.name)), f"{c.points:+.1f}",
+             f"{c.low:+.1f} to {c.high:+.1f}", f"{c.win_probability:.3f}"]
+            for c in coefficients]  # fmt: skip
+    return _table(["Covariate", "Points", "95% interval", "P(A wins) at +1 SD"], rows,
+                  "Style covariates")  # fmt: skip
+
+
+def style_html(board: StyleBoard, names: dict[str, str]) -> str:
+    if not board.votes_used:
+        return ('<p class="board-empty">No human votes with recorded styles yet: the '
+                "style-controlled board needs votes cast since styles are recorded.</p>")  # fmt: skip
+    rows = [[str(k + 1), escape(names.get(r.model, r.model)), f"{r.rating:.0f}",
+             f"{r.low:.0f} to {r.high:.0f}"] for k, r in enumerate(board.rows)]  # fmt: skip
+    note = f"<p>{board.votes_used} human votes used"
+    if board.left_out:
+        note += f"; {board.left_out} left out (no style recorded)"
+    return (f'<p class="muted">{STYLE_EXPLAINED}</p>'
+            + _table(["Rank", "Model", "Rating", "95% interval"], rows, "Style-controlled board")
+            + note + ".</p>" + coefficients_html(board.coefficients))  # fmt: skip
+
+
+def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str, str]) -> str:
+    if not report.judges:
+        return ('<p class="board-empty">No judge has voted in this arena yet. An operator '
+                "runs one with <code>python -m arena_core judge</code> or sets ARENA_JUDGES.</p>")  # fmt: skip
+    rows = []
+    for j in report.judges:
+        agree = j.agreement_prompt if j.agreement_prompt.verdicts else j.agreement_pair
+        rows.append([escape(judge_names.get(j.judge, j.judge)), str(j.verdicts),
+                     f"{_num(agree.share)} <span class='muted'>({_num(agree.chance)})</span>",
+                     f"{_num(j.spearman_human)} → {_num(j.spearman_human_corrected)}",
+                     _num(j.flip_share), _num(j.a_share),
+                     _num(j.self_excess, "{:+.2f}"), _num(j.longer_share)])  # fmt: skip
+    head = ["Judge", "Verdicts", "Agreement (chance)", "Spearman with humans → corrected",
+            "Flips", "Share for A", "Self-preference", "Longer clip chosen"]  # fmt: skip
+    consensus = sorted(report.consensus.items(), key=lambda kv: -kv[1])
+    board = [[str(k + 1), escape(names.get(m, m)), f"{v:.0f}",
+              f"{report.human[m]:.0f}" if m in report.human else "–"]
+             for k, (m, v) in enumerate(consensus)]  # fmt: skip
+    parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', _table(head, rows, "Judges"),
+             "<h3>The judges' corrected consensus beside the human board</h3>",
+             _table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
+    human = report.human_position
+    if human is not None:
+        parts.append(f"<p>Human voters' side-A term: {human.points:+.1f} points "
+                     f"({human.low:+.1f} to {human.high:+.1f}): between equal models, side A "
+                     f"wins {human.win_probability:.1%} of the time (a tie counts half).</p>")  # fmt: skip
+    return "".join(parts)
