@@ -1,0 +1,57 @@
+"""The Leaderboard tab's style-controlled and judges' views, in Debian's Chromium.
+
+The app runs on a small registry whose log was simulated with known truth
+(tests/test_analysis_boards.py: voters who like long clips, a judge with a position
+bias), so both views have something to show; screenshots of each are saved.
+"""
+
+import os
+import textwrap
+
+import pytest
+from browser import LAPTOP, Visit, expect
+from conftest import free_port
+from test_analysis_boards import REGISTRY, simulate
+
+
+@pytest.fixture(scope="module")
+def views_app(tmp_path_factory):
+    from app import build_demo, clip_store, launch_options
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import build_service
+
+    root = tmp_path_factory.mktemp("views")
+    (root / "registry.yaml").write_text(textwrap.dedent(REGISTRY))
+    simulate(root / "data" / "votes", humans=1500, battles=300)
+    settings = Settings(registry=root / "registry.yaml", data_dir=root / "data",
+                        voter_salt="salt", listen_share=0.0, warmup=False)  # fmt: skip
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    service.load()
+    clips = clip_store(settings)
+    demo = build_demo(service, settings, clips)
+    port = free_port()
+    demo.queue().launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port,
+                        quiet=True, **launch_options(settings, clips))  # fmt: skip
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+        service.close()
+
+
+def test_the_style_and_judges_views(views_app, browser):
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "views")
+    page = visit.page
+    page.goto(views_app)
+    page.get_by_role("tab", name="Leaderboard").click()
+    expect(page.locator("#board-table")).to_contain_text("Zero", timeout=30_000)
+    visit.shot("votes")
+    page.locator("#board-view").get_by_text("Style-controlled").click()
+    table = page.locator("#board-table")
+    expect(table).to_contain_text("speech duration", timeout=30_000)
+    expect(table).to_contain_text("1500 human votes used")
+    visit.shot("style")
+    page.locator("#board-view").get_by_text("Judges").click()
+    expect(table).to_contain_text("First", timeout=30_000)
+    expect(table).to_contain_text("Human voters' side-A term")
+    visit.shot("judges")
