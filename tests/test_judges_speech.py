@@ -66,18 +66,23 @@ def scripted(prompt: str, heard_a: str, heard_b: str, language: str | None = "en
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "margin", "higher", "expected"),
+    ("a", "b", "margin", "higher", "bad", "expected"),
     [
-        (0.1, 0.3, 0.1, False, "a"),
-        (0.3, 0.1, 0.1, False, "b"),
-        (0.2, 0.25, 0.1, False, "tie"),
-        (0.2, 0.3, 0.1, False, "tie"),
-        (5.0, 2.0, 1.5, True, "a"),
-        (2.0, 3.0, 1.5, True, "tie"),
+        (0.1, 0.3, 0.1, False, 0.75, "a"),
+        (0.3, 0.1, 0.1, False, 0.75, "b"),
+        (0.2, 0.25, 0.1, False, 0.75, "tie"),
+        (0.2, 0.3, 0.1, False, 0.75, "tie"),  # a difference of exactly the margin ties
+        (0.8, 0.9, 0.05, False, 0.75, "both_bad"),
+        (0.7, 0.9, 0.05, False, 0.75, "a"),  # only one is bad
+        (0.75, 0.9, 0.05, False, 0.75, "a"),  # at the threshold is not beyond it
+        (5.0, 2.0, 1.5, True, 1.0, "a"),
+        (2.0, 3.0, 1.5, True, 1.0, "tie"),
+        (0.5, 0.9, 0.1, True, 1.0, "both_bad"),
+        (0.5, 1.0, 0.1, True, 1.0, "b"),
     ],
 )
-def test_choose(a, b, margin, higher, expected):
-    assert choose(a, b, margin, higher_is_better=higher) == expected
+def test_choose(a, b, margin, higher, bad, expected):
+    assert choose(a, b, margin, higher_is_better=higher, bad=bad) == expected
 
 
 def test_the_lower_word_error_rate_wins_in_both_orders():

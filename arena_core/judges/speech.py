@@ -123,9 +123,14 @@ def _check_options(spec: JudgeSpec, known: tuple[str, ...]) -> None:
         )
 
 
-def choose(score_a: float, score_b: float, margin: float, *, higher_is_better: bool) -> str:
-    """``a``, ``b`` or ``tie``: the better score wins when it is better by more than ``margin``."""
-    difference = score_a - score_b if higher_is_better else score_b - score_a
+def choose(score_a: float, score_b: float, margin: float, *, higher_is_better: bool,
+           bad: float) -> str:  # fmt: skip
+    """``both_bad`` when both scores are worse than ``bad``; else ``a`` or ``b``, the better
+    score when it is better by more than ``margin``; else ``tie``."""
+    sign = 1.0 if higher_is_better else -1.0
+    if sign * (score_a - bad) < 0 and sign * (score_b - bad) < 0:
+        return "both_bad"
+    difference = sign * (score_a - score_b)
     if abs(difference) <= margin:
         return "tie"
     return "a" if difference > 0 else "b"
@@ -179,10 +184,7 @@ class IntelligibilityJudge(Judge):
         heard_a = self.transcribe(_audio(case.a, "A"))
         heard_b = self.transcribe(_audio(case.b, "B"))
         wer_a, wer_b = word_error_rate(references, heard_a), word_error_rate(references, heard_b)
-        if wer_a > self.fail_wer and wer_b > self.fail_wer:
-            choice = "both_bad"
-        else:
-            choice = choose(wer_a, wer_b, self.margin, higher_is_better=False)
+        choice = choose(wer_a, wer_b, self.margin, higher_is_better=False, bad=self.fail_wer)
         reason = (
             f"word error rate A {wer_a:.3f}, B {wer_b:.3f} (tie within {self.margin:g}, "
             f"both bad above {self.fail_wer:g}); heard A: {_quote(heard_a)}; B: {_quote(heard_b)}"
@@ -282,10 +284,7 @@ class ProsodyJudge(Judge):
     def judge(self, case: Case) -> Verdict:
         range_a, voiced_a = pitch_range(_audio(case.a, "A"))
         range_b, voiced_b = pitch_range(_audio(case.b, "B"))
-        if range_a < self.monotone and range_b < self.monotone:
-            choice = "both_bad"
-        else:
-            choice = choose(range_a, range_b, self.margin, higher_is_better=True)
+        choice = choose(range_a, range_b, self.margin, higher_is_better=True, bad=self.monotone)
         reason = (
             f"pitch range A {range_a:.2f}, B {range_b:.2f} semitones over {voiced_a:.2f} s and "
             f"{voiced_b:.2f} s voiced (tie within {self.margin:g}, both bad under {self.monotone:g})"
