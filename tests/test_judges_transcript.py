@@ -112,17 +112,26 @@ def test_money_is_read_three_ways_and_abbreviations_two():
     assert readings("Elm St.") == ["elm street", "elm saint"]
 
 
+def test_acronyms_are_read_as_words_or_letters():
+    assert readings("The FAQ page") == ["the faq page", "the f a q page"]
+    assert readings("Bring gloves, e.g. wool ones") == [
+        "bring gloves for example wool ones",
+        "bring gloves e g wool ones",
+    ]
+
+
 def test_readings_are_capped():
-    # Six year-like numbers would make 64 readings: only the first 16 are kept.
-    got = readings("1999 1998 1997 1996 1995 1994")
-    assert len(got) == 16
-    # In order: the first two numbers keep their first (cardinal) reading in all 16 kept.
+    # Eight year-like numbers would make 256 readings: only the first 64 are kept.
+    got = readings("1999 1998 1997 1996 1995 1994 1993 1992")
+    assert len(got) == 64
+    # In order: the first two numbers keep their first (cardinal) reading in all 64 kept.
     first_two = "one thousand nine hundred ninety nine one thousand nine hundred ninety eight "
     assert all(r.startswith(first_two) for r in got)
     assert (
         got[-1]
         == first_two
         + "nineteen ninety seven nineteen ninety six nineteen ninety five nineteen ninety four"
+        + " nineteen ninety three nineteen ninety two"
     )
 
 

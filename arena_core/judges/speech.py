@@ -33,12 +33,14 @@ from arena_core.judges.base import Case, Judge, JudgeError, JudgeSpec, Verdict
 
 logger = logging.getLogger(__name__)
 
-#: Default tie margin of the intelligibility judge (word error rate): the spread of one
-#: clip's WER when only its dither changes, measured in bench/judges_speed.py.
+#: Default tie margin of the intelligibility judge (word error rate). The recogniser's own
+#: noise: one clip delivered again (new dither, margins, level) changes its WER by a median
+#: of 0-0.13 across the offline English engines (up to 0.4 for single clips), while their
+#: median WERs lie 0.1-0.5 apart (bench/judges_speed.py).
 WER_MARGIN = 0.1
-#: Default word error rate above which a clip failed: above what the recogniser makes of
-#: clean speech of the right sentence, below what it makes of a different sentence
-#: (bench/judges_speed.py).
+#: Default word error rate above which a clip failed. Between what the recogniser makes of
+#: the right sentence (medians 0.11-0.66 for every offline engine but eSpeak's formant
+#: voices, 0.78-0.96) and of a clip of another sentence (1.0-1.4) (bench/judges_speed.py).
 FAIL_WER = 0.75
 #: Default tie margin of the prosody judge (semitones of pitch range): the just noticeable
 #: difference in the size of a pitch movement, 1.5-2 semitones for the listeners who hear
@@ -46,7 +48,8 @@ FAIL_WER = 0.75
 #: speech", JASA 69(3)).
 RANGE_MARGIN = 1.5
 #: Default pitch range (semitones) under which a clip is monotone; both under it: both bad.
-#: Flite with its intonation flattened measures 0.3-0.7, its normal voices 2.7 and more.
+#: Flite with its intonation flattened measures 0.3-0.7; the offline engines' medians are
+#: 2.6-9 (bench/judges_speed.py).
 MONOTONE_RANGE = 1.0
 #: Percentiles of voiced F0 whose distance is the pitch range: robust to octave errors in
 #: up to a tenth of the frames at each end.
@@ -120,9 +123,14 @@ def _check_options(spec: JudgeSpec, known: tuple[str, ...]) -> None:
         )
 
 
-def choose(score_a: float, score_b: float, margin: float, *, higher_is_better: bool) -> str:
-    """``a``, ``b`` or ``tie``: the better score wins when it is better by more than ``margin``."""
-    difference = score_a - score_b if higher_is_better else score_b - score_a
+def choose(score_a: float, score_b: float, margin: float, *, higher_is_better: bool,
+           bad: float) -> str:  # fmt: skip
+    """``both_bad`` when both scores are worse than ``bad``; else ``a`` or ``b``, the better
+    score when it is better by more than ``margin``; else ``tie``."""
+    sign = 1.0 if higher_is_better else -1.0
+    if sign * (score_a - bad) < 0 and sign * (score_b - bad) < 0:
+        return "both_bad"
+    difference = sign * (score_a - score_b)
     if abs(difference) <= margin:
         return "tie"
     return "a" if difference > 0 else "b"
@@ -153,8 +161,10 @@ class IntelligibilityJudge(Judge):
     misses: everything else (voice, naturalness, prosody), and its recogniser's
     own taste: trained on human speech, pocketsphinx hears some synthetic voices
     (eSpeak's formant voices) far worse than people do, so its boards measure
-    "intelligible to pocketsphinx". It speaks only English: a case in another
-    language is refused with :class:`JudgeError`.
+    "intelligible to pocketsphinx"; it also hears narrowband (8 kHz) voices worse
+    than a person would. It speaks only English: a case in another language is
+    refused with :class:`JudgeError`; when the case gives no language, only a prompt
+    in another script is caught (a French prompt would be judged as English).
     """
 
     option_names = ("margin", "fail_wer")
@@ -174,10 +184,7 @@ class IntelligibilityJudge(Judge):
         heard_a = self.transcribe(_audio(case.a, "A"))
         heard_b = self.transcribe(_audio(case.b, "B"))
         wer_a, wer_b = word_error_rate(references, heard_a), word_error_rate(references, heard_b)
-        if wer_a > self.fail_wer and wer_b > self.fail_wer:
-            choice = "both_bad"
-        else:
-            choice = choose(wer_a, wer_b, self.margin, higher_is_better=False)
+        choice = choose(wer_a, wer_b, self.margin, higher_is_better=False, bad=self.fail_wer)
         reason = (
             f"word error rate A {wer_a:.3f}, B {wer_b:.3f} (tie within {self.margin:g}, "
             f"both bad above {self.fail_wer:g}); heard A: {_quote(heard_a)}; B: {_quote(heard_b)}"
@@ -277,10 +284,7 @@ class ProsodyJudge(Judge):
     def judge(self, case: Case) -> Verdict:
         range_a, voiced_a = pitch_range(_audio(case.a, "A"))
         range_b, voiced_b = pitch_range(_audio(case.b, "B"))
-        if range_a < self.monotone and range_b < self.monotone:
-            choice = "both_bad"
-        else:
-            choice = choose(range_a, range_b, self.margin, higher_is_better=True)
+        choice = choose(range_a, range_b, self.margin, higher_is_better=True, bad=self.monotone)
         reason = (
             f"pitch range A {range_a:.2f}, B {range_b:.2f} semitones over {voiced_a:.2f} s and "
             f"{voiced_b:.2f} s voiced (tie within {self.margin:g}, both bad under {self.monotone:g})"

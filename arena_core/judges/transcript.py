@@ -8,7 +8,8 @@ the prompt and the transcript are brought to one form (:func:`normalise`):
 
 * Unicode NFKC, case folded; typographic apostrophes and dashes made ASCII;
 * a few abbreviations spoken as words (Mr. -> mister, Dr. -> doctor or drive,
-  St. -> street or saint, No. 5 -> number five, & -> and);
+  St. -> street or saint, e.g. -> for example, No. 5 -> number five, & -> and), and
+  acronyms read as a word or letter by letter (NASA -> nasa, FAQ -> f a q);
 * numbers spoken as a US English reader says them: cardinals ("12" -> twelve,
   "1,000" -> one thousand, "-4" -> minus four), decimals ("3.14" -> three point
   one four), ordinals ("21st" -> twenty first), percent and currency ("20%" ->
@@ -18,7 +19,7 @@ the prompt and the transcript are brought to one form (:func:`normalise`):
 
 A four-digit number in 1100-2099 is a year as often as a quantity, and readers
 differ ("nineteen ninety nine" or "one thousand nine hundred ninety nine"); so do
-prices and some abbreviations: the prompt then has several readings
+prices, acronyms and some abbreviations: the prompt then has several readings
 (:func:`readings`), and a clip is scored against the one it matches best. Not handled: times ("3:30"), dates in figures,
 decades ("the '90s"), Roman numerals, digit-by-digit readings of codes and telephone numbers, and
 abbreviations beyond the list: those count as recogniser errors for both sides
@@ -33,7 +34,7 @@ import unicodedata
 
 #: Most readings of one prompt (each ambiguous number multiplies them; past this many, the
 #: first combinations in order are kept, so the earliest numbers keep their first reading).
-MAX_READINGS = 16
+MAX_READINGS = 64
 #: Numbers spoken as words up to this (exclusive); larger ones are read digit by digit.
 LARGEST_CARDINAL = 10**15
 
@@ -44,23 +45,33 @@ _TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eigh
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand"))
 _ORDINAL_ENDINGS = {"one": "first", "two": "second", "three": "third", "five": "fifth",
                     "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}  # fmt: skip
-#: Abbreviations with their full stop, and their readings (the first is the usual one).
-_ABBREVIATIONS = {"mr": ("mister",), "mrs": ("missus",), "dr": ("doctor", "drive"),
-                  "st": ("street", "saint"), "vs": ("versus",), "etc": ("et cetera",)}  # fmt: skip
+#: Abbreviations (written with their full stop) and their readings, the usual one first.
+_ABBREVIATIONS = {
+    "mr": ("mister",), "mrs": ("missus",), "dr": ("doctor", "drive"), "prof": ("professor",),
+    "st": ("street", "saint"), "mt": ("mount",), "ave": ("avenue",), "jr": ("junior",),
+    "sr": ("senior",), "vs": ("versus",), "etc": ("et cetera",), "approx": ("approximately",),
+    "e.g": ("for example", "e g"), "i.e": ("that is", "i e"), "a.m": ("a m", "am"),
+    "p.m": ("p m", "pm"),
+}  # fmt: skip
 _CURRENCIES = {"$": ("dollar", "cent"), "£": ("pound", "penny"), "€": ("euro", "cent")}
 _TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "–": "-", "—": "-", "−": "-"})
-#: A number as written: optional currency, sign, digits with thousands commas, decimals,
-#: an ordinal suffix or a percent sign.
+#: An acronym (two to five capitals) is read as a word ("NASA") or letter by letter ("FAQ").
+_ACRONYM = r"\b(?P<acronym>[A-Z]{2,5})\b"
 _NUMBER = re.compile(
     r"(?P<cur>[$£€])?(?P<sign>(?<![\w.])-)?(?P<int>\d{1,3}(?:,\d{3})+|\d+)"
     r"(?:\.(?P<frac>\d+))?(?P<suffix>st|nd|rd|th|%)?(?!\w)"
 )
 #: An abbreviation, only with its full stop ("Dr." but not "dr" inside a word), or a number.
 _SPOKEN_DIFFERENTLY = re.compile(
-    r"\b(?P<abbr>" + "|".join(_ABBREVIATIONS) + r")\.|" + _NUMBER.pattern
+    r"(?i:\b(?P<abbr>"
+    + "|".join(map(re.escape, _ABBREVIATIONS))
+    + r")\.)|"
+    + _ACRONYM
+    + "|"
+    + _NUMBER.pattern
 )
 #: The ``no`` abbreviation only before a number ("No. 5"), never the word "no."
-_NUMBER_SIGN = re.compile(r"\bno\.(?=\s*\d)")
+_NUMBER_SIGN = re.compile(r"\bno\.(?=\s*\d)", re.IGNORECASE)
 #: Characters that separate words; everything else that is not a letter, digit or apostrophe goes.
 _SEPARATORS = re.compile(r"[-/_]+")
 _NOT_WORD = re.compile(r"[^\w\s']+")
@@ -159,18 +170,25 @@ def _number_readings(match: re.Match) -> list[str]:
     return [("minus " if match["sign"] else "") + s for s in spoken]
 
 
+def _readings_of(match: re.Match) -> list[str]:
+    """The readings of one abbreviation, acronym or number."""
+    if match["abbr"]:
+        return list(_ABBREVIATIONS[match["abbr"].casefold()])
+    if match["acronym"]:
+        word = match["acronym"].casefold()
+        return [word, " ".join(word)]
+    return _number_readings(match)
+
+
 def readings(text: str) -> list[str]:
-    """Every normalised reading of ``text`` (one unless it holds years, money or ambiguous
-    abbreviations), at most :data:`MAX_READINGS`, the first the usual one."""
+    """Every normalised reading of ``text`` (one unless it holds years, money, acronyms or
+    ambiguous abbreviations), at most :data:`MAX_READINGS`, the first the usual one."""
     text = _prepare(text)
     pieces, options = [], []
     last = 0
     for match in _SPOKEN_DIFFERENTLY.finditer(text):
         pieces.append(text[last : match.start()])
-        abbreviation = match["abbr"]
-        options.append(
-            list(_ABBREVIATIONS[abbreviation]) if abbreviation else _number_readings(match)
-        )
+        options.append(_readings_of(match))
         last = match.end()
     tail = text[last:]
     combos: list[tuple[str, ...]] = []
@@ -191,15 +209,17 @@ def normalise(text: str) -> str:
 
 
 def _prepare(text: str) -> str:
-    """Unicode, markup, case, typographic punctuation, "No." and "&": before the readings."""
+    """Unicode, markup, typographic punctuation, "No." and "&": before the readings (case
+    stays until :func:`_finish`: it tells an acronym)."""
     text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC)
-    text = _MARKUP.sub(" ", text).casefold()
+    text = _MARKUP.sub(" ", text)
     return _NUMBER_SIGN.sub(" number ", text).replace("&", " and ")
 
 
 def _finish(text: str) -> str:
-    """Separators to spaces, other punctuation gone, edge apostrophes gone, spaces collapsed."""
-    text = _SEPARATORS.sub(" ", text)
+    """Case folded, separators to spaces, other punctuation and edge apostrophes gone,
+    spaces collapsed."""
+    text = _SEPARATORS.sub(" ", text.casefold())
     text = _NOT_WORD.sub(" ", text)
     text = _EDGE_APOSTROPHES.sub(" ", text)
     return " ".join(text.split())
