@@ -24,13 +24,16 @@ STYLE_EXPLAINED = (
 )
 JUDGES_EXPLAINED = (
     "Automatic judges vote on battles like visitors, each battle twice with the sides "
-    "swapped; their votes never count on the human board. <b>Agreement</b> is the share of "
+    "swapped; their votes never count on the human board. <b>Agrees</b> is the share of "
     "their verdicts that match a human vote on the same pair and prompt (chance: a judge "
     "that flips a coin). <b>Flips</b> is the share of battles whose two verdicts pick the same "
     "side, not the same model: position bias. <b>Corrected</b> is the judge's board from one "
     "fit over all judges with a position, self-preference and duration term per judge, "
     "pulled toward the judges' consensus; its Spearman correlation with the human board is "
-    "shown before and after."
+    "shown before and after (ρ). <b>For A</b> is the share of its decisive verdicts for the side "
+    "shown first; <b>own family</b> how much more it favours models of its own family than "
+    "humans do on the same pairs; <b>longer</b> the share of its decisive verdicts for the "
+    "longer clip."
 )
 
 
@@ -60,9 +63,13 @@ def style_html(board: StyleBoard, names: dict[str, str]) -> str:
                 "style-controlled board needs votes cast since styles are recorded.</p>")  # fmt: skip
     rows = [[str(k + 1), escape(names.get(r.model, r.model)), f"{r.rating:.0f}",
              f"{r.low:.0f} to {r.high:.0f}"] for k, r in enumerate(board.rows)]  # fmt: skip
-    note = f"<p>{board.votes_used} human votes used"
+    note = f'<p class="board-note">{board.votes_used} human votes used'
     if board.left_out:
         note += f"; {board.left_out} left out (no style recorded)"
+    unfitted = [f"{escape(COVARIATE_LABELS.get(n, n))} ({why})"
+                for n, why in sorted(board.not_fitted.items())]  # fmt: skip
+    if unfitted:
+        note += ". Not fitted: " + ", ".join(unfitted)
     return (f'<p class="muted">{STYLE_EXPLAINED}</p>'
             + _table(["Rank", "Model", "Rating", "95% interval"], rows, "Style-controlled board")
             + note + ".</p>" + coefficients_html(board.coefficients))  # fmt: skip
@@ -80,8 +87,8 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
                      f"{_num(j.spearman_human)} → {_num(j.spearman_human_corrected)}",
                      _num(j.flip_share), _num(j.a_share),
                      _num(j.self_excess, "{:+.2f}"), _num(j.longer_share)])  # fmt: skip
-    head = ["Judge", "Verdicts", "Agreement (chance)", "Spearman with humans → corrected",
-            "Flips", "Share for A", "Self-preference", "Longer clip chosen"]  # fmt: skip
+    head = ["Judge", "Verdicts", "Agrees (chance)", "ρ humans → corrected", "Flips", "For A",
+            "Own family", "Longer"]  # fmt: skip
     consensus = sorted(report.consensus.items(), key=lambda kv: -kv[1])
     board = [[str(k + 1), escape(names.get(m, m)), f"{v:.0f}",
               f"{report.human[m]:.0f}" if m in report.human else "–"]
@@ -91,7 +98,7 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
              _table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
     human = report.human_position
     if human is not None:
-        parts.append(f"<p>Human voters' side-A term: {human.points:+.1f} points "
+        parts.append(f"<p class='board-note'>Human voters' side-A term: {human.points:+.1f} points "
                      f"({human.low:+.1f} to {human.high:+.1f}): between equal models, side A "
                      f"wins {human.win_probability:.1%} of the time (a tie counts half).</p>")  # fmt: skip
     return "".join(parts)

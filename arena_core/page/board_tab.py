@@ -89,6 +89,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
     board_arena.change(categories, inputs=[board_arena], outputs=[category],
                        api_visibility="private", queue=False).then(
         show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
+    view.input(lambda v: [gr.update(visible=v == "votes")] * 3, inputs=[view],
+               outputs=[weights, period, provisional], api_visibility="private", queue=False)  # fmt: skip
     gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
            view.input, tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
           api_visibility="private", concurrency_limit=2)  # fmt: skip
