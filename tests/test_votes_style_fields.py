@@ -131,3 +131,18 @@ def test_the_log_writes_style_and_a_vote_refuses_impossible_values(tmp_path):
     assert Vote(**base, model_a_lufs=-40.0).model_a_lufs == -40.0  # loudness is negative
     with pytest.raises(VoteError, match="names its judge"):
         Vote(**base, voter_kind="judge")
+
+
+def test_the_readmes_table_is_the_schemas():
+    """The README documents the contract; its table must say what FIELDS says."""
+    from pathlib import Path
+
+    from arena_core.votes.schema import FIELDS, SCHEMA_VERSION
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert f"## The vote record (schema_version {SCHEMA_VERSION})" in readme
+    kinds = {"int64": "integer", "string": "string", "double": "number"}
+    for f in FIELDS:
+        kind = "list of strings" if str(f.type).startswith("list") else kinds[str(f.type)]
+        row = f"| `{f.name}` | {kind} | {'yes' if f.required else ''} | {f.doc} |"
+        assert row in readme, row
