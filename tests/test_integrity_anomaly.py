@@ -38,7 +38,8 @@ def votes_of(rows):
         ts = format_ts(START + timedelta(milliseconds=k))
         out.append(Vote(vote_id=f"id-{k:06d}", ts=ts, arena=r.get("arena", "ar"), model_a=r["a"],
                         model_b=r["b"], vote=r["vote"], voter=r.get("voter"),
-                        voter_kind=r.get("kind", "human"), flags=tuple(r.get("flags", ()))))  # fmt: skip
+                        voter_kind=r.get("kind", "human"), flags=tuple(r.get("flags", ())),
+                        judge="j" if r.get("kind") == "judge" else None))  # fmt: skip
     return out
 
 
