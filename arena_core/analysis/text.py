@@ -59,6 +59,14 @@ def style_table(board: StyleBoard, names: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
+def fit_failed(error: str) -> str:
+    """What a report whose joint fit failed lacks, and why (the CLI's and the Space's words)."""
+    return (
+        f"The judges' joint fit failed ({error}): no fitted position, self or duration "
+        "terms, discriminations, corrected boards or consensus; the other measures stand."
+    )
+
+
 def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
     head = ["judge", "verdicts", "agree", "chance", "spearman", "after", "flips", "A share",
             "A term", "self excess", "longer", "discr."]  # fmt: skip
@@ -70,7 +78,7 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
                      _share(j.flip_share), _share(j.a_share),
                      _signed(j.position.points if j.position else None),
                      _share(j.self_excess), _share(j.longer_share),
-                     f"{j.discrimination:.2f}"])  # fmt: skip
+                     _share(j.discrimination)])  # fmt: skip
     consensus = sorted(report.consensus.items(), key=lambda kv: -kv[1])
     board = [[str(k + 1), names.get(m, m), f"{v:.0f}",
               f"{report.human[m]:.0f}" if m in report.human else "-"]
@@ -84,9 +92,12 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
         "board before/after correction; flips: battles whose two verdicts pick the same side; "
         "A term: fitted position term (points); self excess: favour for its own family beyond "
         "humans'; longer: decisive verdicts for the longer clip; discr.: discrimination.",
-        "\nConsensus of the judges (corrected) beside the human board:",
-        plain_table(["rank", "model", "judges", "humans"], board, left=1),
     ]
+    if report.fit_error:
+        parts.append(f"\n{fit_failed(report.fit_error)}")
+    else:
+        parts += ["\nConsensus of the judges (corrected) beside the human board:",
+                  plain_table(["rank", "model", "judges", "humans"], board, left=1)]  # fmt: skip
     if human is not None:
         parts.append(f"\nHumans' side-A term: {human.points:+.1f} points [{human.low:+.1f}, "
                      f"{human.high:+.1f}], P(A wins) between equals {human.win_probability:.3f}")  # fmt: skip

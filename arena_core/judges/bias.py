@@ -26,12 +26,19 @@ B is) and a duration term (the normalised difference of :mod:`style
 deviations shrunk toward the judges' consensus. A judge's corrected board is
 its aligned board from that fit. Human votes never enter it: the human board
 is what the correction is judged against, not what it is fitted to.
+
+Should that fit fail on some pathological log, the report says why
+(``BiasReport.fit_error``) and still carries every measure that does not need
+it; the fitted terms, discriminations and corrected boards are then None or
+empty.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -51,7 +58,7 @@ from arena_core.judges.measures import (
     position_shares,
     self_shares,
 )
-from arena_core.ratings.bt import BTParams, bradley_terry
+from arena_core.ratings.bt import BTParams, ConvergenceError, bradley_terry
 from arena_core.ratings.counts import OUTCOME_NAMES, count_pairs
 from arena_core.ratings.covariates import VoteRows
 from arena_core.ratings.style import Coefficient, SideVotes, position_term, style_covariates
@@ -62,6 +69,8 @@ from arena_core.simulation.synthetic import spearman
 MIN_DURATION_SHARE = 0.5
 #: Fewest common models for a correlation between two boards.
 MIN_COMMON_MODELS = 3
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,10 +108,12 @@ class JudgeBias:
     longer_share: float | None
     longer_verdicts: int
     duration: Coefficient | None
-    discrimination: float
+    #: From the joint fit (None when it failed: see ``BiasReport.fit_error``).
+    discrimination: float | None
     #: The judge's own Bradley-Terry board (its verdicts in both orders), points.
     board: dict[str, float]
-    #: Its aligned board from the joint fit, and standard deviations (points).
+    #: Its aligned board from the joint fit, and standard deviations (points); empty
+    #: when the fit failed.
     corrected: dict[str, float]
     corrected_sd: dict[str, float]
 
@@ -131,6 +142,9 @@ class BiasReport:
     rows_without_duration: int
     #: Rows not used at all, by reason.
     skipped: dict[str, int]
+    #: Why the judges' joint fit failed (None when it did not, or there was nothing to fit):
+    #: the fitted terms, discriminations, corrected boards and consensus are then missing.
+    fit_error: str | None = None
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -161,17 +175,18 @@ def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
         h = arrays.select(human)
         human_position = position_term(n, SideVotes(h.a, h.b, h.outcome), level=params.level)
     in_family = [_family_mask(models, families, judge_families.get(j)) for j in judges]
-    fit, columns, use_duration, unit_sd, left_out = _joint_fit(n, arrays, in_family, params)
+    joint = _joint_fit(n, arrays, in_family, params)
+    fit = joint.fit
     rows = []
     for j, judge in enumerate(judges):
         board = _board(n, arrays.select(arrays.judge == j), params.prior_weight)
         rows.append(_judge_bias(arrays, j, judge, judge_families.get(judge), in_family[j], models,
-                                board, human_board, fit, columns, unit_sd, params))  # fmt: skip
+                                board, human_board, joint, params))  # fmt: skip
     consensus = _named(models, fit.consensus, fit.consensus_sd) if fit else ({}, {})
     return BiasReport(tuple(rows), consensus[0], consensus[1], _named(models, human_board)[0],
                       human_position, longer_share(arrays, HUMAN)[0],
-                      fit.spread if fit else None, use_duration, left_out,
-                      skipped)  # fmt: skip
+                      fit.spread if fit else None, joint.use_duration and fit is not None,
+                      joint.left_out, skipped, joint.error)  # fmt: skip
 
 
 def vote_arrays(votes: pd.DataFrame) -> tuple[VoteArrays, list[str], list[str], dict[str, int]]:
@@ -230,14 +245,25 @@ def _named(models, values, sd=None) -> tuple[dict[str, float], dict[str, float]]
     return {models[i]: float(values[i]) for i in keep}, sds
 
 
-def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams):
+class _Joint(NamedTuple):
+    """The joint fit (None without judges, or when it failed: ``error`` says why) and how
+    its columns were laid out: ``columns`` maps ``(kind, judge)`` to a coefficient index."""
+
+    fit: ConsensusFit | None
+    columns: dict
+    use_duration: bool
+    unit_sd: float
+    left_out: int
+    error: str | None = None
+
+
+def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
     """The consensus fit over the judges' verdicts with per-judge position, self and duration
-    columns. Returns ``(fit, columns, use_duration, duration_unit_sd, rows_left_out)``;
-    ``columns`` maps ``(kind, judge)`` to a coefficient index."""
+    columns."""
     rows = arrays.select(arrays.judge != HUMAN)
     n_judges = len(in_family)
     if not n_judges:
-        return None, {}, False, 1.0, 0
+        return _Joint(None, {}, False, 1.0, 0)
     known = np.isfinite(rows.duration_a) & np.isfinite(rows.duration_b)
     known &= (rows.duration_a > 0) & (rows.duration_b > 0)
     use_duration = bool(known.mean() >= params.min_duration_share)
@@ -267,9 +293,15 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams):
             names.append(f"{kind}:{j}")
     vote_rows = VoteRows.from_outcomes(rows.a, rows.b, rows.outcome, np.column_stack(cols),
                                        names=tuple(names))  # fmt: skip
-    fit = consensus_bradley_terry(n, JudgeVotes(rows.judge, n_judges, vote_rows), None,
-                                  params.consensus)  # fmt: skip
-    return fit, columns, use_duration, unit_sd, left_out
+    try:
+        fit = consensus_bradley_terry(n, JudgeVotes(rows.judge, n_judges, vote_rows), None,
+                                      params.consensus)  # fmt: skip
+    except (ConvergenceError, np.linalg.LinAlgError) as error:
+        # A report without the fitted terms beats no report: the other measures stand alone.
+        logger.warning("the judges' joint fit failed, reporting without it: %s", error)
+        return _Joint(None, columns, use_duration, unit_sd, left_out, f"{type(error).__name__}: "
+                      f"{error}")  # fmt: skip
+    return _Joint(fit, columns, use_duration, unit_sd, left_out)
 
 
 def _term(fit: ConsensusFit | None, columns, kind, j, level, unit_sd=1.0) -> Coefficient | None:
@@ -289,9 +321,9 @@ def _correlations(board: np.ndarray, reference: np.ndarray) -> tuple[float | Non
     return (None if np.isnan(rho) else rho), pearson
 
 
-def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board, fit, columns,
-                unit_sd, params: BiasParams) -> JudgeBias:  # fmt: skip
-    n = len(models)
+def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board, joint: _Joint,
+                params: BiasParams) -> JudgeBias:  # fmt: skip
+    n, fit, columns = len(models), joint.fit, joint.columns
     mine = arrays.judge == j
     by_prompt, by_pair = agreement(arrays, j, n)
     flip, a_share, paired = position_shares(arrays, j)
@@ -299,7 +331,8 @@ def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board,
                                       else (None, None, 0))  # fmt: skip
     longer, longer_n = longer_share(arrays, j)
     rated = np.isfinite(board)
-    corrected = np.where(rated, fit.boards[j], np.nan)
+    corrected = np.where(rated, fit.boards[j] if fit else np.nan, np.nan)
+    corrected_sd = fit.boards_sd[j] if fit else None
     before = _correlations(board, human_board)
     after = _correlations(corrected, human_board)
     lvl = params.level
@@ -307,6 +340,7 @@ def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board,
         judge, family, int(mine.sum()), paired, by_prompt, by_pair, before[0], before[1], after[0],
         after[1], flip, a_share, _term(fit, columns, "position", j, lvl), self_judge, self_human,
         self_n, _term(fit, columns, "self", j, lvl), longer, longer_n,
-        _term(fit, columns, "duration", j, lvl, unit_sd), float(fit.discrimination[j]),
-        _named(models, board)[0], *_named(models, corrected, fit.boards_sd[j]),
+        _term(fit, columns, "duration", j, lvl, joint.unit_sd),
+        float(fit.discrimination[j]) if fit else None,
+        _named(models, board)[0], *_named(models, corrected, corrected_sd),
     )  # fmt: skip

@@ -93,7 +93,7 @@ def _report(args) -> int:
     import json
 
     from arena_core.analysis.boards import ANALYSIS_COLUMNS, judges_report
-    from arena_core.analysis.text import judges_table
+    from arena_core.analysis.text import fit_failed, judges_table
     from arena_core.registry import load_registry
     from arena_core.votes.read import read_votes
 
@@ -103,6 +103,8 @@ def _report(args) -> int:
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=1, allow_nan=False, default=_plain)
         sys.stdout.write("\n")
+        if report.fit_error:  # in the JSON as fit_error; said on stderr too, for the operator
+            sys.stderr.write(fit_failed(report.fit_error) + "\n")
     else:
         names = {m.id: m.name for m in arena.models}
         sys.stdout.write(judges_table(report, arena.id, names) + "\n")

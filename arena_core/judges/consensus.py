@@ -39,9 +39,22 @@ depends on the order of the votes and gives no intervals; a dispersion loss
 alone is minimised by collapsing every judge onto one board whatever the
 evidence, and a network's adjustments are not interpretable. Here the same
 ingredients are one likelihood over the whole log (order-free, fitted by
-Fisher scoring), the pull toward the consensus is a prior whose strength
+Newton's method), the pull toward the consensus is a prior whose strength
 ``tau`` is estimated rather than imposed, and each adjustment is a named
 coefficient with an interval (the biases this project must publish).
+
+**Fitting.** ``a_j`` multiplies the strength gap, so the model is not a GLM and
+Fisher's expected information is not the objective's curvature: it leaves out a
+term proportional to the residuals (:meth:`ConsensusLayout._residual
+<arena_core.judges.consensus_layout.ConsensusLayout._residual>`). Where judges
+agree the residuals are small and Fisher scoring converges; on the first real
+judges' log (two speech judges that barely agree) it overshot along ``log a``
+by nearly twice the right step every step, zigzagging toward the mode at
+a rate of 0.94 per step, and never converged. The mode is therefore found by
+Newton's method on the observed information, falling back to Fisher's where the
+observed one is not positive definite, with a line search on every step
+(:func:`_maximise`). The Laplace evidence and the intervals keep Fisher's
+information, positive definite everywhere.
 """
 
 from __future__ import annotations
@@ -51,9 +64,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from arena_core.ratings.bt import PRECISION_PER_WEIGHT, ConvergenceError, sigmoid
-from arena_core.ratings.covariates import COEF_PRECISION, DECREMENT_PER_VOTE, VoteRows
+from arena_core.judges.consensus_layout import ConsensusLayout, JudgeVotes
+from arena_core.ratings.bt import ConvergenceError
+from arena_core.ratings.covariates import COEF_PRECISION, DECREMENT_PER_VOTE
 from arena_core.ratings.scale import NATURAL, to_rating, to_theta
+
+__all__ = ["ConsensusFit", "ConsensusParams", "JudgeVotes", "consensus_bradley_terry"]
 
 #: Range of the judges' spread around the consensus searched (points): below 1
 #: point judges are identical for any practical purpose (and the prior precision
@@ -65,19 +81,11 @@ DISCRIMINATION_SD = 1.0
 #: Step size (natural units) at which the mode is taken as found while spreads are
 #: compared (the evidence is flat at the mode; the last pass converges to ``tol``).
 _SEARCH_TOL = 1e-5
-#: Step size (natural units) taken without checking the objective (as bt.py).
-_TRUSTED_STEP = 0.25
-#: Step halvings before giving up on improving the objective.
+#: Step halvings before a step is given up as unable to improve the objective.
 _MAX_HALVINGS = 40
-
-
-@dataclass(frozen=True)
-class JudgeVotes:
-    """Verdicts of ``n_judges`` judges: ``judge[r]`` says whose row ``r`` of ``rows`` is."""
-
-    judge: np.ndarray
-    n_judges: int
-    rows: VoteRows
+#: Armijo's constant: a step must gain at least this share of the gain its
+#: slope predicts (the usual 1e-4: any real gain passes, a loss never does).
+_SUFFICIENT_GAIN = 1e-4
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,7 @@ class ConsensusParams:
     spread_range: tuple[float, float] = SPREAD_RANGE
     discrimination_sd: float = DISCRIMINATION_SD
     coef_precision: float = COEF_PRECISION
-    #: Convergence of Fisher scoring (natural units), and of log(spread): 1% of the
+    #: Convergence of Newton's method (natural units), and of log(spread): 1% of the
     #: spread, far inside its own uncertainty with a handful of judges.
     tol: float = 1e-8
     spread_tol: float = 1e-2
@@ -127,17 +135,18 @@ class ConsensusFit:
 
 def consensus_bradley_terry(n_items: int, votes: JudgeVotes, prior=None,
                             params: ConsensusParams | None = None) -> ConsensusFit:  # fmt: skip
-    """Fit the consensus model (see the module docstring): Fisher scoring for the mode, the
-    spread ``tau`` where the Laplace approximation of the verdicts' likelihood peaks.
+    """Fit the consensus model (see the module docstring): Newton's method for the mode (see
+    :func:`_maximise`), the spread ``tau`` where the Laplace approximation of the verdicts'
+    likelihood peaks.
 
     Raises
     ------
     ConvergenceError
-        When Fisher scoring does not converge.
+        When the mode is not found in ``params.max_iter`` steps.
     """
     params = params or ConsensusParams()
     prior_theta = np.zeros(n_items) if prior is None else to_theta(np.asarray(prior, float))
-    model = _Layout(n_items, votes)
+    model = ConsensusLayout(n_items, votes)
     centre = np.zeros(model.size)
     centre[:n_items] = prior_theta
     state = {"z": centre.copy(), "evaluations": 0}
@@ -152,231 +161,86 @@ def consensus_bradley_terry(n_items: int, votes: JudgeVotes, prior=None,
 
     tau = np.exp(high)
     if model.n_judges > 1:  # one judge has no deviations, so no spread to fit
-        found = minimize_scalar(negative_evidence, bounds=(low, high), method="bounded",
-                                options={"xatol": params.spread_tol})  # fmt: skip
-        tau = float(np.exp(found.x))
+        tau = np.exp(_best_spread(negative_evidence, low, high, params.spread_tol))
     penalty = model.penalty(params, tau)
     z = _maximise(model, state["z"], penalty, centre, params, params.tol)
     cov = model.covariance(model.information(z) + np.diag(penalty))
-    return model.summary(z, cov, prior_theta, tau, state["evaluations"])
+    return _summary(model, z, cov, prior_theta, tau, state["evaluations"])
 
 
-def _maximise(model: _Layout, z, penalty, centre, params: ConsensusParams,
+def _best_spread(negative_evidence, low: float, high: float, tol: float) -> float:
+    """The log spread in ``[low, high]`` where ``negative_evidence`` is least.
+
+    Brent's bounded search never tries the bounds themselves: where the evidence keeps
+    rising toward one (judges that agree to within a point, or that share nothing, as
+    real judges may) it stops up to ``tol`` short of it. The bound it ran into is then
+    tried too and kept if better, so a spread at a bound is reported as exactly the bound.
+    """
+    found = minimize_scalar(negative_evidence, bounds=(low, high), method="bounded",
+                            options={"xatol": tol})  # fmt: skip
+    best, value = float(found.x), float(found.fun)
+    for bound in (low, high):
+        if abs(best - bound) <= 2 * tol:
+            at_bound = negative_evidence(bound)
+            if at_bound <= value:
+                best, value = bound, at_bound
+    return best
+
+
+def _maximise(model: ConsensusLayout, z, penalty, centre, params: ConsensusParams,
               tol: float) -> np.ndarray:  # fmt: skip
-    """Fisher scoring with step halving on the penalised log-likelihood, to steps below ``tol``
-    (or a gain below rounding noise: see :data:`~arena_core.ratings.covariates.DECREMENT_PER_VOTE`)."""
+    """Newton's method with a line search on the penalised log-posterior, to steps below
+    ``tol`` (or a predicted gain below rounding noise: see
+    :data:`~arena_core.ratings.covariates.DECREMENT_PER_VOTE`).
+
+    The curvature is the observed information where it is positive definite (near the
+    mode it is), else Fisher's, which always is: so every step is an ascent direction.
+    Fisher scoring alone zigzags along the log discriminations when judges disagree
+    (see :meth:`ConsensusLayout._residual`). Each step is backtracked until it gains at
+    least :data:`_SUFFICIENT_GAIN` of what its slope predicts, so the objective rises
+    every step, whatever the start (a warm start from a far spread included).
+    """
     flat = DECREMENT_PER_VOTE * (1.0 + float(model.rows.weight.sum()))
+    value = model.objective(z, penalty, centre)
     for _ in range(params.max_iter):
         grad = model.gradient(z) - penalty * (z - centre)
-        info = model.information(z) + np.diag(penalty)
-        step = model.solve(info, grad)
-        if np.abs(step).max() > _TRUSTED_STEP:
-            before = model.objective(z, penalty, centre)
-            scale = 1.0
-            for _ in range(_MAX_HALVINGS):
-                if model.objective(z + scale * step, penalty, centre) >= before:
-                    break
-                scale *= 0.5
-            step = scale * step
-        z = z + step
-        if np.abs(step).max() < tol or grad @ step < flat:
+        step = _ascent(model, z, penalty, grad)
+        slope = float(grad @ step)
+        if np.abs(step).max() < tol or slope < flat:
             return z
+        scale = 1.0
+        for _ in range(_MAX_HALVINGS):
+            trial = model.objective(z + scale * step, penalty, centre)
+            if trial >= value + _SUFFICIENT_GAIN * scale * slope:
+                break
+            scale *= 0.5
+        else:  # no gain along an ascent direction: the mode, to rounding noise
+            return z
+        z, value = z + scale * step, trial
     raise ConvergenceError(f"the consensus fit did not converge in {params.max_iter} steps")
 
 
-class _Layout:
-    """Where each parameter lives in ``z``: ``theta`` (n), ``u`` (J x n, when J > 1),
-    ``l`` (J - 1: log discriminations in a sum-zero basis), ``beta`` (k).
+def _ascent(model: ConsensusLayout, z, penalty, grad) -> np.ndarray:
+    """Newton's step with the observed information, or Fisher's where that is not positive
+    definite (far from the mode, where the residual term outweighs Fisher's)."""
+    try:
+        return model.solve(model.information(z, observed=True) + np.diag(penalty), grad)
+    except np.linalg.LinAlgError:
+        return model.solve(model.information(z) + np.diag(penalty), grad)
 
-    Derivatives are sums over rows of per-row values by (judge, model a, model b)
-    cell, so each is a few ``bincount`` passes, never a rows-by-parameters matrix.
-    """
 
-    def __init__(self, n_items: int, votes: JudgeVotes):
-        rows, judge = votes.rows, np.asarray(votes.judge, dtype=np.int64)
-        self.n, self.n_judges, self.rows, self.judge = n_items, votes.n_judges, rows, judge
-        many = self.n_judges > 1
-        self.u0 = n_items
-        self.l0 = n_items + (self.n_judges * n_items if many else 0)
-        self.b0 = self.l0 + (self.n_judges - 1 if many else 0)
-        self.k = rows.x.shape[1]
-        self.size = self.b0 + self.k
-        # Orthonormal basis of sum-zero vectors: log a = basis @ l.
-        centred = np.eye(self.n_judges) - 1.0 / self.n_judges
-        self.basis = np.linalg.qr(centred)[0][:, : self.n_judges - 1]
-        self.played = np.zeros((self.n_judges, n_items), dtype=bool)
-        self.played[judge, rows.a] = self.played[judge, rows.b] = True
-        self.cell = (judge * n_items + rows.a) * n_items + rows.b
-        self.x = np.asfortranarray(rows.x, dtype=float)
-        self.onehot = np.zeros((len(judge), self.n_judges))
-        self.onehot[np.arange(len(judge)), judge] = 1.0
-
-    def unpack(self, z):
-        n, m = self.n, self.n_judges
-        u = z[self.u0 : self.l0].reshape(m, n) if m > 1 else np.zeros((1, n))
-        log_a = self.basis @ z[self.l0 : self.b0] if m > 1 else np.zeros(1)
-        return z[:n], u, np.exp(log_a), z[self.b0 :]
-
-    def _parts(self, z):
-        """Per row: the linear predictor, the judge's discrimination and the strength gap."""
-        theta, u, a, beta = self.unpack(z)
-        j, r = self.judge if self.n_judges > 1 else np.zeros_like(self.judge), self.rows
-        d = theta[r.a] - theta[r.b] + u[j, r.a] - u[j, r.b]
-        aj = a[j]
-        eta = aj * d + (self.x @ beta if self.k else 0.0)
-        return eta, aj, d
-
-    def _by_model(self, values) -> np.ndarray:
-        """``(J, n)``: per judge and model, ``values`` summed where it is a minus where it is b."""
-        m, n = self.n_judges, self.n
-        cells = np.bincount(self.cell, values, m * n * n).reshape(m, n, n)
-        return cells.sum(axis=2) - cells.sum(axis=1)
-
-    def _by_judge(self, values) -> np.ndarray:
-        return np.bincount(self.judge, values, self.n_judges)
-
-    def gradient(self, z) -> np.ndarray:
-        eta, aj, d = self._parts(z)
-        r = self.rows.weight * (self.rows.score - sigmoid(eta))
-        grad = np.empty(self.size)
-        per = self._by_model(r * aj)
-        grad[: self.n] = per.sum(axis=0)
-        if self.n_judges > 1:
-            grad[self.u0 : self.l0] = per.ravel()
-            grad[self.l0 : self.b0] = self.basis.T @ self._by_judge(r * aj * d)
-        grad[self.b0 :] = self.x.T @ r
-        return grad
-
-    def information(self, z) -> np.ndarray:
-        """Fisher information (the expected one: positive semi-definite), block by block."""
-        n, m, k = self.n, self.n_judges, self.k
-        eta, aj, d = self._parts(z)
-        h = self.rows.weight * sigmoid(eta) * sigmoid(-eta)
-        info = np.zeros((self.size, self.size))
-        w = np.bincount(self.cell, h * aj * aj, m * n * n).reshape(m, n, n)
-        w = w + w.transpose(0, 2, 1)
-        lap = -w  # each judge's weighted Laplacian (a row never pits a model against itself)
-        lap[:, np.arange(n), np.arange(n)] = w.sum(axis=2)
-        info[:n, :n] = lap.sum(axis=0)
-        hx = self.x * (h * aj)[:, None]
-        cross = np.zeros((m, n, k))  # (J, n, k)
-        for c in range(k):
-            cross[:, :, c] = self._by_model(hx[:, c])
-        info[:n, self.b0 :] = cross.sum(axis=0)
-        if m > 1:
-            for j in range(m):
-                s = slice(self.u0 + j * n, self.u0 + (j + 1) * n)
-                info[s, s] = info[:n, s] = lap[j]
-                info[s, self.b0 :] = cross[j]
-            v = self._by_model(h * aj * aj * d)  # (J, n)
-            tl = v[:, :, None] * self.basis[:, None, :]  # (J, n, J - 1)
-            info[:n, self.l0 : self.b0] = tl.sum(axis=0)
-            info[self.u0 : self.l0, self.l0 : self.b0] = tl.reshape(m * n, m - 1)
-            dd = self._by_judge(h * aj * aj * d * d)
-            info[self.l0 : self.b0, self.l0 : self.b0] = self.basis.T @ (dd[:, None] * self.basis)
-            per_judge = self.onehot.T @ (hx * d[:, None])  # (J, k)
-            info[self.l0 : self.b0, self.b0 :] = self.basis.T @ per_judge
-        info[self.b0 :, self.b0 :] = (self.x * h[:, None]).T @ self.x
-        upper = np.triu(info, 1)
-        return np.triu(info) + upper.T
-
-    def objective(self, z, penalty, centre) -> float:
-        eta, s = self._parts(z)[0], self.rows.score
-        softplus = np.maximum(eta, 0.0) + np.log1p(np.exp(-np.abs(eta)))
-        e = z - centre
-        return float(
-            (self.rows.weight * (s * eta - softplus)).sum() - 0.5 * (penalty * e * e).sum()
-        )
-
-    def penalty(self, params: ConsensusParams, tau: float) -> np.ndarray:
-        out = np.empty(self.size)
-        out[: self.n] = params.prior_weight * PRECISION_PER_WEIGHT
-        out[self.u0 : self.l0] = 1.0 / tau**2
-        out[self.l0 : self.b0] = 1.0 / params.discrimination_sd**2
-        out[self.b0 :] = params.coef_precision
-        return out
-
-    def _schur(self, info):
-        """Pieces of ``info``'s inverse through the Schur complement of its ``u`` part.
-
-        Each judge's deviations couple only with themselves and with the shared
-        parameters, so inverting needs J small blocks and one matrix of the shared
-        parameters: much faster than one dense solve, whose threaded BLAS crawls
-        on a busy machine. Returns ``(u, rest, d_inv, c, dc, s)``.
-        """
-        n, m = self.n, self.n_judges
-        u = np.arange(self.u0, self.l0)
-        rest = np.r_[np.arange(self.n), np.arange(self.l0, self.size)]
-        blocks = info[u][:, u].reshape(m, n, m, n)[np.arange(m), :, np.arange(m), :]
-        d_inv = np.linalg.inv(blocks)  # (J, n, n)
-        c = info[u][:, rest].reshape(m, n, -1)
-        dc = (d_inv @ c).reshape(m * n, -1)
-        s = info[rest][:, rest] - c.reshape(m * n, -1).T @ dc
-        return u, rest, d_inv, c.reshape(m * n, -1), dc, s
-
-    def solve(self, info, grad) -> np.ndarray:
-        """``info^-1 grad`` (see :meth:`_schur`)."""
-        if self.n_judges < 2:
-            return np.linalg.solve(info, grad)
-        u, rest, d_inv, c, dc, s = self._schur(info)
-        g_u = grad[u].reshape(self.n_judges, self.n, 1)
-        dg = (d_inv @ g_u).ravel()
-        out = np.empty_like(grad)
-        out[rest] = np.linalg.solve(s, grad[rest] - c.T @ dg)
-        out[u] = dg - dc @ out[rest]
-        return out
-
-    def covariance(self, info) -> np.ndarray:
-        """``info^-1`` (see :meth:`_schur`)."""
-        if self.n_judges < 2:
-            return np.linalg.inv(info)
-        n = self.n
-        u, rest, d_inv, _, dc, s = self._schur(info)
-        s_inv = np.linalg.inv(s)
-        cov = np.empty_like(info)
-        cov[np.ix_(rest, rest)] = s_inv
-        cov[np.ix_(u, rest)] = -dc @ s_inv
-        cov[np.ix_(rest, u)] = cov[np.ix_(u, rest)].T
-        uu = dc @ s_inv @ dc.T
-        for j in range(self.n_judges):
-            uu[j * n : (j + 1) * n, j * n : (j + 1) * n] += d_inv[j]
-        cov[np.ix_(u, u)] = uu
-        return cov
-
-    def log_evidence(self, z, penalty, centre) -> float:
-        """Laplace approximation of log p(verdicts | tau), up to a constant, at the mode ``z``.
-
-        The objective at the mode, plus the log normalising constant of the normal
-        priors (only ``u``'s depends on ``tau``), minus half the log determinant of
-        the information, through the Schur complement of :meth:`_schur`.
-        """
-        info = self.information(z) + np.diag(penalty)
-        _, _, d_inv, _, _, s = self._schur(info)
-        logdet = -np.linalg.slogdet(d_inv)[1].sum() + np.linalg.slogdet(s)[1]
-        prior = 0.5 * np.log(penalty[self.u0 : self.l0]).sum()
-        return self.objective(z, penalty, centre) + prior - 0.5 * logdet
-
-    def summary(self, z, cov, prior_theta, tau, evaluations) -> ConsensusFit:
-        n, m = self.n, self.n_judges
-        _, _, a, beta = self.unpack(z)
-        played_any = self.played.any(axis=0)
-        consensus, consensus_sd = _pinned(z, cov, self._select(None), prior_theta, played_any)
-        boards, boards_sd = np.empty((m, n)), np.empty((m, n))
-        for j in range(m):
-            boards[j], boards_sd[j] = _pinned(z, cov, self._select(j), prior_theta, self.played[j])
-        coef_sd = np.sqrt(np.diag(cov)[self.b0 :]) / NATURAL
-        spread = tau / NATURAL if m > 1 else None
-        return ConsensusFit(consensus, consensus_sd, boards, boards_sd, a, beta / NATURAL, coef_sd,
-                            self.rows.names, spread, evaluations)  # fmt: skip
-
-    def _select(self, j) -> np.ndarray:
-        """The matrix taking ``z`` to ``theta`` (j None) or to ``theta + u_j``."""
-        out = np.zeros((self.n, self.size))
-        out[:, : self.n] = np.eye(self.n)
-        if j is not None and self.n_judges > 1:
-            start = self.u0 + j * self.n
-            out[:, start : start + self.n] += np.eye(self.n)
-        return out
+def _summary(model: ConsensusLayout, z, cov, prior_theta, tau, evaluations) -> ConsensusFit:
+    n, m = model.n, model.n_judges
+    _, _, a, beta = model.unpack(z)
+    played_any = model.played.any(axis=0)
+    consensus, consensus_sd = _pinned(z, cov, model.select(None), prior_theta, played_any)
+    boards, boards_sd = np.empty((m, n)), np.empty((m, n))
+    for j in range(m):
+        boards[j], boards_sd[j] = _pinned(z, cov, model.select(j), prior_theta, model.played[j])
+    coef_sd = np.sqrt(np.diag(cov)[model.b0 :]) / NATURAL
+    spread = tau / NATURAL if m > 1 else None
+    return ConsensusFit(consensus, consensus_sd, boards, boards_sd, a, beta / NATURAL, coef_sd,
+                        model.rows.names, spread, evaluations)  # fmt: skip
 
 
 def _pinned(z, cov, select, prior_theta, played) -> tuple[np.ndarray, np.ndarray]:

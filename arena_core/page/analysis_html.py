@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 
 from arena_core.analysis.boards import StyleBoard
-from arena_core.analysis.text import COVARIATE_LABELS
+from arena_core.analysis.text import COVARIATE_LABELS, fit_failed
 from arena_core.judges.bias import BiasReport
 from arena_core.ratings.style import Coefficient
 
@@ -93,9 +93,12 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
     board = [[str(k + 1), escape(names.get(m, m)), f"{v:.0f}",
               f"{report.human[m]:.0f}" if m in report.human else "–"]
              for k, (m, v) in enumerate(consensus)]  # fmt: skip
-    parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', _table(head, rows, "Judges"),
-             "<h3>The judges' corrected consensus beside the human board</h3>",
-             _table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
+    parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', _table(head, rows, "Judges")]
+    if report.fit_error:
+        parts.append(f"<p class='board-note'>{escape(fit_failed(report.fit_error))}</p>")
+    else:
+        parts += ["<h3>The judges' corrected consensus beside the human board</h3>",
+                  _table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
     human = report.human_position
     if human is not None:
         parts.append(f"<p class='board-note'>Human voters' side-A term: {human.points:+.1f} points "
