@@ -102,6 +102,13 @@ ranked apart. "Seq. Elo" is the classic Elo rating replayed vote by vote (new mo
 up to 48 points per vote, settled ones by about 12): it is what moves in the reveal after your
 vote.
 
+**Judges and style.** Automatic judges (a speech recogniser, a pitch measure, and for chat,
+large language models) vote on battles like visitors, each battle twice with the sides
+swapped; their votes never count here. The Leaderboard's *Judges* view shows how far each
+agrees with the human votes, its biases (for the side shown first, its own family, longer
+clips) and its board corrected for them. The *Style-controlled* view rates the models with
+each clip's duration, speaking rate, loudness and sample rate held equal.
+
 **Provisional.** A model is *established* once its interval is at most
 {width:g} points wide and it has at least {battles} battles; before that it is
 *provisional* and its rank may still change a lot.
