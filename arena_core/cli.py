@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from arena_core.analysis.commands import add_commands as add_analysis_commands
 from arena_core.dataset.compact import MIN_AGE_MINUTES, CompactionError, compact
 from arena_core.judges.commands import add_commands as add_judge_commands
 from arena_core.leaderboard import (
@@ -188,6 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.set_defaults(run=_simulate)
     add_judge_commands(sub)
+    add_analysis_commands(sub)
     return parser  # fmt: skip
 
 

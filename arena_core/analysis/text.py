@@ -1,8 +1,12 @@
-"""Plain-text tables of the style-controlled board and the judges' report, for the CLI."""
+"""Plain-text tables of the style-controlled board, the judges' report and the per-prompt
+complementarity, for the CLI."""
 
 from __future__ import annotations
 
+import textwrap
+
 from arena_core.analysis.boards import StyleBoard
+from arena_core.analysis.insights import ComplementarityReport
 from arena_core.judges.bias import BiasReport
 from arena_core.ratings.style import Coefficient
 
@@ -106,3 +110,39 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
             "skipped rows: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items()))
         )
     return "\n".join(parts)
+
+
+def _points(value: float) -> str:
+    """A win-rate difference in percentage points."""
+    return f"{100 * value:+.1f}"
+
+
+def complementarity_table(report: ComplementarityReport, names: dict[str, str]) -> str:
+    head = ["model a", "model b", "shared", "spearman", "gain", "95% interval", "naive",
+            "floor", "p", "flagged"]  # fmt: skip
+    rows = [[names.get(p.model_a, p.model_a), names.get(p.model_b, p.model_b), str(p.overlap),
+             "-" if p.spearman is None else f"{p.spearman:+.2f}", _points(p.oracle_gain),
+             f"[{_points(p.gain_low)}, {_points(p.gain_high)}]", _points(p.naive_gain),
+             _points(p.noise_gain), f"{p.p_value:.3f}", "yes" if p.flagged else ""]
+            for p in report.pairs]  # fmt: skip
+    s = report.params
+    parts = [f"== {report.arena}: per-prompt complementarity =="]
+    if rows:
+        parts.append(plain_table(head, rows))
+    elif report.votes_used == 0:
+        parts.append("no counted human vote carries a prompt id: there is nothing to compare")
+    else:
+        parts.append(f"no pair of models shares {s.min_overlap} prompts or more")
+    notes = [
+        f"{report.votes_used} human votes over {report.prompts} prompts; {report.no_prompt_id} "
+        f"left out (no prompt id: typed prompts or imported battles); {report.too_few} pairs "
+        f"share fewer than {s.min_overlap} prompts.",
+        "Gains in percentage points of win rate against the rest of the field: how much picking "
+        "the better of the two on each prompt would add to the better model alone. naive: with "
+        "the noise; floor: what two models equal on every prompt show with this pair's noise; "
+        "gain = naive - floor (about zero without a true gain, low for a true one); the "
+        "interval allows for either reading of the noise. flagged: p <= "
+        f"{s.alpha:g}, a naive gain beyond what noise "
+        f"gives ({s.rounds} rounds).",
+    ]
+    return "\n".join(parts) + "\n\n" + "\n".join(textwrap.fill(n, 100) for n in notes)

@@ -26,6 +26,7 @@ SCENARIOS: dict[str, str] = {
     "calibration": "arena_core.simulation.calibration",
     "voters": "arena_core.simulation.voters",
     "judges": "arena_core.simulation.judges",
+    "complementarity": "arena_core.simulation.complementarity",
 }
 
 
