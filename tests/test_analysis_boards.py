@@ -62,7 +62,7 @@ def simulate(folder, *, humans=3000, battles=600, seed=0, style_gain=STYLE_GAIN)
         da, db, fields = style(a, b)
         logit = (TRUTH[a] - TRUTH[b]) * LOG10 + style_gain * (da - db) / (da + db)
         vote = "a" if rng.random() < 1 / (1 + np.exp(-logit)) else "b"
-        log.append(arena="tts", model_a=f"m{a}", model_b=f"m{b}", vote=vote, prompt_id="p1",
+        log.append(arena="tts", model_a=f"m{a}", model_b=f"m{b}", vote=vote, prompt_id=f"p{k % 20}",
                    voter=f"h{k}", **fields)  # fmt: skip  # one vote per voter: none flagged by chance
     for k in range(battles):
         a, b = rng.choice(4, 2, replace=False)

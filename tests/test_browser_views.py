@@ -55,3 +55,7 @@ def test_the_style_and_judges_views(views_app, browser):
     expect(table).to_contain_text("First", timeout=30_000)
     expect(table).to_contain_text("Human voters' side-A term")
     visit.shot("judges")
+    page.locator("#board-view").get_by_text("Complementarity").click()
+    expect(table).to_contain_text("Shared prompts", timeout=60_000)
+    expect(table).to_contain_text("1500 human votes over 20 prompts")
+    visit.shot("complementarity")

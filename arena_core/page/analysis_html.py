@@ -105,3 +105,30 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
                      f"({human.low:+.1f} to {human.high:+.1f}): between equal models, side A "
                      f"wins {human.win_probability:.1%} of the time (a tie counts half).</p>")  # fmt: skip
     return "".join(parts)
+
+
+COMPLEMENTARITY_EXPLAINED = (
+    "Models that win on different prompts can be combined: a router picks one per prompt. "
+    "For each pair of models that met the field on enough of the same prompts: the "
+    "correlation of their per-prompt scores (their win rate against the rest of the field on "
+    "each prompt), and the <b>gain</b> of picking the better of the two on each prompt over "
+    "the better model alone, in points of win rate, after what noise alone would show, with "
+    "its 95% interval. <b>Flagged</b>: the gain is beyond what noise gives at the 5% level."
+)
+
+
+def complementarity_html(report, names: dict[str, str]) -> str:
+    """The per-prompt complementarity table of :func:`arena_core.analysis.insights.complementarity_report`."""
+    if not report.pairs:
+        why = ("no counted human vote carries a prompt id" if report.votes_used == 0 else
+               f"no pair of models shares {report.params.min_overlap} prompts or more yet")  # fmt: skip
+        return f'<p class="board-empty">Nothing to compare: {why}.</p>'
+    rows = [[escape(names.get(p.model_a, p.model_a)), escape(names.get(p.model_b, p.model_b)),
+             str(p.overlap), _num(p.spearman, "{:+.2f}"), f"{100 * p.oracle_gain:+.1f}",
+             f"{100 * p.gain_low:+.1f} to {100 * p.gain_high:+.1f}",
+             "✓" if p.flagged else ""] for p in report.pairs]  # fmt: skip
+    note = (f'<p class="board-note">{report.votes_used} human votes over {report.prompts} '
+            f"prompts; {report.no_prompt_id} without a prompt id (typed prompts) left out.</p>")  # fmt: skip
+    return (f'<p class="muted">{COMPLEMENTARITY_EXPLAINED}</p>'
+            + _table(["Model", "Model", "Shared prompts", "ρ", "Gain (points)", "95% interval",
+                      "Flagged"], rows, "Per-prompt complementarity") + note)  # fmt: skip

@@ -12,8 +12,10 @@ import gradio as gr
 
 from arena_core.page import analysis_html, battle, plots, presenters, table, ui_text
 
-#: The board's views: the default, the style-controlled one, and the automatic judges'.
-VIEWS = {"Votes": "votes", "Style-controlled": "style", "Judges": "judges"}
+#: The board's views: the default, the style-controlled one, the automatic judges', and the
+#: per-prompt complementarity of pairs of models (an insight for researchers).
+VIEWS = {"Votes": "votes", "Style-controlled": "style", "Judges": "judges",
+         "Complementarity": "complementarity"}  # fmt: skip
 
 
 def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
@@ -46,7 +48,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
     def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value):
         window = presenters.period_window(period_value or "all", datetime.now(UTC))
         cat = category_value or None
-        if view_value in ("style", "judges") and service.progress.done:
+        if view_value != "votes" and service.progress.done:
             return (gr.Timer(active=False), "", other_view(arena_id, cat, view_value),
                     *[gr.update(visible=False)] * 3)  # fmt: skip
         board = service.board(arena_id, cat, window=window)
@@ -69,6 +71,9 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
             if arena.modality != "audio":
                 return '<p class="board-empty">Style control is for speech arenas.</p>'
             return analysis_html.style_html(service.analyses.style(arena_id, cat), names)
+        if view_value == "complementarity":
+            return analysis_html.complementarity_html(service.analyses.complementarity(arena_id),
+                                                      names)  # fmt: skip
         judge_names = {j.id: j.name for j in service.registry.judges}
         return analysis_html.judges_html(service.analyses.judges(arena_id), names, judge_names)
 
