@@ -279,7 +279,7 @@ def computed_table(rows) -> list[str]:
 
 def fit_table(results: dict, seeds: int) -> list[str]:
     heads = ("sustained rho >= 0.95", "sustained rho >= 0.98", "every model established")
-    lines = [f"| split, played through the board's fit ({seeds} seeds, mean +- s.e.) | "
+    lines = [f"| split, played through the board's fit ({seeds} seeds: mean +- s.e., saving) | "
              + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]  # fmt: skip
     base = results["uniform pairs, drawn at random (simulate's baseline)"]
     for name, block in results.items():
