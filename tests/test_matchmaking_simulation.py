@@ -99,6 +99,21 @@ def test_outcomes_follow_the_true_probabilities():
     assert np.mean(np.isin(outcome, [TIE, BOTH_BAD])) == pytest.approx(draw, abs=4 * sd)
 
 
+def test_the_fixed_sampler_plays_its_shares_with_sides_at_random():
+    shares = np.zeros((4, 4))
+    shares[0, 1], shares[2, 3] = 3.0, 1.0
+    sim = SimArena(Setup(models=4, votes=400), "fixed", 0, shares=shares)
+    sim.play(250)
+    sim.play(150)
+    assert (sim.battles[0, 1], sim.battles[2, 3], sim.battles.sum()) == (300, 100, 800)
+    assert sim.counts.battles().sum() == 800
+    first = sim.a[(sim.a + sim.b) == 1]
+    assert 100 < np.sum(first == 0) < 200  # model 0 shown as A about half the time
+    for sampler, given in (("uniform", shares), ("fixed", None)):
+        with pytest.raises(ValueError, match="fixed sampler"):
+            SimArena(Setup(models=4), sampler, 0, shares=given)
+
+
 def test_cli_prints_both_samplers_as_json():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -12,6 +12,7 @@ from arena_core.simulation.synthetic import (
     evenly_spread,
     first_sustained,
     normal_spread,
+    quota_pairs,
     spearman,
     uniform_pairs,
 )
@@ -55,6 +56,29 @@ def test_uniform_pairs_are_distinct_and_cover_every_pair():
     assert counts.min() > 0.95 * counts.max()
     with pytest.raises(ValueError, match="two models"):
         uniform_pairs(5, 3, np.random.default_rng(0), candidates=[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=6, max_size=6), st.integers(1, 120))
+def test_quota_pairs_keep_every_pair_within_one_vote_of_its_share(weights, votes):
+    # Weights of the six pairs of four models, some zero; the lower triangle is ignored.
+    weights[0] += sum(weights) == 0
+    upper = np.triu_indices(4, 1)
+    shares = np.zeros((4, 4))
+    shares[upper] = weights
+    shares[3, 0] = 50.0
+    a, b = quota_pairs(shares, votes)
+    assert np.all(a < b)
+    met = np.zeros((4, 4))
+    for t in range(votes):
+        met[a[t], b[t]] += 1
+        assert np.all(np.abs(met[upper] - np.array(weights) * (t + 1) / sum(weights)) < 1.0)
+
+
+def test_quota_pairs_refuse_shares_without_a_pair_or_below_zero():
+    for shares in ([[0.0, -1.0], [1.0, 0.0]], [[0.0, 1.0, -1.0], [0.0, 0.0, 1.0], [0.0] * 3]):
+        with pytest.raises(ValueError, match="non-negative"):
+            quota_pairs(np.array(shares), 5)
 
 
 def test_spreads():

@@ -13,26 +13,34 @@ import numpy as np
 from arena_core.matchmaking import Recent, draw_pair, fit_snapshot
 from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, TIE, PairCounts, count_pairs
 from arena_core.ratings.scale import ANCHOR
-from arena_core.simulation.synthetic import Truth, evenly_spread
+from arena_core.simulation.synthetic import Truth, evenly_spread, quota_pairs
 
 #: Outcome codes seen from the other side (a win for a is a win for b when sides swap).
 _FLIPPED = np.array([B_WINS, A_WINS, TIE, BOTH_BAD])
 #: Uniform numbers drawn at once for a pair's outcome stream (extended when used up).
 _STREAM_CHUNK = 128
+#: The samplers an arena can run: random pairs, the project's matchmaker, a fixed split.
+SAMPLERS = ("uniform", "matchmaking", "fixed")
 
 
 class SimArena:
-    """The running state of one simulated arena under ``sampler`` ("uniform" or "matchmaking").
+    """The running state of one simulated arena under ``sampler`` (one of :data:`SAMPLERS`).
 
     ``setup`` is a :class:`arena_core.simulation.matchmaking.Setup`; models in
     ``absent`` are not drawn until removed from it. After :meth:`refit`,
     ``ratings``, ``low`` and ``high`` are the board's (its posterior, as the
-    Space computes it) on the votes so far.
+    Space computes it) on the votes so far. The "fixed" sampler plays the
+    ``shares`` of votes per pair (``(n, n)``, above the diagonal) by
+    :func:`~arena_core.simulation.synthetic.quota_pairs`, sides at random: a
+    design chosen in advance, e.g. with the truth known
+    (``bench/matchmaking_bound.py``).
     """
 
-    def __init__(self, setup, sampler: str, seed: int, absent=()):
-        if sampler not in ("uniform", "matchmaking"):
+    def __init__(self, setup, sampler: str, seed: int, absent=(), shares=None):
+        if sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {sampler!r}")
+        if (sampler == "fixed") != (shares is not None) or (sampler == "fixed" and absent):
+            raise ValueError("the fixed sampler, and only it, takes shares (and no absent models)")
         if setup.board.prior_weight == 0:
             raise ValueError(
                 "the simulation fits the board's posterior: prior_weight must not be 0"
@@ -53,6 +61,11 @@ class SimArena:
         self.ratings = self.prior.copy()
         self.low = self.high = np.full(n, np.nan)
         self.snap = None
+        if sampler == "fixed":
+            first, second = quota_pairs(shares, setup.votes)
+            swap = self.rng_pairs.random(setup.votes) < 0.5
+            self.a[:] = np.where(swap, second, first)
+            self.b[:] = np.where(swap, first, second)
         self._meetings: dict[tuple[int, int], int] = {}
         self._streams: dict[tuple[int, int], np.ndarray] = {}
 
@@ -71,16 +84,17 @@ class SimArena:
     def play(self, votes: int) -> None:
         """Draw ``votes`` pairs from the current fit, then their outcomes; drift the truth."""
         start, stop = self.t, self.t + votes
-        if self.sampler == "uniform":
-            cand = np.asarray(self.candidates)
-            first = self.rng_pairs.integers(0, len(cand), votes)
-            second = (first + self.rng_pairs.integers(1, len(cand), votes)) % len(cand)
-            self.a[start:stop], self.b[start:stop] = cand[first], cand[second]
-            np.add.at(self.battles, (self.a[start:stop], self.b[start:stop]), 1)
-            np.add.at(self.battles, (self.b[start:stop], self.a[start:stop]), 1)
-        else:
+        if self.sampler == "matchmaking":
             for t in range(start, stop):
                 self._draw(t)
+        else:  # the fixed sampler's pairs were all drawn at the start
+            if self.sampler == "uniform":
+                cand = np.asarray(self.candidates)
+                first = self.rng_pairs.integers(0, len(cand), votes)
+                second = (first + self.rng_pairs.integers(1, len(cand), votes)) % len(cand)
+                self.a[start:stop], self.b[start:stop] = cand[first], cand[second]
+            np.add.at(self.battles, (self.a[start:stop], self.b[start:stop]), 1)
+            np.add.at(self.battles, (self.b[start:stop], self.a[start:stop]), 1)
         a, b = self.a[start:stop], self.b[start:stop]
         step = count_pairs(self.setup.models, a, b, self._outcomes(a, b))
         self.counts = PairCounts(self.counts.wins + step.wins, self.counts.ties + step.ties,

@@ -76,9 +76,13 @@ class Setup:
     match: MatchParams = field(default_factory=MatchParams)
 
 
-def run_arena(setup: Setup, sampler: str, seed: int) -> dict:
-    """One seed of the main comparison: every model present from the first vote."""
-    arena = SimArena(setup, sampler, seed)
+def run_arena(setup: Setup, sampler: str, seed: int, shares=None) -> dict:
+    """One seed of the main comparison: every model present from the first vote.
+
+    ``shares`` is the split of votes over pairs of the "fixed" sampler
+    (:class:`~arena_core.simulation.arena.SimArena`).
+    """
+    arena = SimArena(setup, sampler, seed, shares=shares)
     steps, rho, widths, widest, covered, shown, settled_at = [], [], {}, {}, 0, 0, None
     while arena.t < setup.votes:
         arena.refit()

@@ -94,6 +94,30 @@ def uniform_pairs(
     return idx[first], idx[second]
 
 
+def quota_pairs(shares, n_votes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n_votes`` pairs that follow ``shares`` as closely as whole votes can: no randomness.
+
+    ``shares[i, j]`` (i < j; the rest is ignored) is the share of votes pair
+    (i, j) should get. Each vote goes to the pair furthest behind its quota
+    (``shares * votes so far - meetings``), so after any number of votes every
+    pair is within one vote of its share: the design itself, without the
+    sampling noise of drawing pairs at random (what a bound on a fixed split of
+    the votes measures).
+    """
+    upper = np.triu(np.asarray(shares, dtype=float), 1)
+    i, j = np.nonzero(upper > 0)
+    if len(i) == 0 or np.any(upper < 0):
+        raise ValueError("shares must be non-negative with at least one pair above the diagonal")
+    share = upper[i, j] / upper[i, j].sum()
+    met = np.zeros(len(share))
+    picked = np.empty(n_votes, dtype=np.int64)
+    for t in range(n_votes):
+        k = int(np.argmax(share * (t + 1) - met))
+        met[k] += 1
+        picked[t] = k
+    return i[picked], j[picked]
+
+
 def spearman(x, y) -> float:
     """Spearman's rank correlation (average ranks for ties), without scipy."""
     rx, ry = _ranks(np.asarray(x, float)), _ranks(np.asarray(y, float))
