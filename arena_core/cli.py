@@ -33,8 +33,10 @@ from arena_core.leaderboard import (
     board_from_votes,
     rounded,
 )
+from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
+from arena_core.registry_check import add_commands as add_registry_commands
 from arena_core.simulation import SCENARIOS, scenario
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
@@ -46,7 +48,7 @@ log = logging.getLogger("arena_core")
 #: The first line of ``--help`` (the module docstring's reStructuredText would show its backticks).
 DESCRIPTION = (
     "Command line for researchers and maintainers: replay votes into leaderboards, compact and "
-    "export vote files, run seeded simulations."
+    "export vote files, run seeded simulations, check the registry's priors."
 )
 
 
@@ -190,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.set_defaults(run=_simulate)
     add_judge_commands(sub)
     add_analysis_commands(sub)
+    add_registry_commands(sub)
     return parser  # fmt: skip
 
 
@@ -359,7 +362,8 @@ def _write(board: Board, fmt: str, out) -> None:
 
 #: Columns of the text table (the full set, with ids, is in JSON and CSV).
 _TABLE_COLUMNS = ("rank", "rank_worst", "component", "model", "rating", "ci_low", "ci_high",
-                  "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status")  # fmt: skip
+                  "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status",
+                  "provenance")  # fmt: skip
 
 
 def format_table(board: Board, names: dict[str, str] | None = None) -> str:
@@ -386,7 +390,10 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     lines.append(
         f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
     )
-    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows if r.note]
+    unrated = [names.get(r.model_id, r.model) for r in board.rows if r.provenance is None]
+    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows
+              if r.unbounded]  # fmt: skip
+    lines += [f"{UNRATED_NOTE}: {', '.join(unrated)}"] if unrated else []
     lines += [f"warning: {w}" for w in board.warnings]
     return f"== {board.arena} ==\n" + "\n".join(lines)
 

@@ -9,11 +9,12 @@ researcher replaying the published log with the CLI gets exactly the Space's boa
 What a board claims (README, "How ratings are computed"): ratings and intervals
 from :func:`~arena_core.ratings.fit.fit_board`; ranks as bands, only within a
 comparison component (:mod:`~arena_core.ratings.ranks`); models without battles
-in a "not yet rated" group at the end; a model that cannot run here shown only
-if it has votes, and marked.
+at the end, rated by their published prior if they have one, else "not yet
+rated" (no rating); what each rating rests on (:mod:`~arena_core.provenance`);
+a model that cannot run here shown only if it has votes, and marked.
 
-Column definitions live once, in :class:`LeaderboardRow`'s field metadata;
-the table, CSV and JSON outputs all derive from them.
+Column definitions live once, in :class:`~arena_core.board_row.LeaderboardRow`'s
+field metadata; the table, CSV and JSON outputs all derive from them.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from arena_core.board_row import COLUMNS, LeaderboardRow, rounded
+from arena_core.provenance import (
+    UNRATED_NOTE,
+    prior_precision,
+    rung,
+    votes_information,
+    votes_share,
+)
 from arena_core.ratings import graph
 from arena_core.ratings.counts import PairCounts
 from arena_core.ratings.elo import EloParams, EloState
@@ -116,61 +125,6 @@ class BoardParams:
         return "none" if self.prior_weight == 0 else f"{self.prior_weight:g}"
 
 
-def _col(label: str, digits: int | None = None, doc: str = ""):
-    return field(metadata={"label": label, "digits": digits, "doc": doc})
-
-
-@dataclass(frozen=True)
-class LeaderboardRow:
-    """One model on a board. Field order is column order; metadata gives labels."""
-
-    rank: int | None = _col(
-        "Rank", doc="Best plausible rank in its group: 1 + models whose interval lies wholly "
-        "above. None: not ranked (no battles, or no finite rating)."
-    )  # fmt: skip
-    rank_worst: int | None = _col(
-        "Rank (worst)", doc="Worst plausible rank: models in its group minus those wholly below."
-    )
-    component: int | None = _col(
-        "Group", doc="Comparison group (1 = most battles); ranks compare only within one."
-    )
-    model: str = _col("Model")
-    model_id: str = _col("Model id")
-    params: str | None = _col("Params")
-    params_m: float | None = _col("Params (M)", 1)
-    rating: float | None = _col(
-        "Rating", 1, "Bradley-Terry (or Elo with --method elo) on the 1000/400 scale; "
-        "None when the maximum-likelihood rating is infinite."
-    )  # fmt: skip
-    ci_low: float | None = _col("95% CI low", 1)
-    ci_high: float | None = _col("95% CI high", 1)
-    elo: float = _col("Seq. Elo", 1, "Sequential Elo replayed in vote order.")
-    elo_per_m_params: float | None = _col("Elo per M params", 4)
-    battles: int = _col("Battles")
-    wins: int = _col("Wins")
-    losses: int = _col("Losses")
-    ties: int = _col("Ties")
-    both_bad: int = _col("Both bad")
-    win_rate: float | None = _col("Win rate", 3, "Wins over decided battles.")
-    status: str = _col("Status", doc="prior (no battles), provisional or established.")
-    available: bool = _col("Available", doc="Whether the model can run on the server now.")
-    note: str | None = _col("Note", doc="Why a model has no finite rating.")
-
-
-#: Column names, labels and rounding, in order.
-COLUMNS = tuple(fields(LeaderboardRow))
-
-
-def rounded(row: LeaderboardRow) -> dict:
-    """The row as a dict, numbers rounded as displayed (for JSON and CSV)."""
-    out = asdict(row)
-    for col in COLUMNS:
-        digits = col.metadata["digits"]
-        if digits is not None and out[col.name] is not None:
-            out[col.name] = round(float(out[col.name]), digits)
-    return out
-
-
 @dataclass(frozen=True)
 class FitSummary:
     """How a board's ratings were fitted, for the JSON and the page."""
@@ -246,10 +200,12 @@ def standings(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts, pa
     """
     n = len(entrants)
     prior = np.array([e.prior_rating for e in entrants], dtype=float)
-    fit = fit_board(n, fit_counts if fit_counts is not None else counts, prior,
-                    prior_weight=params.prior_weight, level=params.ci_level,
+    fitted = fit_counts if fit_counts is not None else counts
+    fit = fit_board(n, fitted, prior, prior_weight=params.prior_weight, level=params.ci_level,
                     rounds=params.bootstrap_rounds, rng=np.random.default_rng(params.seed))  # fmt: skip
-    rows = _rows(entrants, elo, counts, fit, params, available or {})
+    weights = (votes_information(fitted, fit.rating, fit.dispersion),
+               prior_precision(params.prior_weight, fit.spread))  # fmt: skip
+    rows = _rows(entrants, elo, counts, fit, params, available or {}, weights)
     summary = FitSummary(prior=params.prior_label, spread=fit.spread, dispersion=fit.dispersion,
                          bootstrap_rounds=fit.rounds if params.prior_weight == 0 else None,
                          bootstrap_dropped=fit.dropped, half_life_days=params.half_life_days)  # fmt: skip
@@ -263,7 +219,7 @@ def compute_board(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts
 
 
 def _rows(entrants, elo: EloState, counts: PairCounts, fit: BoardFit, params: BoardParams,
-          available: Mapping[str, bool]) -> list[LeaderboardRow]:  # fmt: skip
+          available: Mapping[str, bool], weights) -> list[LeaderboardRow]:  # fmt: skip
     tally = counts.tallies()
     battles = tally["battles"]
     elo_ratings = np.asarray(elo.as_array(), dtype=float)
@@ -277,25 +233,28 @@ def _rows(entrants, elo: EloState, counts: PairCounts, fit: BoardFit, params: Bo
     for i, e in enumerate(entrants):
         here = bool(available.get(e.id, True))
         if here or battles[i] > 0:
-            row = _row(i, e, tally, fit, params, (shown[i], elo_ratings[i]), (best[i], worst[i]))
+            row = _row(i, e, tally, fit, params, (shown[i], elo_ratings[i]), (best[i], worst[i]),
+                       (weights[0][i], weights[1]))  # fmt: skip
             side = int(fit.side[i]) if battles[i] else graph.FITTED
             keyed.append((_order(row, side), row if here else replace(row, available=False)))
     keyed.sort(key=lambda pair: pair[0])
     return [row for _, row in keyed]
 
 
-def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values,
-         band) -> LeaderboardRow:  # fmt: skip
+def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values, band,
+         weights) -> LeaderboardRow:  # fmt: skip
     battles = int(tally["battles"][i])
     shown, elo = values
     rating = float(shown) if np.isfinite(shown) else None
     low, high = _bounds(i, fit) if battles and params.method == "bt" else (None, None)
-    if not battles and params.method == "bt":
-        rating = e.prior_rating  # the posterior of a model without votes is its prior
+    if not battles:  # the posterior of a model without votes is its prior, if published
+        rating = e.prior_rating if e.prior_source is not None else None
     width = high - low if low is not None and high is not None else np.inf
     settled = width <= params.established_ci_width and battles >= params.established_min_battles
     decided = int(tally["wins"][i] + tally["losses"][i])
     side = int(fit.side[i]) if battles else graph.FITTED
+    status = PRIOR if not battles else ESTABLISHED if settled else PROVISIONAL
+    origin = _provenance(e, battles, rating, status, *weights)
     return LeaderboardRow(
         rank=int(band[0]) or None, rank_worst=int(band[1]) or None,
         component=int(fit.component[i]) + 1 if battles else None,
@@ -305,9 +264,22 @@ def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values,
         battles=battles, wins=int(tally["wins"][i]), losses=int(tally["losses"][i]),
         ties=int(tally["ties"][i]), both_bad=int(tally["both_bad"][i]),
         win_rate=int(tally["wins"][i]) / decided if decided else None,
-        status=PRIOR if not battles else ESTABLISHED if settled else PROVISIONAL,
-        available=True, note=UNBOUNDED_NOTES.get(side),
+        status=status, available=True, **origin,
+        note=UNRATED_NOTE if origin["provenance"] is None else UNBOUNDED_NOTES.get(side),
     )  # fmt: skip
+
+
+def _provenance(e: Entrant, battles: int, rating: float | None, status: str,
+                information: float, precision: float) -> dict:  # fmt: skip
+    """The row's provenance fields (see :mod:`arena_core.provenance`)."""
+    published = e.prior_source is not None
+    ladder = rung(published=published, battles=battles, information=information,
+                  precision=precision, established=status == ESTABLISHED)  # fmt: skip
+    share = votes_share(information, precision) if battles else 0.0 if published else None
+    prior = e.prior_rating if published else None
+    shift = rating - prior if prior is not None and rating is not None else None
+    return {"provenance": ladder, "votes_share": share, "prior_rating": prior,
+            "prior_source": e.prior_source, "prior_shift": shift}  # fmt: skip
 
 
 def _bounds(i: int, fit: BoardFit) -> tuple[float | None, float | None]:
@@ -344,7 +316,7 @@ def _warnings(
         out.append(f"The votes form {len(groups)} groups of models that never met, directly or "
                    f"through others ({listed}). Ranks compare models within a group only; "
                    f"{across}.")  # fmt: skip
-    unbounded = [r.model_id for r in rows if r.note is not None]
+    unbounded = [r.model_id for r in rows if r.unbounded]
     if unbounded:
         out.append(f"{len(unbounded)} model(s) have no finite maximum-likelihood rating: "
                    f"{', '.join(unbounded)}. They are listed without a rating, with the bound "

@@ -14,6 +14,7 @@ Example::
         title: English text-to-speech
         modality: audio
         prior_mapping: {benchmark: "TTS quality index", center: 82, points_per_unit: 8}
+                                             # priors: see arena_core.registry_priors
         prompts: prompts/tts_en.yaml        # or an inline list of {id, text, category}
         never_paired: [[espeak-ng/en-us, espeak-ng/en-us+f3]]   # groups that never meet
         models:
@@ -22,6 +23,7 @@ Example::
             backend: {type: espeak, voice: en-us}
             weight: 2                        # matchmaking: twice the usual share of battles
             family: espeak                   # lineage, for judges' self-preference
+            # prior: {value, source, accessed}: a published figure only, see registry_priors
     judges: [...]                            # automatic judges: see arena_core.judges.spec
 """
 
@@ -48,6 +50,7 @@ from arena_core.registry_fields import (
     number,
     text,
 )
+from arena_core.registry_priors import Prior, PriorMapping, Problem, read_mapping, read_prior
 from arena_core.yamlfile import load_strict_yaml
 
 #: The kinds of output an arena compares.
@@ -63,8 +66,6 @@ _MODEL_KEYS = {
 #: Largest matchmaking weight: beyond it one model would crowd out every other.
 MAX_WEIGHT = 100.0
 _PROMPT_KEYS = {"id", "text", "category"}
-_PRIOR_KEYS = {"value", "source"}
-_MAPPING_KEYS = {"benchmark", "center", "points_per_unit", "source"}
 
 
 @dataclass(frozen=True)
@@ -74,32 +75,6 @@ class Prompt:
     id: str
     text: str
     category: str | None = None
-
-
-@dataclass(frozen=True)
-class PriorMapping:
-    """How an arena turns a published benchmark figure into a starting rating.
-
-    ``rating = ANCHOR + points_per_unit * (value - center)``; for a TTS quality
-    index, ``center=82, points_per_unit=8`` gives the rule 1000 + 8 x (index - 82).
-    """
-
-    benchmark: str
-    center: float
-    points_per_unit: float
-    source: str | None = None
-
-    def rating(self, value: float) -> float:
-        return ANCHOR + self.points_per_unit * (value - self.center)
-
-
-@dataclass(frozen=True)
-class Prior:
-    """A published benchmark figure for a model, with where it was published."""
-
-    value: float
-    source: str
-    rating: float
 
 
 @dataclass(frozen=True)
@@ -188,8 +163,12 @@ class Registry:
 def load_registry(path: str | Path) -> Registry:
     """Read and validate a registry file; raises :class:`RegistryError`."""
     path = Path(path)
-    data = _load_yaml(path, file=path)
-    return parse_registry(data, file=path, base_dir=path.parent)
+    return parse_registry(load_document(path), file=path, base_dir=path.parent)
+
+
+def load_document(path: Path) -> Any:
+    """A registry file's YAML document, not yet validated; raises :class:`RegistryError`."""
+    return _load_yaml(path, file=path)
 
 
 def parse_registry(
@@ -262,20 +241,9 @@ def _parse_never_paired(ctx: Ctx, raw: Any, model_ids: list[str]) -> tuple[tuple
 
 
 def _parse_mapping(ctx: Ctx, raw: Any) -> PriorMapping | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raise ctx.error("must be a mapping {benchmark, center, points_per_unit}", "prior_mapping")
-    check_keys(ctx, raw, _MAPPING_KEYS, prefix="prior_mapping.")
-    points = number(ctx, raw, "points_per_unit", prefix="prior_mapping.")
-    if points <= 0:
-        raise ctx.error("must be positive", "prior_mapping.points_per_unit")
-    return PriorMapping(
-        benchmark=text(ctx, raw, "benchmark", prefix="prior_mapping."),
-        center=number(ctx, raw, "center", prefix="prior_mapping."),
-        points_per_unit=points,
-        source=text(ctx, raw, "source", required=False, prefix="prior_mapping."),
-    )
+    mapping, problems = read_mapping(ctx, raw)
+    _raise_first(ctx, problems)
+    return mapping
 
 
 def _parse_model(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
@@ -305,18 +273,15 @@ def _parse_model(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
 
 
 def _parse_prior(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Prior | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raise ctx.error("must be a mapping {value, source}", "prior")
-    check_keys(ctx, raw, _PRIOR_KEYS, prefix="prior.")
-    if mapping is None:
-        raise ctx.error(
-            "a prior needs the arena's prior_mapping to put it on the rating scale", "prior"
-        )
-    value = number(ctx, raw, "value", prefix="prior.")
-    source = text(ctx, raw, "source", prefix="prior.")
-    return Prior(value=value, source=source, rating=mapping.rating(value))
+    prior, problems = read_prior(ctx, raw, mapping)
+    _raise_first(ctx, problems)
+    return prior
+
+
+def _raise_first(ctx: Ctx, problems: list[Problem]) -> None:
+    """The loader stops at the first problem; ``registry --check`` lists them all."""
+    if problems:
+        raise ctx.error(problems[0].message, problems[0].field)
 
 
 def _parse_backend(ctx: Ctx, raw: Any) -> BackendSpec:

@@ -20,6 +20,8 @@ class RegistryError(ValueError):
 
     def __init__(self, message: str, *, file=None, arena=None, model=None, field=None):
         self.file, self.arena, self.model, self.field = file, arena, model, field
+        #: The message without the location, for callers that collect problems.
+        self.message = message
         where = [str(file) if file else "registry"]
         if arena is not None:
             where.append(f"arena {arena!r}")

@@ -41,10 +41,17 @@ class Entrant:
     params: str | None = None
     params_m: float | None = None
     prior_rating: float = ANCHOR
+    #: Where the prior was published; None: no published prior (the rating starts at the anchor).
+    prior_source: str | None = None
+
+    def __post_init__(self):
+        if self.prior_source is None and self.prior_rating != ANCHOR:
+            raise ValueError(f"{self.id}: a prior rating other than {ANCHOR:g} needs its source")
 
     @classmethod
     def from_arena(cls, arena: Arena) -> list[Entrant]:
-        return [cls(m.id, m.name, m.params, m.params_m, m.prior_rating) for m in arena.models]
+        return [cls(m.id, m.name, m.params, m.params_m, m.prior_rating,
+                    m.prior.source if m.prior else None) for m in arena.models]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,18 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return loader.construct_mapping(node, deep=deep)
 
 
+def _construct_timestamp(loader: _StrictLoader, node: yaml.ScalarNode) -> Any:
+    """A date or time as PyYAML reads it, or the text when it names no real day
+    (``2026-02-30``), so the field's reader can say which field is wrong instead of
+    PyYAML's bare ValueError escaping the loader."""
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
 def load_strict_yaml(path: Path) -> Any:

@@ -80,7 +80,8 @@ def test_board_table_badges_provisional_and_lists_unrated_models_apart():
     rows = table.shown_rows(board)
     html = table.board_html(board, rows, {"x": 0.52}, models())
     assert [r.model_id for r in rows] == [r.model_id for r in board.rows]  # the board's order
-    assert html.count('<span class="badge provisional">provisional</span>') == 2  # X and Y
+    assert html.count('class="badge provisional"') == 2  # X and Y: votes only, too few
+    assert html.count(">provisional</span>") == 2 and "board-legend" in html
     assert "<i>" not in html and "<em>" not in html  # no italics any more
     body = html.split("</thead>")[1]
     assert "Not yet rated" in body and body.index("Model Y") < body.index("Not yet rated")
@@ -134,7 +135,9 @@ def test_rank_and_interval_cells_say_what_the_board_knows():
     row = LeaderboardRow(rank=2, rank_worst=4, component=2, model="M", model_id="m", params=None,
                          params_m=None, rating=1010.0, ci_low=990.0, ci_high=1040.0, elo=1000.0,
                          elo_per_m_params=None, battles=30, wins=10, losses=10, ties=5,
-                         both_bad=5, win_rate=0.5, status="provisional", available=False,
+                         both_bad=5, win_rate=0.5, status="provisional",
+                         provenance="arena_thin", votes_share=0.8, prior_rating=None,
+                         prior_source=None, prior_shift=None, available=False,
                          note=None)  # fmt: skip
     assert presenters.rank_text(row) == "2–4" and presenters.rank_text(row, True) == "2–4 (group 2)"
     assert presenters.interval_text(row) == "+30 / -20"
@@ -145,7 +148,7 @@ def test_rank_and_interval_cells_say_what_the_board_knows():
     assert presenters.interval_text(below) == "≤ 876 (never won)"
     board = Board("ar", None, "bt", (row, replace(row, rank=1, rank_worst=1, component=1)), 30, {})
     html = table.board_html(board, list(board.rows), {}, {})
-    assert '<span class="badge unavailable">unavailable here</span>' in html
+    assert 'class="badge unavailable"' in html and ">unavailable here</span>" in html
     assert "2–4<br>" in html and "(group 2)" in html and "1<br>" in html  # two groups: named
     one_group = replace(board, rows=(row,))
     assert "(group" not in table.board_html(one_group, [row], {}, {})
@@ -284,3 +287,28 @@ def test_summary_shows_the_hub_sync_state():
     text = presenters.board_summary(board, LoadProgress(done=True), sync)
     assert "last push 2026-11-29 17:05 UTC" in text and "3 votes waiting" in text and "503" in text
     assert "not yet" in presenters.sync_line(SyncStatus())
+
+
+def test_board_table_shows_each_ratings_provenance():
+    board, _ = small_board()
+    by_id = {r.model_id: r for r in board.rows}
+    x, y, z = by_id["x"], by_id["y"], by_id["z"]  # x and y played (votes only), z never did
+    source = "https://example.org/bench"
+    rows = (replace(x, provenance="blended", votes_share=0.72, prior_rating=1100.0,
+                    prior_source=source, prior_shift=-23.4),
+            replace(y, provenance="arena"),
+            replace(z, provenance="prior", rating=1050.0, prior_rating=1050.0,
+                    prior_source=source, votes_share=0.0, note=None))  # fmt: skip
+    shown = replace(board, rows=rows)
+    html = table.board_html(shown, list(rows), {}, {})
+    body = html.split("</thead>")[1]
+    assert 'class="badge blended"' in body and 'class="badge prior"' in body
+    assert "The votes carry 72% of this rating and moved it -23 points." in body
+    assert f"Source: {source}." in body and 'badge provisional"' not in body  # y: established
+    assert "No votes yet<" in body and "Not yet rated" not in body  # z has a published prior
+    assert ">1050<" in body  # its rating is the benchmark's
+    legend = html.split('class="board-legend')[1]
+    assert "<b>prior</b>" in legend and "<b>blended</b>" in legend and "<b>no badge</b>" in legend
+    unrated = replace(board, rows=(x, replace(z, provenance=None, rating=None)))
+    body = table.board_html(unrated, list(unrated.rows), {}, {}).split("</thead>")[1]
+    assert "Not yet rated: no votes yet" in body and "<b>prior</b>" not in body

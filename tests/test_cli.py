@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.cli import main
+from arena_core.cli import format_table, main
 from arena_core.leaderboard import COLUMNS, BoardParams, Entrant, board_from_votes
 from arena_core.registry import load_registry
 from arena_core.votes.log import VoteLog
@@ -27,7 +27,7 @@ arenas:
     prompts: [{id: p1, text: Hi}]
     models:
       - {id: x, name: Model X, params: 7B, params_m: 7000, backend: {type: fake}}
-      - {id: y, name: Model Y, prior: {value: 75, source: "https://example.org"}, backend: {type: fake}}
+      - {id: y, name: Model Y, prior: {value: 75, source: "https://example.org", accessed: 2026-03-01}, backend: {type: fake}}
       - {id: z, name: Model Z, backend: {type: fake}}
 """
 
@@ -84,6 +84,14 @@ def test_registry_changes_names_priors_and_skips_unknown_models(log_dir, tmp_pat
     rows = {r["model_id"]: r for r in data["rows"]}
     assert rows["x"]["model"] == "Model X" and rows["x"]["params_m"] == 7000
     assert rows["x"]["elo_per_m_params"] == pytest.approx(rows["x"]["rating"] / 7000, abs=1e-4)
+    # y's published prior: 1000 + 4 x (75 - 50); x and z have votes only, too few to trust.
+    assert (
+        rows["y"]["prior_rating"] == 1100.0 and rows["y"]["prior_source"] == "https://example.org"
+    )
+    assert (
+        rows["y"]["provenance"] in ("prior", "blended") and rows["x"]["provenance"] == "arena_thin"
+    )
+    assert rows["y"]["prior_shift"] == pytest.approx(rows["y"]["rating"] - 1100.0, abs=0.11)
 
 
 def test_cli_reproduces_the_in_process_board_exactly(log_dir, tmp_path):
@@ -104,7 +112,7 @@ def test_csv_and_table_formats(log_dir):
     )
     assert len(rows) == 4 and set(rows[0]) == {c.name for c in COLUMNS}
     table = run("leaderboard", "--votes", log_dir, "--method", "elo").stdout
-    assert "Seq. Elo" in table and "6 votes used, method elo" in table
+    assert "Seq. Elo" in table and "6 votes used, method elo" in table and "Provenance" in table
 
 
 def test_fastchat_export_is_detected():
@@ -216,3 +224,12 @@ def test_windows_decay_prior_and_availability_options(log_dir, tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["leaderboard", "--votes", str(log_dir), "--prior-weight", "lots"])
     assert "expected 'fitted' or a number" in capsys.readouterr().err
+
+
+def test_the_table_lists_models_not_yet_rated_on_one_line(log_dir):
+    entrants = [Entrant("x", "X"), Entrant("y", "Y"), Entrant("z", "Z"), Entrant("w", "W"),
+                Entrant("v", "V")]  # fmt: skip
+    board = board_from_votes(read_votes(log_dir), "ar", entrants=entrants)
+    text = format_table(board)
+    assert "not yet rated: no published prior and no votes yet: V, W" in text
+    assert "note: W" not in text  # the per-model notes are for unbounded ratings

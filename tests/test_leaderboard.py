@@ -30,6 +30,8 @@ from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
+#: Where a test's prior "was published": a board needs a source for any prior but 1000.
+SOURCE = "test fixture"
 
 
 def make_log(tmp_path, votes, days=None):
@@ -91,7 +93,7 @@ def test_statuses_and_elo_per_million_params():
     entrants = [
         Entrant("a", "A", "5M", 5.0),
         Entrant("b", "B"),
-        Entrant("c", "C", prior_rating=1100),
+        Entrant("c", "C", prior_rating=1100, prior_source=SOURCE),
     ]
     a = np.zeros(4000, dtype=int)
     b = np.ones(4000, dtype=int)
@@ -111,7 +113,11 @@ def test_statuses_and_elo_per_million_params():
 
 def test_models_without_battles_are_not_ranked_and_come_last():
     # "top" has a prior of 1300 and no votes: it sits below the models that played and lost.
-    entrants = [Entrant("top", "Top", prior_rating=1300), Entrant("x", "X"), Entrant("y", "Y")]
+    entrants = [
+        Entrant("top", "Top", prior_rating=1300, prior_source=SOURCE),
+        Entrant("x", "X"),
+        Entrant("y", "Y"),
+    ]
     counts = PairCounts.zeros(3)
     for _ in range(5):
         counts.add(1, 2, 0)
@@ -205,7 +211,11 @@ def test_default_board_agrees_with_an_independent_posterior(tmp_path):
     log = [("a", "b", "a"), ("b", "c", "a"), ("c", "a", "tie"), ("a", "c", "a"), ("b", "a", "b"),
            ("c", "b", "both_bad"), ("a", "b", "a")]  # fmt: skip
     votes = make_log(tmp_path, [v(*x) for x in log])
-    entrants = [Entrant("a", "A"), Entrant("b", "B", prior_rating=1050), Entrant("c", "C")]
+    entrants = [
+        Entrant("a", "A"),
+        Entrant("b", "B", prior_rating=1050, prior_source=SOURCE),
+        Entrant("c", "C"),
+    ]
     board = board_from_votes(votes, "ar", entrants=entrants)
     counts = count_pairs(3, *(np.array(x) for x in ([0, 1, 2, 0, 1, 2, 0], [1, 2, 0, 2, 0, 1, 1],
                                                     [0, 0, 2, 0, 1, 3, 0])))  # fmt: skip
@@ -235,12 +245,19 @@ def test_registry_entrants_skip_unknown_models_and_use_priors(tmp_path):
     votes = make_log(
         tmp_path, [v("x", "y", "a"), v("x", "ghost", "a"), v("x", "y", "a", arena="other")]
     )
-    entrants = [Entrant("x", "X"), Entrant("y", "Y", prior_rating=1200), Entrant("w", "W")]
+    entrants = [
+        Entrant("x", "X"),
+        Entrant("y", "Y", prior_rating=1200, prior_source=SOURCE),
+        Entrant("w", "W"),
+    ]
     board = board_from_votes(votes, "ar", entrants=entrants)
     assert board.votes_used == 1
     assert board.skipped == {reasons.UNKNOWN_MODEL: 1}
     rows = {r.model_id: r for r in board.rows}
-    assert rows["w"].status == "prior" and rows["w"].rating == pytest.approx(1000)
+    # Neither a published prior nor votes: no rating, and the row says why.
+    assert rows["w"].status == "prior" and rows["w"].rating is None
+    assert rows["w"].provenance is None and rows["w"].note.startswith("not yet rated")
+    assert rows["y"].prior_rating == 1200 and rows["y"].prior_source == SOURCE
     assert rows["y"].elo == pytest.approx(1200 - 48 * (1 - 1 / (1 + 10 ** ((1200 - 1000) / 400))))
 
 

@@ -133,8 +133,10 @@ def row(model_id, rank, worst, battles=10):
                           model=model_id.upper(), model_id=model_id, params=None, params_m=None,
                           rating=1000.0, ci_low=None, ci_high=None, elo=1000.0,
                           elo_per_m_params=None, battles=battles, wins=0, losses=0, ties=0,
-                          both_bad=0, win_rate=None, status="provisional", available=True,
-                          note=None)  # fmt: skip
+                          both_bad=0, win_rate=None, status="provisional",
+                          provenance="arena_thin" if battles else None, votes_share=None,
+                          prior_rating=None, prior_source=None, prior_shift=None,
+                          available=True, note=None)  # fmt: skip
 
 
 def test_the_reveal_names_links_highlights_and_ranks():

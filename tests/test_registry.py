@@ -25,7 +25,7 @@ arenas:
         name: Piper Joe
         params: 63M
         params_m: 63
-        prior: {value: 86.5, source: https://example.org/table}
+        prior: {value: 86.5, source: https://example.org/table, accessed: 2026-03-01}
         license: CC0-1.0
         backend: {type: piper, voice: en_US-joe-medium}
   - id: chat
@@ -74,8 +74,8 @@ BROKEN = [
     (("id: chat", "id: tts-en"), None, None, None, "duplicate arena id"),
     (("params: 63M", "param_m: 63M"), "tts-en", "piper/joe", "param_m", "unknown key"),
     (("source: https://example.org/table", "note: x"), "tts-en", "piper/joe", "prior.note", "unknown key"),
-    (("prior: {value: 86.5, source: https://example.org/table}", "prior: {value: 86.5}"),
-     "tts-en", "piper/joe", "prior.source", "non-empty string"),
+    (("prior: {value: 86.5, source: https://example.org/table, accessed: 2026-03-01}", "prior: {value: 86.5, accessed: 2026-03-01}"),
+     "tts-en", "piper/joe", "prior.source", "the URL or citation"),
     (("name: Piper Joe", "name: ''"), "tts-en", "piper/joe", "name", "non-empty string"),
     (("params_m: 63", "params_m: -1"), "tts-en", "piper/joe", "params_m", "positive"),
     (("params_m: 63", "params_m: true"), "tts-en", "piper/joe", "params_m", "must be a number"),

@@ -2,7 +2,9 @@
 
 Columns are defined once (:data:`COLUMNS`): header, tooltip, cell and whether a
 phone shows it. A column that is empty for every shown row is left out, a
-provisional or unrated model carries a badge instead of a changed font, and the
+rating's provenance (:mod:`arena_core.provenance`) is a badge after the model's
+name (``prior``, ``blended``, ``provisional`` for votes too few to trust, none
+for an established arena rating) explained in one line under the table, and the
 rows that never played sit under their own heading. The ranking itself (bands,
 groups, unrated, unavailable) is the board's: this module only shows it.
 
@@ -16,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from html import escape
 
-from arena_core.leaderboard import ESTABLISHED, PROVISIONAL, Board, LeaderboardRow
+from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
 from arena_core.page.presenters import interval_text, rank_text
+from arena_core.provenance import ARENA, ARENA_THIN, BLENDED, PRIOR
 from arena_core.registry import Model
 
 #: Weight filters: value -> label.
@@ -60,16 +63,29 @@ def _model_cell(r: LeaderboardRow, ctx: Context) -> str:
         name = (
             f'<a href="{escape(model.url, quote=True)}" target="_blank" rel="noopener">{name}</a>'
         )
-    return name + "".join(f' <span class="badge {k}">{w}</span>' for k, w in _badges(r))
+    return name + "".join(f' <span class="badge {k}" title="{escape(tip, quote=True)}">{w}</span>'
+                          for k, w, tip in _badges(r))  # fmt: skip
 
 
-def _badges(r: LeaderboardRow) -> list[tuple[str, str]]:
+def _badges(r: LeaderboardRow) -> list[tuple[str, str, str]]:
+    """(class, word, tooltip) of each badge: the rating's provenance, then availability."""
     out = []
-    if r.battles and r.status == PROVISIONAL:
-        out.append(("provisional", "provisional"))
+    if r.provenance in (PRIOR, BLENDED):
+        out.append((r.provenance, r.provenance, _prior_tip(r)))
+    elif r.provenance == ARENA_THIN:
+        out.append(("provisional", "provisional", LEGEND[ARENA_THIN]))
     if not r.available:
-        out.append(("unavailable", "unavailable here"))
+        out.append(("unavailable", "unavailable here", "The model cannot run on this server now."))
     return out
+
+
+def _prior_tip(r: LeaderboardRow) -> str:
+    """Where the prior comes from and how much the votes weigh against it."""
+    tip = f"{LEGEND[r.provenance]}. Source: {r.prior_source}."
+    if r.battles and r.votes_share is not None:
+        tip += f" The votes carry {100 * r.votes_share:.0f}% of this rating"
+        tip += f" and moved it {r.prior_shift:+.0f} points." if r.prior_shift is not None else "."
+    return tip
 
 
 def _rank_cell(r: LeaderboardRow, ctx: Context) -> str:
@@ -83,8 +99,20 @@ def _rating_cell(r: LeaderboardRow, ctx: Context) -> str:
     if r.rating is None:
         return "–"
     if not r.battles:
-        return f'<span class="muted" title="Starting rating: no votes yet">{r.rating:.0f}</span>'
+        tip = "From a published benchmark: no votes yet"
+        return f'<span class="muted" title="{tip}">{r.rating:.0f}</span>'
     return f"<b>{r.rating:.0f}</b>"
+
+
+#: What each rung of the provenance ladder means to a visitor (see arena_core.provenance).
+LEGEND = {
+    PRIOR: "from a published benchmark; no votes yet, or too few to outweigh it",
+    BLENDED: "a published benchmark and the arena's votes, the votes weighing more",
+    ARENA_THIN: "the arena's votes only, too few to trust yet: it may still move a lot",
+    ARENA: "the arena's votes only, enough to trust",
+}
+#: The word each rung shows as (an established arena rating carries no badge).
+_LEGEND_WORDS = {PRIOR: "prior", BLENDED: "blended", ARENA_THIN: "provisional", ARENA: "no badge"}
 
 
 def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
@@ -94,8 +122,8 @@ def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
 COLUMNS = (
     Column("rank", "Rank", "Plausible places: models whose intervals overlap share a band.",
            lambda r, ctx: _rank_cell(r, ctx)),
-    Column("model", "Model", "Provisional: its rating may still move a lot.", _model_cell,
-           numeric=False),
+    Column("model", "Model", "What a rating rests on: " + "; ".join(f"{w}: {LEGEND[k]}" for k, w in
+           _LEGEND_WORDS.items()) + ".", _model_cell, numeric=False),
     Column("rating", "Rating", "Bradley-Terry rating (1000 = anchor, +400 = 10-to-1 odds).",
            _rating_cell),
     Column("ci", "95% CI", "The rating lies in this range with 95% probability.",
@@ -151,15 +179,23 @@ def board_html(board: Board, rows: list[LeaderboardRow], latency: Mapping[str, f
     for r, row in zip(rows, cells, strict=True):
         if not r.battles and not unrated_started:
             unrated_started = True
-            body.append(f'<tr class="section"><td colspan="{len(keep)}">Not yet rated: no votes '
-                        "yet</td></tr>")  # fmt: skip
+            label = ("No votes yet" if any(x.provenance for x in rows if not x.battles) else
+                     "Not yet rated: no votes yet")  # fmt: skip
+            body.append(f'<tr class="section"><td colspan="{len(keep)}">{label}</td></tr>')
         tds = "".join(f'<td class="{_classes(COLUMNS[k])}">{row[k]}</td>' for k in keep)
         body.append(f'<tr class="{"unrated" if not r.battles else r.status}">{tds}</tr>')
     return (
         '<div class="board-wrap"><table class="board"><caption class="sr-only">Leaderboard of '
         f"{escape(board.arena)}</caption><thead><tr>{head}</tr></thead><tbody>"
-        f"{''.join(body)}</tbody></table></div>"
+        f"{''.join(body)}</tbody></table></div>{_legend(rows)}"
     )
+
+
+def _legend(rows: list[LeaderboardRow]) -> str:
+    """One line saying what the badges of these rows mean (only the rungs present)."""
+    present = {r.provenance for r in rows}
+    parts = [f"<b>{w}</b>: {LEGEND[k]}" for k, w in _LEGEND_WORDS.items() if k in present]
+    return f'<p class="board-legend muted">{" · ".join(parts)}</p>' if parts else ""
 
 
 def _classes(col: Column) -> str:

@@ -141,7 +141,8 @@ Model authors: open a pull request that adds an entry to the arena's `models:` l
         params_m: 82
 ```
 
-A starting rating (`prior`) needs a published benchmark figure and its `source`. The
+A starting rating (`prior`) needs a published benchmark figure, its `source` and the date
+you read it (`accessed`); `python -m arena_core registry --check` lists what is missing. The
 loader checks every field and names the first problem; the tests synthesise with every
 local engine. A new model starts *not yet rated*, plays under-sampled pairs more often,
 and becomes *established* once its interval is narrow enough.

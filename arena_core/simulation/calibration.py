@@ -283,7 +283,7 @@ def _unbounded_case(label, seeds, rng, params, draw, watched) -> dict:
         entrants = [Entrant(f"m{i}", f"m{i}") for i in range(n)]
         result = standings(entrants, EloState.start(n), count_pairs(n, a, b, outcome), params)
         boards += 1
-        free = [r for r in result.rows if r.note is not None]
+        free = [r for r in result.rows if r.unbounded]
         with_unbounded += bool(free)
         for r in free:
             i = int(r.model_id[1:])
