@@ -27,6 +27,9 @@ fi
 export ARENA_REQUIRE_BROWSER=1 GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# The registry the Space ships: a prior without a source or a mapping that does not round-trip
+# fails the run (models without a prior are only listed).
+.venv/bin/python -m arena_core registry --check --registry registry.yaml > /dev/null
 # One test file per worker (module-scoped fixtures such as the launched app stay whole).
 # Three workers on two cores: the browser and app tests spend much of their time waiting for
 # clips to play, and a third worker fills it (on this machine 108 s against 121 s with two,
