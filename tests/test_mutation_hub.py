@@ -107,7 +107,9 @@ def test_earlier_local_votes_the_repo_lacks_are_pushed_once(tmp_path):
     sync.flush()
     votes = repo_votes(api)
     assert len(votes) == 6 and not votes.skipped
-    adopted = [p for p in api.commits[-1]["files"] if "adopted-" in p]
+    # Pushed once, in whichever commit: the start-up's own push may take it before the flush
+    # does (which one wins depends on the machine's load).
+    adopted = [p for commit in api.commits for p in commit["files"] if "adopted-" in p]
     assert len(adopted) == 1 and adopted[0].startswith("data/adopted-")
     assert sync.status().waiting == 0 and sync.status().pushed_votes == 3
 
