@@ -115,12 +115,16 @@ def write_jsonl(frames: list[pd.DataFrame], folder: Path, shards: int = 4) -> No
 
 
 def write_parquet(frames: list[pd.DataFrame], folder: Path) -> Path:
-    """One zstd Parquet file, a row group per frame."""
+    """One zstd Parquet file, a row group per frame (fields the frames lack are null)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "votes.parquet"
     with pq.ParquetWriter(path, ARROW_SCHEMA, compression="zstd") as writer:
         for frame in frames:
             writer.write_table(
-                pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False)
+                pa.Table.from_pandas(
+                    frame.reindex(columns=ARROW_SCHEMA.names),
+                    schema=ARROW_SCHEMA,
+                    preserve_index=False,
+                )
             )
     return path
