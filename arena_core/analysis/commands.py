@@ -14,10 +14,12 @@ import json
 import sys
 
 from arena_core.analysis.complementarity import MIN_OVERLAP, ROUNDS
+from arena_core.analysis.model_commands import add_commands as add_model_commands
 
 
 def add_commands(sub) -> None:
-    """Register ``analyze`` and its analyses on the CLI's subparsers."""
+    """Register ``analyze`` and its analyses, and ``model``, on the CLI's subparsers."""
+    add_model_commands(sub)
     analyze = sub.add_parser("analyze", help="analyses of the votes for researchers")
     analyses = analyze.add_subparsers(required=True, metavar="ANALYSIS")
     comp = analyses.add_parser(

@@ -59,7 +59,9 @@ def wilson_interval(k: float, n: float, level: float = 0.95) -> tuple[float, flo
     p, z2n = k / n, z * z / n
     centre = (p + z2n / 2.0) / (1.0 + z2n)
     half = z * math.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n)) / (1.0 + z2n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At k = 0 (k = n) the lower (upper) root is exactly 0 (1); rounding would miss it.
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    return low, 1.0 if k == n else min(1.0, centre + half)
 
 
 @dataclass(frozen=True)
