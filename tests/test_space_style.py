@@ -27,7 +27,8 @@ def build(tmp_path, *, warm=True):
     arena = registry.arena("tts")
     backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
     pool = ModelPool(arena, backends, cache=OutputCache(tmp_path / "raw"))
-    blinder = Blinder(BlindingParams(), cache=OutputCache(tmp_path / "shaped"))
+    blinder = Blinder(BlindingParams(), cache=OutputCache(tmp_path / "shaped"),
+                      rng=np.random.default_rng(2))  # fmt: skip
     if warm:
         Warmup(registry, {"tts": pool}, blinder, Pacer(), rng=np.random.default_rng(0)).run()
     service = ArenaService(registry, {"tts": pool}, VoteLog(tmp_path / "votes"), blinder=blinder,
@@ -56,7 +57,9 @@ def test_votes_carry_each_sides_style_as_delivered(tmp_path):
             seconds = 0.5 + len(row["prompt"]) / 40
             assert row[f"model_{side}_duration_s"] == pytest.approx(seconds, abs=0.06)
             assert row[f"model_{side}_speech_rate"] == pytest.approx(words / seconds, rel=0.1)
-            assert row[f"model_{side}_lufs"] == pytest.approx(-23, abs=0.6)  # normalised, jittered
+            # Normalised to -23 LUFS (the raw tones measure about -13): a short clip's gated
+            # loudness also moves with its padding and the delivery's 0.3 LU jitter.
+            assert row[f"model_{side}_lufs"] == pytest.approx(-23, abs=1.2)
     first, second = rows[-2:]  # the judge's swapped verdict swaps the style with the models
     for name in ("duration_s", "speech_rate", "lufs", "sample_rate"):
         assert (second[f"model_a_{name}"], second[f"model_b_{name}"]) == (
