@@ -63,11 +63,12 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> g
             if settings.space_id:  # OAuth login only works on a Space
                 gr.LoginButton(scale=0)
         session = gr.State(None)
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Arena", id="arena", elem_id="arena-tab"):
                 arena_in = _arena_tab(service, settings, session, offer, clips, demo)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="board-tab") as leaderboard_tab:
-                board_tab(service, demo, leaderboard_tab, arena_in, offer, poll=LOADING_POLL)
+                board_tab(service, demo, leaderboard_tab, arena_in, offer, poll=LOADING_POLL,
+                          tabs=tabs)  # fmt: skip
             with gr.Tab("About", id="about", elem_id="about-tab"):
                 # A function, so each page load shows the models' state now (start-up checks).
                 gr.Markdown(lambda: ui_text.about(service.registry, service.params,

@@ -59,3 +59,18 @@ def test_the_style_and_judges_views(views_app, browser):
     expect(table).to_contain_text("Shared prompts", timeout=60_000)
     expect(table).to_contain_text("1500 human votes over 20 prompts")
     visit.shot("complementarity")
+    page.locator("#board-view").get_by_text("Model").click()
+    expect(table).to_contain_text("Against each opponent", timeout=60_000)
+    expect(page.locator("#chart-ratings")).to_be_visible()
+    visit.shot("model")
+
+
+def test_a_shared_link_opens_a_models_page(views_app, browser):
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "model-link")
+    page = visit.page
+    page.goto(views_app + "?model=m2")
+    table = page.locator("#board-table")
+    expect(table).to_contain_text("Two (m2)", timeout=60_000)
+    expect(table).to_contain_text("Against each opponent")
+    expect(page.get_by_role("tab", name="Leaderboard")).to_have_attribute("aria-selected", "true")
+    visit.shot("opened")

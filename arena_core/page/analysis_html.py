@@ -37,7 +37,7 @@ JUDGES_EXPLAINED = (
 )
 
 
-def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
+def html_table(head: list[str], rows: list[list[str]], caption: str) -> str:
     ths = "".join(f'<th scope="col">{escape(h)}</th>' for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return (f'<div class="board-wrap"><table class="board"><caption class="sr-only">'
@@ -53,7 +53,7 @@ def coefficients_html(coefficients: tuple[Coefficient, ...]) -> str:
     rows = [[escape(COVARIATE_LABELS.get(c.name, c.name)), f"{c.points:+.1f}",
              f"{c.low:+.1f} to {c.high:+.1f}", f"{c.win_probability:.3f}"]
             for c in coefficients]  # fmt: skip
-    return _table(["Covariate", "Points", "95% interval", "P(A wins) at +1 SD"], rows,
+    return html_table(["Covariate", "Points", "95% interval", "P(A wins) at +1 SD"], rows,
                   "Style covariates")  # fmt: skip
 
 
@@ -71,7 +71,7 @@ def style_html(board: StyleBoard, names: dict[str, str]) -> str:
     if unfitted:
         note += ". Not fitted: " + ", ".join(unfitted)
     return (f'<p class="muted">{STYLE_EXPLAINED}</p>'
-            + _table(["Rank", "Model", "Rating", "95% interval"], rows, "Style-controlled board")
+            + html_table(["Rank", "Model", "Rating", "95% interval"], rows, "Style-controlled board")
             + note + ".</p>" + coefficients_html(board.coefficients))  # fmt: skip
 
 
@@ -93,12 +93,12 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
     board = [[str(k + 1), escape(names.get(m, m)), f"{v:.0f}",
               f"{report.human[m]:.0f}" if m in report.human else "–"]
              for k, (m, v) in enumerate(consensus)]  # fmt: skip
-    parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', _table(head, rows, "Judges")]
+    parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', html_table(head, rows, "Judges")]
     if report.fit_error:
         parts.append(f"<p class='board-note'>{escape(fit_failed(report.fit_error))}</p>")
     else:
         parts += ["<h3>The judges' corrected consensus beside the human board</h3>",
-                  _table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
+                  html_table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
     human = report.human_position
     if human is not None:
         parts.append(f"<p class='board-note'>Human voters' side-A term: {human.points:+.1f} points "
@@ -130,5 +130,5 @@ def complementarity_html(report, names: dict[str, str]) -> str:
     note = (f'<p class="board-note">{report.votes_used} human votes over {report.prompts} '
             f"prompts; {report.no_prompt_id} without a prompt id (typed prompts) left out.</p>")  # fmt: skip
     return (f'<p class="muted">{COMPLEMENTARITY_EXPLAINED}</p>'
-            + _table(["Model", "Model", "Shared prompts", "ρ", "Gain (points)", "95% interval",
+            + html_table(["Model", "Model", "Shared prompts", "ρ", "Gain (points)", "95% interval",
                       "Flagged"], rows, "Per-prompt complementarity") + note)  # fmt: skip

@@ -6,19 +6,20 @@ come from the service, the text and HTML from the other ``arena_core.page`` modu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import gradio as gr
 
-from arena_core.page import analysis_html, battle, plots, presenters, table, ui_text
+from arena_core.page import analysis_html, battle, model_html, plots, presenters, table, ui_text
 
 #: The board's views: the default, the style-controlled one, the automatic judges', and the
 #: per-prompt complementarity of pairs of models (an insight for researchers).
 VIEWS = {"Votes": "votes", "Style-controlled": "style", "Judges": "judges",
-         "Complementarity": "complementarity"}  # fmt: skip
+         "Complementarity": "complementarity", "Model": "model"}  # fmt: skip
 
 
-def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
+def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) -> None:
     """Lay out the Leaderboard tab's controls, table and charts, and wire their events."""
     arenas = service.registry.arenas
     offered = {a.id for a in offer.offered}
@@ -36,6 +37,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
         view = gr.Radio(list(VIEWS.items()), value="votes", label="Board", scale=4,
                         elem_id="board-view")  # fmt: skip
         provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
+        model_pick = gr.Dropdown(_model_choices(service, first), label="Model", visible=False,
+                                 scale=4, elem_id="board-model")  # fmt: skip
         refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
     summary = gr.Markdown(elem_id="board-summary")
     board_box = gr.HTML(elem_id="board-table")
@@ -43,11 +46,14 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
     win_rates = gr.Plot(show_label=False, visible=False, elem_id="chart-wins")
     battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
     timer = gr.Timer(poll, active=not service.progress.done)
-    inputs = [board_arena, category, weights, period, provisional, view]
+    inputs = [board_arena, category, weights, period, provisional, view, model_pick]
 
-    def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value):
+    def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
+             model_id=None):  # fmt: skip
         window = presenters.period_window(period_value or "all", datetime.now(UTC))
         cat = category_value or None
+        if view_value == "model" and service.progress.done:
+            return (gr.Timer(active=False), "", *model_view(arena_id, model_id))
         if view_value != "votes" and service.progress.done:
             return (gr.Timer(active=False), "", other_view(arena_id, cat, view_value),
                     *[gr.update(visible=False)] * 3)  # fmt: skip
@@ -63,6 +69,20 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
                 presenters.board_summary(board, service.progress, sync),
                 table.board_html(board, rows, service.latency(arena_id), models),
                 *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
+
+    def model_view(arena_id: str, model_id: str | None) -> tuple:
+        arena = service.arena(arena_id)
+        ids = [m.id for m in arena.models]
+        model_id = model_id if model_id in ids else ids[0]
+        report = service.analyses.model(arena_id, model_id)
+        status = service.pools[arena_id].status().get(model_id)
+        report = replace(report, available=status.available if status else None,
+                         median_latency_s=service.pools[arena_id].median_latency(model_id))  # fmt: skip
+        names = {m.id: m.name for m in arena.models}
+        chart = model_html.history_chart(report)
+        return (model_html.model_html(report, names),
+                gr.update(value=chart, visible=chart is not None),
+                *[gr.update(visible=False)] * 2)  # fmt: skip
 
     def other_view(arena_id: str, cat: str | None, view_value: str) -> str:
         arena = service.arena(arena_id)
@@ -94,13 +114,36 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float) -> None:
     board_arena.change(categories, inputs=[board_arena], outputs=[category],
                        api_visibility="private", queue=False).then(
         show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
-    view.input(lambda v: [gr.update(visible=v == "votes")] * 3, inputs=[view],
-               outputs=[weights, period, provisional], api_visibility="private", queue=False)  # fmt: skip
+    view.input(lambda v: [gr.update(visible=v == "votes")] * 3 + [gr.update(visible=v == "model")],
+               inputs=[view], outputs=[weights, period, provisional, model_pick],
+               api_visibility="private", queue=False)  # fmt: skip
+    board_arena.input(lambda a: gr.update(choices=_model_choices(service, a), value=None),
+                       inputs=[board_arena], outputs=[model_pick], api_visibility="private",
+                       queue=False)  # fmt: skip
     gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
-           view.input, tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
+           view.input, model_pick.input, tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
           api_visibility="private", concurrency_limit=2)  # fmt: skip
     # The board follows the arena the visitor battles in.
     arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],
                     api_visibility="private", queue=False)  # fmt: skip
     demo.load(categories, inputs=[board_arena], outputs=[category], api_visibility="private",
               queue=False)  # fmt: skip
+    if tabs is not None:  # a shared link to a model's page: ?model=ID
+
+        def deep_link(request: gr.Request):
+            wanted = request.query_params.get("model") if request is not None else None
+            for arena in arenas if wanted else ():
+                if any(m.id == wanted for m in arena.models):
+                    return (gr.Tabs(selected="leaderboard"), arena.id, "model",
+                            gr.update(choices=_model_choices(service, arena.id), value=wanted,
+                                      visible=True),
+                            *[gr.update(visible=False)] * 3)  # fmt: skip
+            return (gr.update(),) * 7
+
+        demo.load(deep_link, outputs=[tabs, board_arena, view, model_pick, weights, period,
+                                      provisional], api_visibility="private", queue=False).then(
+            show, inputs=inputs, outputs=outputs, api_visibility="private")  # fmt: skip
+
+
+def _model_choices(service, arena_id: str) -> list[tuple[str, str]]:
+    return [(m.name, m.id) for m in service.arena(arena_id).models]

@@ -45,7 +45,7 @@ def _rated(board: Board) -> list[LeaderboardRow]:
     return [r for r in board.rows if r.battles > 0]
 
 
-def _frame(fig: go.Figure, title: str, rows: int) -> go.Figure:
+def frame(fig: go.Figure, title: str, rows: int) -> go.Figure:
     fig.update_layout(title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 16}},
                       height=FRAME_PX + ROW_PX * max(rows, 3), template="plotly_white",
                       font=FONT, margin={"l": 10, "r": 10, "t": 60, "b": 40},
@@ -85,7 +85,7 @@ def rating_chart(board: Board) -> go.Figure | None:
         title += " · models without a finite rating are left out"
     fig.update_xaxes(range=rating_span(rows), tickformat="d", nticks=8, title="rating")
     fig.update_yaxes(autorange="reversed", automargin=True)
-    return _frame(fig, title, len(rows))
+    return frame(fig, title, len(rows))
 
 
 def _heatmap(board: Board, ids: list[str], matrix: np.ndarray, title: str, text: np.ndarray,
@@ -102,7 +102,7 @@ def _heatmap(board: Board, ids: list[str], matrix: np.ndarray, title: str, text:
     )  # fmt: skip
     fig.update_yaxes(autorange="reversed", automargin=True, title="row model")
     fig.update_xaxes(tickangle=-35, automargin=True, title="column model")
-    return _frame(fig, title, len(rows) + 4)
+    return frame(fig, title, len(rows) + 4)
 
 
 def win_rate_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Figure | None:

@@ -18,6 +18,7 @@ import numpy as np
 from arena_core.analysis.boards import ANALYSIS_COLUMNS, StyleBoard, judges_report, style_board
 from arena_core.analysis.complementarity import ComplementarityParams
 from arena_core.analysis.insights import ComplementarityReport, complementarity_report
+from arena_core.analysis.model_report import MODEL_COLUMNS, ModelReport, model_report
 from arena_core.judges.bias import BiasReport
 from arena_core.votes.read import read_votes
 
@@ -60,12 +61,19 @@ class Analyses:
                             lambda votes: complementarity_report(
                                 votes, arena_id, params, rng=np.random.default_rng(0)))  # fmt: skip
 
-    def _cached(self, key: tuple, compute: Callable):
+    def model(self, arena_id: str, model_id: str) -> ModelReport:
+        """One model's report (``arena_core.analysis.model_report``), from the log."""
+        arena = self.registry.arena(arena_id)
+        return self._cached(("model", arena_id, model_id),
+                            lambda votes: model_report(votes, arena_id, model_id, arena=arena),
+                            columns=MODEL_COLUMNS)  # fmt: skip
+
+    def _cached(self, key: tuple, compute: Callable, columns=ANALYSIS_COLUMNS):
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and self._clock() - hit[0] < self.ttl:
                 return hit[1]
             folders = [f for f in self._folders() if Path(f).exists()]
-            value = compute(read_votes(folders, columns=ANALYSIS_COLUMNS))
+            value = compute(read_votes(folders, columns=columns))
             self._cache[key] = (self._clock(), value)
             return value
