@@ -142,3 +142,10 @@ def test_normal_form_is_a_fixed_point_of_lowercase_words(text):
     assert once == " ".join(once.split())
     assert not re.search(r"[^\w' ]", once)
     assert once == once.casefold()
+
+
+@pytest.mark.parametrize("text", ["0_", "a_1", "1_000", "_7_"])
+def test_an_underscore_does_not_hide_a_number(text):
+    # Found by the fixed-point property on CI: "0_" became "0", and "0" then "zero".
+    once = normalise(text)
+    assert normalise(once) == once and not re.search(r"\d", once)

@@ -212,7 +212,9 @@ def _prepare(text: str) -> str:
     """Unicode, markup, typographic punctuation, "No." and "&": before the readings (case
     stays until :func:`_finish`: it tells an acronym)."""
     text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC)
-    text = _MARKUP.sub(" ", text)
+    # An underscore joins word characters as far as a regular expression's \b can tell, so
+    # "0_" hid its number from the readings; it separates words, as _finish treats it.
+    text = _MARKUP.sub(" ", text).replace("_", " ")
     return _NUMBER_SIGN.sub(" number ", text).replace("&", " and ")
 
 
