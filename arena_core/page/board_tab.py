@@ -33,7 +33,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
                            label="Weights", scale=3)  # fmt: skip
         period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
                           value="all", label="Period", scale=3)  # fmt: skip
-    with gr.Row():
+    with gr.Row(elem_classes="stack-on-phone"):
         view = gr.Radio(list(VIEWS.items()), value="votes", label="Board", scale=4,
                         elem_id="board-view")  # fmt: skip
         provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
