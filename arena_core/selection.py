@@ -85,6 +85,18 @@ class Selection:
         return count_pairs(len(self.entrants), self.a, self.b, self.outcome, weights)
 
 
+def voter_kind_mask(votes: VoteTable, voter_kind: str) -> np.ndarray:
+    """Votes cast by this kind of voter; a row without a kind is a human's."""
+    kind = votes.encoded["voter_kind"]
+    return kind.isin([voter_kind]) | ((kind.codes < 0) & (voter_kind == "human"))
+
+
+def flagged_mask(votes: VoteTable) -> np.ndarray:
+    """Votes that carry a flag (e.g. rate-limited): left out of ratings unless asked for."""
+    lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
+    return np.nan_to_num(lengths.astype(float)) > 0
+
+
 def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
                  entrants: Sequence[Entrant] | None = None, params: BoardParams | None = None,
                  window: Window = ALL_TIME) -> Selection:  # fmt: skip
@@ -104,13 +116,11 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     if category is not None:
         keep &= enc["category"].isin([category])
     if voter_kind is not None:
-        kind = enc["voter_kind"]
-        keep &= kind.isin([voter_kind]) | ((kind.codes < 0) & (voter_kind == "human"))
+        keep &= voter_kind_mask(votes, voter_kind)
     if judge is not None:
         keep &= enc["judge"].isin([judge])
     if not include_flagged:
-        lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
-        flagged = keep & (np.nan_to_num(lengths.astype(float)) > 0)
+        flagged = keep & flagged_mask(votes)
         skipped[FLAGGED] += int(flagged.sum())
         keep &= ~flagged
         anomalous = keep & anomalous_votes(votes)  # votes of flagged voters, before their flag too

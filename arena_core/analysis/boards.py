@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow.compute as pc
 
 from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.judges.bias import BiasReport, measure_judges
-from arena_core.ratings.counts import OUTCOME_NAMES
-from arena_core.ratings.style import Coefficient, SideVotes, position_term, style_bradley_terry
+from arena_core.ratings.counts import OUTCOME_CODES
+from arena_core.ratings.style import Coefficient, SideVotes, style_bradley_terry
+from arena_core.selection import flagged_mask, voter_kind_mask
 from arena_core.votes.schema import STYLE_COLUMNS
 
 #: Columns the two analyses read (``read_votes(..., columns=ANALYSIS_COLUMNS)``).
@@ -57,14 +57,18 @@ class StyleBoard:
         }  # fmt: skip
 
 
-def counted_frame(votes, arena: str, *, category: str | None = None) -> pd.DataFrame:
-    """The arena's votes (every voter kind) that a board may count, as a DataFrame."""
+def counted_frame(votes, arena: str, *, category: str | None = None,
+                  voter_kind: str | None = None) -> pd.DataFrame:  # fmt: skip
+    """The arena's votes that a board may count, as a DataFrame: those of ``voter_kind``
+    ('human', 'judge'), or of every kind with None. Flagged votes and anomalous voters'
+    votes are left out by the same rules as :func:`~arena_core.selection.select_votes`."""
     keep = votes.encoded["arena"].isin([arena])
     if category is not None:
         keep &= votes.encoded["category"].isin([category])
+    if voter_kind is not None:
+        keep &= voter_kind_mask(votes, voter_kind)
     if "flags" in votes.table.column_names:
-        lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
-        keep &= ~(np.nan_to_num(lengths.astype(float)) > 0)
+        keep &= ~flagged_mask(votes)
     keep &= ~anomalous_votes(votes)
     table = votes.table.filter(keep)
     frame = table.to_pandas()
@@ -81,14 +85,13 @@ def style_board(votes, arena, *, category: str | None = None, level: float = 0.9
     (:class:`~arena_core.ratings.covariates.CovariateParams`), not the default board's
     fitted spread: with the covariates in the model that spread is not re-fitted.
     """
-    frame = counted_frame(votes, arena.id, category=category)
-    frame = frame[frame["voter_kind"].isna() | (frame["voter_kind"] == "human")]
+    frame = counted_frame(votes, arena.id, category=category, voter_kind="human")
     models = [m.id for m in arena.models]
     index = {m: k for k, m in enumerate(models)}
     frame = frame[frame["model_a"].isin(index) & frame["model_b"].isin(index)]
     a = frame["model_a"].map(index).to_numpy(int)
     b = frame["model_b"].map(index).to_numpy(int)
-    outcome = frame["vote"].map({v: k for k, v in enumerate(OUTCOME_NAMES)}).to_numpy(int)
+    outcome = frame["vote"].map(OUTCOME_CODES).to_numpy(int)
     columns = {c: frame[c].to_numpy(float) for c in STYLE_COLUMNS if c in frame}
     prior = [m.prior_rating for m in arena.models]
     fit = style_bradley_terry(len(models), SideVotes.from_columns(a, b, outcome, columns),
@@ -110,17 +113,3 @@ def judges_report(votes, arena, registry) -> BiasReport:
     families = {m.id: m.family for m in arena.models if m.family}
     judge_families = {j.id: j.family for j in registry.judges}
     return measure_judges(frame, families, judge_families)
-
-
-def human_position(votes, arena) -> Coefficient | None:
-    """Side A's edge among the arena's human votes (None without votes)."""
-    frame = counted_frame(votes, arena.id)
-    frame = frame[frame["voter_kind"].isna() | (frame["voter_kind"] == "human")]
-    index = {m.id: k for k, m in enumerate(arena.models)}
-    frame = frame[frame["model_a"].isin(index) & frame["model_b"].isin(index)]
-    if frame.empty:
-        return None
-    outcome = frame["vote"].map({v: k for k, v in enumerate(OUTCOME_NAMES)}).to_numpy(int)
-    side = SideVotes(frame["model_a"].map(index).to_numpy(int),
-                     frame["model_b"].map(index).to_numpy(int), outcome)  # fmt: skip
-    return position_term(len(index), side)

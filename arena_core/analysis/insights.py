@@ -24,7 +24,7 @@ from arena_core.analysis.complementarity import (
     PromptVotes,
     complementarity,
 )
-from arena_core.ratings.counts import OUTCOME_NAMES
+from arena_core.ratings.counts import OUTCOME_CODES
 
 #: Columns the analysis reads (``read_votes(..., columns=COMPLEMENTARITY_COLUMNS)``).
 COMPLEMENTARITY_COLUMNS = ("arena", "model_a", "model_b", "vote", "prompt_id", "voter",
@@ -90,8 +90,7 @@ def complementarity_report(votes, arena: str, params: ComplementarityParams | No
                            *, rng: np.random.Generator | None = None) -> ComplementarityReport:  # fmt: skip
     """The complementarity of ``arena``'s models from a :class:`~arena_core.votes.clean.VoteTable`."""
     params = params or ComplementarityParams()
-    frame = counted_frame(votes, arena)
-    frame = frame[frame["voter_kind"].isna() | (frame["voter_kind"] == "human")]
+    frame = counted_frame(votes, arena, voter_kind="human")
     has_prompt = frame["prompt_id"].notna() & (frame["prompt_id"] != "")
     no_prompt_id = int((~has_prompt).sum())
     frame = frame[has_prompt]
@@ -100,7 +99,7 @@ def complementarity_report(votes, arena: str, params: ComplementarityParams | No
     prompt, prompt_ids = pd.factorize(frame["prompt_id"])
     data = PromptVotes.from_arrays(
         frame["model_a"].map(index).to_numpy(int), frame["model_b"].map(index).to_numpy(int),
-        frame["vote"].map({v: k for k, v in enumerate(OUTCOME_NAMES)}).to_numpy(int), prompt)  # fmt: skip
+        frame["vote"].map(OUTCOME_CODES).to_numpy(int), prompt)  # fmt: skip
     result = complementarity(len(models), data, params, rng=rng)
     return ComplementarityReport(arena, _pair_rows(result, models), _model_rows(result, models),
                                  len(frame), len(prompt_ids), no_prompt_id, result.too_few,

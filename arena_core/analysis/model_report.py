@@ -157,7 +157,7 @@ def model_report(votes, arena_id: str, model_id: str, *, arena=None, recent: int
                          "not in its registry entry")  # fmt: skip
     k, prior = ids.index(model_id), [e.prior_rating for e in sel.entrants]
     battles = (sel.a, sel.b, sel.outcome)
-    frame = _human(counted_frame(votes, arena_id), set(ids))
+    frame = _between(counted_frame(votes, arena_id, voter_kind="human"), set(ids))
     mine = sides(frame, model_id)
     board = board_from_votes(votes, arena_id, entrants=entrants, params=params)
     model = arena.model(model_id) if arena is not None else None
@@ -179,10 +179,9 @@ def _dated(points, ts_us) -> tuple:
     return tuple(replace(p, ts=format_us(int(ts_us[p.arena_votes - 1]))) for p in points)
 
 
-def _human(frame: pd.DataFrame, ids: set[str]) -> pd.DataFrame:
-    """Human votes between entrants: the rows the default board counts."""
-    human = frame["voter_kind"].isna() | (frame["voter_kind"] == "human")
-    return frame[human & frame["model_a"].isin(ids) & frame["model_b"].isin(ids)]
+def _between(frame: pd.DataFrame, ids: set[str]) -> pd.DataFrame:
+    """Votes between entrants: with counted human votes, the rows the default board counts."""
+    return frame[frame["model_a"].isin(ids) & frame["model_b"].isin(ids)]
 
 
 def _row(board, model_id: str) -> LeaderboardRow | None:

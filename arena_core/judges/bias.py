@@ -59,7 +59,7 @@ from arena_core.judges.measures import (
     self_shares,
 )
 from arena_core.ratings.bt import BTParams, ConvergenceError, bradley_terry
-from arena_core.ratings.counts import OUTCOME_NAMES, count_pairs
+from arena_core.ratings.counts import OUTCOME_CODES, OUTCOME_NAMES, count_pairs
 from arena_core.ratings.covariates import VoteRows
 from arena_core.ratings.style import Coefficient, SideVotes, position_term, style_covariates
 from arena_core.simulation.synthetic import spearman
@@ -219,7 +219,7 @@ def vote_arrays(votes: pd.DataFrame) -> tuple[VoteArrays, list[str], list[str], 
     judge = np.where(is_judge, [judge_index.get(x, HUMAN) for x in column("judge")[keep]], HUMAN)
     arrays = VoteArrays(
         frame["model_a"].map(index).to_numpy(np.int64), frame["model_b"].map(index).to_numpy(np.int64),
-        frame["vote"].map({v: i for i, v in enumerate(OUTCOME_NAMES)}).to_numpy(np.int64),
+        frame["vote"].map(OUTCOME_CODES).to_numpy(np.int64),
         judge.astype(np.int64), pd.factorize(column("battle_id")[keep])[0].astype(np.int64),
         pd.factorize(column("prompt_id")[keep])[0].astype(np.int64),
         pd.to_numeric(column("model_a_duration_s")[keep], errors="coerce").to_numpy(float),

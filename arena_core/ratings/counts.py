@@ -18,6 +18,8 @@ A_WINS, B_WINS, TIE, BOTH_BAD = 0, 1, 2, 3
 SCORE_A = (1.0, 0.0, 0.5, 0.5)
 #: Vote strings of the public record, indexed by outcome code.
 OUTCOME_NAMES = ("a", "b", "tie", "both_bad")
+#: Outcome code of each vote name.
+OUTCOME_CODES = {name: code for code, name in enumerate(OUTCOME_NAMES)}
 
 
 @dataclass(eq=False)
