@@ -513,7 +513,7 @@ def test_generation_runs_at_a_lower_priority_than_serving():
     thread keeps its own."""
     import subprocess
 
-    from arena_core.backends.pool import GENERATION_NICE
+    from arena_core.backends.base import GENERATION_NICE
 
     seen = {}
 

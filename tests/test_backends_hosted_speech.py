@@ -271,7 +271,7 @@ def test_start_up_check_pauses_the_failing_hosted_model_with_its_reason(provider
     try:
         pool = service.pools["tts-en"]
         deadline = time.monotonic() + TIMEOUT
-        while any(h.unverified and h.paused_until is None for h in pool._health.values()):
+        while pool.health.checks_running():
             assert time.monotonic() < deadline, "the start-up checks did not finish"
             time.sleep(0.05)
         status = service.model_status()

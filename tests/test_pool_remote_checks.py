@@ -13,7 +13,7 @@ import pytest
 from test_backend_pool import Clock, FakeBackend, answer, broken
 
 from arena_core.backends import BackendError, BackendUnavailable, ModelPool, PoolSettings
-from arena_core.backends.pool import CHECKING
+from arena_core.backends.health import CHECKING
 from arena_core.registry import Arena, BackendSpec, Model, Prompt
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
@@ -104,7 +104,7 @@ def test_start_up_checks_nothing_without_a_token(tmp_path):
         assert status["tts-en/space:NeuralFalcon/Pocket-TTS"] == "HF_TOKEN not set"
         assert status["tts-en/espeak-ng/en-us"] == "available"
         for pool in service.pools.values():
-            assert not any(h.probing or h.unverified for h in pool._health.values())
+            assert pool.health.settled()
     finally:
         service.close()
 
@@ -115,9 +115,8 @@ def test_a_paused_model_shows_why_in_the_service_status(tmp_path):
     try:
         pool = service.pools["tts-en"]
         error = BackendError("espeak-ng/en-us", "HTTP 502 from the service")
-        with pool._lock:
-            pool._health["espeak-ng/en-us"].unverified = True
-        pool._record_failure("espeak-ng/en-us", error)
+        pool.health.mark_unverified("espeak-ng/en-us")
+        pool.health.record_failure("espeak-ng/en-us", error)
         assert service.model_status()["tts-en/espeak-ng/en-us"] == (
             "paused: HTTP 502 from the service"
         )

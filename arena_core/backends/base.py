@@ -25,6 +25,7 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -332,3 +333,15 @@ def _voices_problems(voices: Mapping[str, Any]) -> list[str]:
         if bad
         else []
     )
+
+
+def lower_thread_priority(nice: int = GENERATION_NICE) -> None:
+    """Give the calling thread (on Linux a thread has a niceness of its own) ``nice``.
+
+    Threads and processes it starts inherit it. Where the system does not allow it, the
+    thread keeps its priority: generation is slower to yield, never wrong.
+    """
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (OSError, AttributeError) as exc:
+        logger.debug("generation threads keep their priority: %s", exc)

@@ -12,26 +12,15 @@ with what the app needs around each generation:
   fire first). A thread cannot be killed: an in-process engine that overruns
   is reported as :class:`BackendTimeout` and finishes in the background, its
   result discarded. Subprocess and HTTP backends stop themselves at the timeout.
-* **Outages.** ``settings.failures_before_pause`` consecutive failures pause a
-  model for ``settings.pause_seconds``: it is left out of :meth:`pairable` and
-  refused by :meth:`generate`. When the pause ends it is retried; one more
-  failure pauses it again at once (the failure count is only reset by a
-  success), a success returns it to normal.
-* **Only known-good prompts count.** A failure on a prompt a visitor typed
-  (``trusted=False``) says as much about the prompt as about the model: twelve
-  requests of ``"\u200d"`` must not pause five voices. Such a failure does not
-  count; it starts a *probe* instead: the model is asked, in the background, for
-  one of the arena's own prompts (bypassing the cache), and that result counts
-  like any trusted one. At most one probe per model runs at a time, and at most
-  one per ``settings.probe_interval`` seconds, so a flood of bad prompts cannot
-  turn into a flood of probes.
-* **Remote models are checked before their first battle.** :meth:`ModelPool.probe_remote`
-  (called once at start-up) marks every available remote model (``Backend.remote``)
-  *unverified* and asks it, in the background, for the arena's shortest prompt it
-  speaks. An unverified model is reported paused ("checking the service") and is
-  never paired; a success clears it, a failure pauses it at once for
-  ``settings.pause_seconds`` with the failure as the reason, and when that pause
-  ends the model is probed again instead of being offered to a battle.
+* **Outages, checks and probes** (the rules in :mod:`arena_core.backends.health`).
+  Repeated failures pause a model for a while. A failure on a prompt a visitor
+  typed (``trusted=False``) says as much about the prompt as about the model
+  (twelve requests of ``"\u200d"`` must not pause five voices), so it does not
+  count: it starts a *probe* instead, one of the arena's own prompts asked in the
+  background, bypassing the cache, whose result counts. Remote models
+  (``Backend.remote``) are held back ("checking the service") until
+  :meth:`ModelPool.probe_remote`'s check of the arena's shortest prompt they speak
+  succeeds; a failed check pauses them and they are checked again when it ends.
 * **Languages.** ``language`` arguments take the prompt's category. A
   category counts as a language only if some model of the arena declares it
   (``voices:`` keys or ``language:``); then only models that speak it are
@@ -41,8 +30,8 @@ with what the app needs around each generation:
   the injected clock; :meth:`median_latency` is the median of the most recent
   ``settings.latency_window``.
 
-All methods are thread-safe: one lock guards the health and latency records
-and is never held while generating.
+All methods are thread-safe: the health records (:class:`ModelHealth`) have their
+own lock, never held while generating.
 """
 
 from __future__ import annotations
@@ -50,24 +39,22 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
-import statistics
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from arena_core.backends.base import (
-    GENERATION_NICE,
     Backend,
     BackendError,
     BackendTimeout,
     BackendUnavailable,
     describe_exception,
+    lower_thread_priority,
     normalize_language,
 )
 from arena_core.backends.cache import OutputCache
 from arena_core.backends.factory import make_backend
+from arena_core.backends.health import ModelHealth, ModelStatus
 from arena_core.backends.output import Output
 from arena_core.registry import Arena
 
@@ -75,8 +62,6 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
-#: Why an unverified remote model is held back while its check runs.
-CHECKING = "checking the service before its first battle"
 #: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
 #: per character (people speak about 14 characters a second; four times slower is
 #: still accepted). Longer audio is a broken engine, not an answer.
@@ -103,50 +88,6 @@ class PoolSettings:
     def __post_init__(self):
         if self.timeout <= 0 or self.pause_seconds < 0 or self.failures_before_pause < 1:
             raise ValueError(f"invalid pool settings: {self}")
-
-
-@dataclass(frozen=True)
-class ModelStatus:
-    """One model's state as the app shows it at start-up and on the status page."""
-
-    model_id: str
-    available: bool
-    reason: str
-    #: When the pause ends, on the pool's clock (monotonic by default: not a wall-clock time).
-    paused_until: float | None
-    #: Seconds until the pause ends, for display ("retried in 4 min").
-    retry_in: float | None
-    consecutive_failures: int
-    languages: frozenset[str] | None
-    #: Why the model is paused (the last failure, or the start-up check still running); "" if not.
-    pause_reason: str = ""
-
-    @property
-    def state(self) -> str:
-        """``available``, ``unavailable`` or ``paused``."""
-        if not self.available:
-            return "unavailable"
-        return "paused" if self.paused_until is not None else "available"
-
-    @property
-    def pairable(self) -> bool:
-        return self.state == "available"
-
-
-@dataclass
-class _Health:
-    """Mutable per-model record; only touched under the pool's lock."""
-
-    failures: int = 0
-    paused_until: float | None = None
-    latencies: deque = field(default_factory=deque)
-    #: Injected-clock time of the last probe started, None before the first.
-    last_probe: float | None = None
-    probing: bool = False
-    #: Not paired until a probe succeeds (a remote model not yet checked, or that failed its check).
-    unverified: bool = False
-    #: The reason of the last failure, "" after a success.
-    last_error: str = ""
 
 
 class ModelPool:
@@ -180,9 +121,8 @@ class ModelPool:
         self._cache = cache
         self._native_rates: dict[str, int] = {}  # model id -> Hz of its outputs (native_rate)
         self._clock = clock
-        self._lock = threading.Lock()
-        window = self.settings.latency_window
-        self._health = {m: _Health(latencies=deque(maxlen=window)) for m in self._backends}
+        #: Failures, pauses, checks and latencies of each model (the pool's shared state).
+        self.health = ModelHealth(self._backends, self.settings, clock)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix=f"arena-{arena.id}",
             initializer=lower_thread_priority,
@@ -205,25 +145,19 @@ class ModelPool:
     def status(self) -> dict[str, ModelStatus]:
         """Every model's availability, pause and language coverage, in registry order."""
         now = self._clock()
-        with self._lock:
-            health = {m: (h.failures, h.paused_until, h.unverified, h.last_error)
-                      for m, h in self._health.items()}  # fmt: skip
+        pauses = self.health.pauses()
         statuses = {}
         for model_id, backend in self._backends.items():
-            failures, until, unverified, last_error = health[model_id]
-            paused = until is not None and until > now
-            availability = backend.availability()
-            if unverified and not paused:  # the check runs (or is due): held back until it passes
-                until, paused = now, True
+            pause, availability = pauses[model_id], backend.availability()
             statuses[model_id] = ModelStatus(
                 model_id=model_id,
                 available=availability.ok,
                 reason=availability.reason,
-                paused_until=until if paused else None,
-                retry_in=until - now if paused else None,
-                consecutive_failures=failures,
+                paused_until=pause.until,
+                retry_in=None if pause.until is None else pause.until - now,
+                consecutive_failures=pause.failures,
                 languages=backend.languages,
-                pause_reason=(last_error or CHECKING) if paused else "",
+                pause_reason=pause.reason,
             )
         return statuses
 
@@ -275,9 +209,7 @@ class ModelPool:
 
     def median_latency(self, model_id: str) -> float | None:
         """Median seconds of recent successful uncached generations, or None before the first."""
-        with self._lock:
-            latencies = list(self._health[model_id].latencies)
-        return statistics.median(latencies) if latencies else None
+        return self.health.median_latency(model_id)
 
     # -- generation ----------------------------------------------------------------------
 
@@ -327,26 +259,13 @@ class ModelPool:
                 self._learn_rate(model_id, cached)
                 return _Started(model_id, key, output=cached)
         if not probe:
-            self._refuse_if_paused(model_id)
+            self.health.refuse_if_paused(model_id)
         if not backend.serves(language):
             raise BackendUnavailable(model_id, f"does not speak {language!r}")
         began = self._clock()
         future = self._executor.submit(backend.generate, text, self.settings.timeout, language)
         return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic(),
                         trusted=trusted, text=text)  # fmt: skip
-
-    def _refuse_if_paused(self, model_id: str) -> None:
-        now = self._clock()
-        with self._lock:
-            until = self._health[model_id].paused_until
-            unverified = self._health[model_id].unverified
-        if until is not None and until > now:
-            why = "its service check failed" if unverified else "repeated failures"
-            raise BackendUnavailable(
-                model_id, f"paused after {why}, retried in {until - now:.0f} s"
-            )
-        if unverified:
-            raise BackendUnavailable(model_id, f"paused: {CHECKING}")
 
     def _finish(self, started: _Started) -> Output:
         """Wait for a submitted generation, then record its outcome and cache its output."""
@@ -375,7 +294,7 @@ class ModelPool:
                                            f"{len(started.text)} characters of text")  # fmt: skip
             self._failed(started, error)
             raise error
-        self._record_success(model_id, self._clock() - started.began)
+        self.health.record_success(model_id, self._clock() - started.began)
         self._learn_rate(model_id, output)
         if started.key is not None:
             try:
@@ -391,7 +310,7 @@ class ModelPool:
     def _failed(self, started: _Started, error: BackendError) -> None:
         """Count a failure on a known-good prompt; probe the model after one on a typed prompt."""
         if started.trusted:
-            self._record_failure(started.model_id, error)
+            self.health.record_failure(started.model_id, error)
         else:
             logger.info("%s failed on a typed prompt (not counted): %s", started.model_id, error)
             self._probe(started.model_id)
@@ -404,14 +323,8 @@ class ModelPool:
         model speaks.
         """
         prompt = prompt or self._probe_prompt(model_id)
-        now = self._clock()
-        with self._lock:
-            health = self._health[model_id]
-            recent = (health.last_probe is not None
-                      and now - health.last_probe < self.settings.probe_interval)  # fmt: skip
-            if prompt is None or health.probing or recent:
-                return None
-            health.probing, health.last_probe = True, now
+        if prompt is None or not self.health.claim_probe(model_id):
+            return None
 
         def run() -> None:
             try:
@@ -420,14 +333,12 @@ class ModelPool:
             except BackendError:
                 pass  # counted by _finish
             finally:
-                with self._lock:
-                    self._health[model_id].probing = False
+                self.health.release_probe(model_id)
 
         try:  # the probe waits on its own thread: a wait inside the executor could starve it
             return self._prober.submit(run)
         except RuntimeError:  # the pool is closing
-            with self._lock:
-                health.probing = False
+            self.health.release_probe(model_id)
             return None
 
     def _probe_prompt(self, model_id: str):
@@ -451,8 +362,7 @@ class ModelPool:
             prompt = self._short_prompt(model_id)
             if prompt is None:
                 continue
-            with self._lock:
-                self._health[model_id].unverified = True
+            self.health.mark_unverified(model_id)
             future = self._probe(model_id, prompt)
             if future is not None:
                 futures[model_id] = future
@@ -460,36 +370,13 @@ class ModelPool:
 
     def _recheck_due(self) -> None:
         """Start the probe of each unverified model whose pause has ended (rate-limited by _probe)."""
-        now = self._clock()
-        with self._lock:
-            due = [m for m, h in self._health.items() if h.unverified and not h.probing
-                   and (h.paused_until is None or h.paused_until <= now)]  # fmt: skip
-        for model_id in due:
+        for model_id in self.health.due_checks():
             self._probe(model_id, self._short_prompt(model_id))
 
     def _short_prompt(self, model_id: str):
         """The arena's shortest prompt the model speaks (the cheapest check), or None."""
         spoken = [p for p in self.arena.prompts if self.serves(model_id, p.category)]
         return min(spoken, key=lambda p: len(p.text)) if spoken else None
-
-    def _record_success(self, model_id: str, seconds: float) -> None:
-        with self._lock:
-            health = self._health[model_id]
-            health.failures = 0
-            health.paused_until = None
-            health.unverified, health.last_error = False, ""
-            health.latencies.append(max(seconds, 0.0))
-
-    def _record_failure(self, model_id: str, error: BackendError) -> None:
-        now = self._clock()
-        with self._lock:
-            health = self._health[model_id]
-            health.failures += 1
-            health.last_error = error.reason
-            failures = health.failures
-            if failures >= self.settings.failures_before_pause or health.unverified:
-                health.paused_until = now + self.settings.pause_seconds
-        logger.warning("generation failed (%d in a row): %s", failures, error)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -529,15 +416,3 @@ class _Started:
     trusted: bool = True
     #: The prompt, to judge whether the output's length is plausible.
     text: str = ""
-
-
-def lower_thread_priority(nice: int = GENERATION_NICE) -> None:
-    """Give the calling thread (on Linux a thread has a niceness of its own) ``nice``.
-
-    Threads and processes it starts inherit it. Where the system does not allow it, the
-    thread keeps its priority: generation is slower to yield, never wrong.
-    """
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-    except (OSError, AttributeError) as exc:
-        logger.debug("generation threads keep their priority: %s", exc)

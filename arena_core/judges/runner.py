@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from arena_core.backends.pool import lower_thread_priority
+from arena_core.backends.base import lower_thread_priority
 from arena_core.judges.base import Case, Judge, JudgeError, both_orders
 from arena_core.space.views import ArenaError
 
