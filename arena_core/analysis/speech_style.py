@@ -36,7 +36,7 @@ from scipy.signal import lfilter
 
 from arena_core.backends.audio import INT16_FULL_SCALE
 from arena_core.backends.output import Output, OutputError
-from arena_core.space.blinding import gated_loudness, k_weighting, loudness_length
+from arena_core.space.loudness import gated_loudness, k_weighting, loudness_length
 
 #: Length of the frames activity is decided on (seconds).
 FRAME_SECONDS = 0.010
@@ -115,7 +115,7 @@ def active_seconds(samples: np.ndarray, rate: int) -> tuple[float, float]:
 
 def clip_loudness(samples: np.ndarray, rate: int) -> float:
     """Integrated loudness (LUFS, ITU-R BS.1770-4) of int16 samples, as
-    :func:`arena_core.space.blinding.loudness` measures it (same filters, same gating)."""
+    :func:`arena_core.space.loudness.loudness` measures it (same filters, same gating)."""
     length = loudness_length(len(samples), rate)
     compiled = _compiled_energy()
     stages = k_weighting(rate)
