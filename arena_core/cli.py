@@ -36,7 +36,7 @@ from arena_core.leaderboard import (
 from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
-from arena_core.registry_check import add_commands as add_registry_commands
+from arena_core.registry.check import add_commands as add_registry_commands
 from arena_core.simulation import SCENARIOS, scenario
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles

@@ -3,7 +3,7 @@
 Each row climbs a ladder (:func:`rung`):
 
 * ``prior``: the rating rests on a published benchmark figure (the registry's
-  prior, :mod:`arena_core.registry_priors`): the model has no votes yet, or its
+  prior, :mod:`arena_core.registry.priors`): the model has no votes yet, or its
   votes still weigh less than the prior.
 * ``blended``: a published prior and the votes, the votes weighing at least as
   much as the prior.

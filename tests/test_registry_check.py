@@ -11,8 +11,8 @@ from conftest import ROOT
 
 from arena_core.cli import main
 from arena_core.registry import RegistryError, load_registry
-from arena_core.registry_check import NO_PRIOR, check_registry
-from arena_core.registry_priors import BENCHMARK_MISMATCH, INVALID, NO_ROUND_TRIP, NO_SOURCE
+from arena_core.registry.check import NO_PRIOR, check_registry
+from arena_core.registry.priors import BENCHMARK_MISMATCH, INVALID, NO_ROUND_TRIP, NO_SOURCE
 
 SOURCE = "https://example.org/paper#table-2"
 

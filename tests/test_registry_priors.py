@@ -13,8 +13,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from arena_core.registry import RegistryError, load_registry, parse_registry
-from arena_core.registry_fields import Ctx
-from arena_core.registry_priors import (
+from arena_core.registry.fields import Ctx
+from arena_core.registry.priors import (
     BENCHMARK_MISMATCH,
     INVALID,
     MAX_PRIOR_OFFSET,

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from arena_core.judges.base import KINDS, JudgeSpec
-from arena_core.registry_fields import Ctx, check_keys, check_unique, ident, text
+from arena_core.registry.fields import Ctx, check_keys, check_unique, ident, text
 
 _JUDGE_KEYS = {"id", "name", "kind", "arenas", "family", "options"}
 

@@ -41,7 +41,7 @@ The rules, each with the kind of problem it raises:
 
 The readers return what they could read and every problem found, so the
 loader (:mod:`arena_core.registry`) raises the first one and ``registry
---check`` (:mod:`arena_core.registry_check`) lists them all: one set of rules.
+--check`` (:mod:`arena_core.registry.check`) lists them all: one set of rules.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from arena_core.ratings.scale import ANCHOR, SCALE
-from arena_core.registry_fields import Ctx, RegistryError, number, text
+from arena_core.registry.fields import Ctx, RegistryError, number, text
 
 #: Problem kinds. A prior without a source (or with an unusable one).
 NO_SOURCE = "no_source"

@@ -14,7 +14,7 @@ Example::
         title: English text-to-speech
         modality: audio
         prior_mapping: {benchmark: "TTS quality index", center: 82, points_per_unit: 8}
-                                             # priors: see arena_core.registry_priors
+                                             # priors: see arena_core.registry.priors
         prompts: prompts/tts_en.yaml        # or an inline list of {id, text, category}
         never_paired: [[espeak-ng/en-us, espeak-ng/en-us+f3]]   # groups that never meet
         models:
@@ -23,7 +23,7 @@ Example::
             backend: {type: espeak, voice: en-us}
             weight: 2                        # matchmaking: twice the usual share of battles
             family: espeak                   # lineage, for judges' self-preference
-            # prior: {value, source, accessed}: a published figure only, see registry_priors
+            # prior: {value, source, accessed}: a published figure only, see arena_core.registry.priors
     judges: [...]                            # automatic judges: see arena_core.judges.spec
 """
 
@@ -41,7 +41,7 @@ import yaml
 from arena_core.judges.base import JudgeSpec
 from arena_core.judges.spec import parse_judges
 from arena_core.ratings.scale import ANCHOR
-from arena_core.registry_fields import (
+from arena_core.registry.fields import (
     Ctx,
     RegistryError,
     check_keys,
@@ -50,7 +50,7 @@ from arena_core.registry_fields import (
     number,
     text,
 )
-from arena_core.registry_priors import Prior, PriorMapping, Problem, read_mapping, read_prior
+from arena_core.registry.priors import Prior, PriorMapping, Problem, read_mapping, read_prior
 from arena_core.yamlfile import load_strict_yaml
 
 #: The kinds of output an arena compares.

@@ -4,7 +4,7 @@ which priors cannot be trusted.
 The check lists every model without a prior (a notice: most models have no
 published figure, and then the arena's votes alone rate them), and every
 problem with a prior or a mapping, with the rules of
-:mod:`arena_core.registry_priors`: a prior without a source, a mapping that
+:mod:`arena_core.registry.priors`: a prior without a source, a mapping that
 does not round-trip, a prior on another benchmark, a bad or future date. The
 loader stops at the first problem; the check walks the whole file and lists
 them all, then validates the rest of the file with the loader (priors with
@@ -28,9 +28,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from arena_core.registry import load_document, parse_registry
-from arena_core.registry_fields import Ctx
-from arena_core.registry_priors import Prior, read_mapping, read_prior
+from arena_core.registry.fields import Ctx
+from arena_core.registry.loader import load_document, parse_registry
+from arena_core.registry.priors import Prior, read_mapping, read_prior
 
 #: The notice kind: a model without a prior (not a problem, the check still passes).
 NO_PRIOR = "no_prior"
