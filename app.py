@@ -7,6 +7,7 @@ browser-side behaviour (players, lock, shortcuts) is ``arena_core/page/assets/ar
 """
 
 import asyncio
+import functools
 import importlib.util
 import logging
 import sys
@@ -16,7 +17,14 @@ from pathlib import Path
 import gradio as gr
 from gradio import utils as gr_utils
 
-from arena_core.integrity.identity import IdentityError, voter_hash, voter_identity
+from arena_core.backends.cache import OutputCache
+from arena_core.dataset.audio import VOTE_COLUMNS, AudioPublisher, cache_lookup
+from arena_core.integrity.identity import (
+    IdentityError,
+    session_hash,
+    voter_hash,
+    voter_identity,
+)
 from arena_core.page import assets, battle, media, presenters, speed, ui_text
 from arena_core.page.board_tab import board_tab
 from arena_core.page.clip import clip_player
@@ -25,6 +33,7 @@ from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
 from arena_core.space.startup import build_service, start_judges
 from arena_core.space.tempfiles import FolderBudget
+from arena_core.votes.read import read_votes
 from arena_core.votes.schema import VOTES
 
 #: Threads that open battles (each waits for its two generations, bounded by the pools).
@@ -179,17 +188,20 @@ class _Battles:
         view = self.service.new_battle(arena_id, prompt or None, language or None)
         return view, media.values(view, self.clips, self.cache)
 
-    async def reveal_of(self, state, choice, request: gr.Request, profile) -> Reveal:
+    async def reveal_of(self, state, choice, request: gr.Request, profile,
+                        listened: str | None = None) -> Reveal:  # fmt: skip
         # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
-        # address the trusted proxies saw. Only the salted hash leaves this function.
+        # address the trusted proxies saw. Only the salted hash leaves this function, and
+        # so for the session Gradio issued (one per page load, one per API client).
         username = profile.username if profile is not None else request.username
         try:
             voter = voter_hash(self.settings.voter_salt, voter_identity(
                 self.settings.identity, username=username, headers=request.headers,
                 client_host=request.client.host if request.client else None))  # fmt: skip
-            return await asyncio.get_running_loop().run_in_executor(
-                self.vote_workers, self.service.vote, (state or {}).get("handle"), choice, voter
-            )
+            session = session_hash(self.settings.voter_salt, request.session_hash)
+            vote = functools.partial(self.service.vote, (state or {}).get("handle"), choice,
+                                     voter, session=session, listened=listened)  # fmt: skip
+            return await asyncio.get_running_loop().run_in_executor(self.vote_workers, vote)
         except (ArenaError, IdentityError) as exc:
             raise _refusal(exc) from None
 
@@ -241,9 +253,10 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
             return state, gr.update(), *page.refused(exc.message)
         return state, gr.update(value=shown, visible=True), *page.opened(state["modality"], values)
 
-    async def page_vote(state, choice, request: gr.Request, profile: gr.OAuthProfile | None):
+    async def page_vote(state, choice, listened, request: gr.Request,
+                        profile: gr.OAuthProfile | None):  # fmt: skip
         try:
-            reveal = await battles.reveal_of(state, choice, request, profile)
+            reveal = await battles.reveal_of(state, choice, request, profile, listened)
         except gr.Error as exc:
             gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, f"⚠️ {exc.message}", *[gr.update()] * (len(page.vote_outputs) - 1)
@@ -256,8 +269,10 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         page_start, inputs=[session, page.arena_in, page.prompt_in, page.language_in],
         outputs=[session, page.prompt_shown, *page.battle_outputs], api_visibility="private",
         concurrency_limit=BATTLE_WORKERS, concurrency_id="battle")  # fmt: skip
+    # The page script's report of the seconds each clip played, filled in as a vote is sent.
+    report = gr.Textbox(visible=False)
     for choice, button in zip(VOTES, page.buttons, strict=True):
-        button.click(_bind(page_vote, choice), inputs=[session],
+        button.click(_bind(page_vote, choice), inputs=[session, report], js=assets.LISTENED,
                      outputs=[session, *page.vote_outputs], api_visibility="private",
                      concurrency_limit=VOTE_WORKERS, concurrency_id="vote")  # fmt: skip
     for side, audio in zip("AB", page.media[:2], strict=True):
@@ -273,8 +288,9 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
 def _bind(handler, choice):
     """``handler`` with its vote choice fixed: one handler for the four buttons."""
 
-    async def bound(state, request: gr.Request, profile: gr.OAuthProfile | None = None):
-        return await handler(state, choice, request, profile)
+    async def bound(state, listened, request: gr.Request,
+                    profile: gr.OAuthProfile | None = None):  # fmt: skip
+        return await handler(state, choice, listened, request, profile)
 
     return bound
 
@@ -383,6 +399,8 @@ def main() -> None:
     if service.warmup is not None:
         service.warmup.start()
     start_judges(service, settings)
+    if service.sync is not None:
+        audio_publisher(service, settings).start()
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
     FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
@@ -399,6 +417,15 @@ def _forget_missing_matplotlib() -> None:
     """
     if importlib.util.find_spec("matplotlib") is None:
         sys.modules["matplotlib"] = None
+
+
+def audio_publisher(service: ArenaService, settings: Settings) -> AudioPublisher:
+    """The dataset's audio config, published through the service's Hub sync from the output
+    cache (read through an instance of its own on the same folder)."""
+    folders = [service.vote_log.folder, *service.replay_sources]
+    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024)
+    return AudioPublisher(service.sync, lambda: read_votes(folders, columns=list(VOTE_COLUMNS)),
+                          cache_lookup(service.pools, cache), settings.data_dir / "audio")  # fmt: skip
 
 
 def clip_store(settings: Settings) -> ClipStore:

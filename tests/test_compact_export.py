@@ -78,8 +78,8 @@ def test_nothing_is_deleted_when_the_written_files_do_not_match(tmp_path, monkey
     path = shard(tmp_path, "2026-11", "abab")
     real = compact_module._write_months
 
-    def lossy(out, votes):  # a writer that silently drops votes
-        written = real(out, votes)
+    def lossy(out, votes, whole):  # a writer that silently drops votes
+        written = real(out, votes, whole)
         write_parquet(read_votes(written[0]).table.slice(0, 1), written[0])
         return written
 
@@ -153,8 +153,17 @@ def read_votes_ts(text):
 def test_dataset_card_declares_every_field():
     card = dataset_card("org/votes", space_id="org/arena", arenas=("tts-en",))
     front = yaml.safe_load(card.split("---")[1])
-    assert [f["name"] for f in front["dataset_info"]["features"]] == [f.name for f in FIELDS]
+    info = {c["config_name"]: c["features"] for c in front["dataset_info"]}
+    assert [f["name"] for f in info["default"]] == [f.name for f in FIELDS]
     assert front["configs"][0]["data_files"][0]["path"] == "data/**/*.parquet"
+    # The second config: the battles' audio, its column declared as datasets' Audio.
+    assert front["configs"][1] == {"config_name": "audio",
+                                   "data_files": [{"split": "train", "path": "audio/**/*.parquet"}]}  # fmt: skip
+    assert [f["name"] for f in info["audio"]][:3] == ["arena", "model", "model_version"]
+    assert {"name": "audio", "dtype": "audio"} in info["audio"]
+    assert {"name": "counted", "dtype": "bool"} in info["default"]
+    for f in FIELDS:  # every field documented, in the card's table
+        assert f"| `{f.name}` |" in card and f.doc in card
     assert "--arena tts-en" in card and "HMAC" in card and front["license"] == "cc-by-4.0"
 
 

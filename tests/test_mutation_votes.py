@@ -192,7 +192,7 @@ def test_a_fastchat_battle_becomes_this_vote_row(tmp_path):
     path.write_text(json.dumps([BATTLE]))
     (row,) = read_votes(path).table.to_pylist()
     assert row == {
-        "schema_version": 3, "vote_id": fastchat_id(BATTLE), "battle_id": None,
+        "schema_version": 4, "vote_id": fastchat_id(BATTLE), "battle_id": None,
         "ts": "2023-11-14T22:13:20.500000Z",  # 19675 days and 80000.5 s after the epoch
         "arena": "fastchat", "model_a": "x", "model_b": "y", "model_a_version": None,
         "model_b_version": None, "vote": "both_bad", "prompt_id": "7", "prompt": None,
@@ -202,6 +202,9 @@ def test_a_fastchat_battle_becomes_this_vote_row(tmp_path):
         "model_a_duration_s": None, "model_b_duration_s": None, "model_a_speech_rate": None,
         "model_b_speech_rate": None, "model_a_lufs": None, "model_b_lufs": None,
         "model_a_sample_rate": None, "model_b_sample_rate": None,
+        "session_id": None, "session_order": None, "listen_a_s": None, "listen_b_s": None,
+        "clip_a_s": None, "clip_b_s": None, "prompt_origin": None, "counted": None,
+        "count_reason": None,
     }  # fmt: skip
 
 
@@ -279,13 +282,16 @@ def test_a_vote_is_this_compact_utf8_line():
     assert (
         line
         == (
-            '{"schema_version":3,"vote_id":"v1","battle_id":null,"ts":"2026-11-29T17:34:36.123Z",'
+            '{"schema_version":4,"vote_id":"v1","battle_id":null,"ts":"2026-11-29T17:34:36.123Z",'
             '"arena":"ar","model_a":"m/a","model_b":"m/b","model_a_version":null,'
             '"model_b_version":null,"vote":"tie","prompt_id":null,"prompt":"Grüße aus 東京",'
             '"category":null,"voter":null,"voter_kind":"human","judge":null,'
             '"flags":["rate_limited"],"model_a_duration_s":null,"model_b_duration_s":null,'
             '"model_a_speech_rate":null,"model_b_speech_rate":null,"model_a_lufs":null,'
-            '"model_b_lufs":null,"model_a_sample_rate":null,"model_b_sample_rate":null}\n'
+            '"model_b_lufs":null,"model_a_sample_rate":null,"model_b_sample_rate":null,'
+            '"session_id":null,"session_order":null,"listen_a_s":null,"listen_b_s":null,'
+            '"clip_a_s":null,"clip_b_s":null,"prompt_origin":null,"counted":false,'
+            '"count_reason":"rate_limited"}\n'
         ).encode()
     )
 

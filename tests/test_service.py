@@ -89,7 +89,7 @@ def test_vote_reveals_models_and_elo_before_and_after(tmp_path):
     assert row["prompt_id"] == "p1" and row["category"] == "en" and row["voter"] == "v1"
     assert row["arena"] == "speech" and row["flags"] == [] and row["voter_kind"] == "human"
     # Schema 2: each side's engine version, as its backend reports it (FakeBackend: "1").
-    assert row["schema_version"] == 3
+    assert row["schema_version"] == 4
     assert row["model_a_version"] == row["model_b_version"] == "fake 1"
 
 

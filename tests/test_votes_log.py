@@ -30,7 +30,7 @@ def test_writes_every_contract_key_in_order(tmp_path):
     (line,) = lines(store)
     data = json.loads(line)
     assert list(data) == [f.name for f in FIELDS]
-    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 3
+    assert data["prompt"] == "Hé ✓" and data["schema_version"] == 4
     assert data["model_a_version"] is None and data["model_b_version"] is None
     assert data["flags"] == [] and data["judge"] is None and data["voter_kind"] == "human"
     assert data["vote_id"] == vote.vote_id and data["ts"] == vote.ts

@@ -141,7 +141,7 @@ def test_the_readmes_table_is_the_schemas():
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert f"## The vote record (schema_version {SCHEMA_VERSION})" in readme
-    kinds = {"int64": "integer", "string": "string", "double": "number"}
+    kinds = {"int64": "integer", "string": "string", "double": "number", "bool": "boolean"}
     for f in FIELDS:
         kind = "list of strings" if str(f.type).startswith("list") else kinds[str(f.type)]
         row = f"| `{f.name}` | {kind} | {'yes' if f.required else ''} | {f.doc} |"

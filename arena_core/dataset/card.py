@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import yaml
 
+from arena_core.dataset.audio import AUDIO_CONFIG, AUDIO_DIR, AUDIO_FIELDS, AUDIO_GLOB
 from arena_core.votes.schema import FIELDS, SCHEMA_VERSION
 
 #: Where the vote files live in the repo, and the pattern the card's config loads.
@@ -21,8 +22,12 @@ REGISTRY_DIR = "registry"
 def _feature(kind: pa.DataType) -> dict | str:
     if pa.types.is_list(kind):
         return {"list": "string"}
+    if pa.types.is_struct(kind):  # the audio config's {bytes, path}
+        return "audio"
     if pa.types.is_floating(kind):
         return "float64"
+    if pa.types.is_boolean(kind):
+        return "bool"
     return "int64" if pa.types.is_integer(kind) else "string"
 
 
@@ -32,17 +37,28 @@ def _type_name(kind: pa.DataType) -> str:
 
 
 def front_matter(license_id: str) -> dict:
-    """The card's YAML header: licence, the file config, and every column's type."""
+    """The card's YAML header: licence, the two configs (the votes, the default, and the
+    battles' audio), and every column's type in each."""
+    votes = [{"name": f.name, "dtype": _feature(f.type)} for f in FIELDS]
+    audio = [{"name": name, "dtype": _feature(kind)} for name, kind, _ in AUDIO_FIELDS]
     return {
         "license": license_id,
         "pretty_name": "Open Model Arena votes",
-        "tags": ["arena", "pairwise-comparison", "human-preference", "text-to-speech"],
+        "tags": ["arena", "pairwise-comparison", "human-preference", "text-to-speech", "audio"],
         "configs": [
-            {"config_name": "default", "data_files": [{"split": "train", "path": DATA_GLOB}]}
+            {"config_name": "default", "default": True, "data_files": _train(DATA_GLOB)},
+            {"config_name": AUDIO_CONFIG, "data_files": _train(AUDIO_GLOB)},
         ],
         # Features only: declared split sizes would have to match the data exactly.
-        "dataset_info": {"features": [{"name": f.name, "dtype": _feature(f.type)} for f in FIELDS]},
+        "dataset_info": [
+            {"config_name": "default", "features": votes},
+            {"config_name": AUDIO_CONFIG, "features": audio},
+        ],
     }
+
+
+def _train(pattern: str) -> list[dict]:
+    return [{"split": "train", "path": pattern}]
 
 
 def dataset_card(repo_id: str, *, license_id: str = "cc-by-4.0", space_id: str = "",
@@ -53,6 +69,7 @@ def dataset_card(repo_id: str, *, license_id: str = "cc-by-4.0", space_id: str =
         f"| `{f.name}` | {_type_name(f.type)} | {'yes' if f.required else 'no'} | {f.doc} |"
         for f in FIELDS
     )
+    audio_rows = "\n".join(f"| `{n}` | {_type_name(k)} | {doc} |" for n, k, doc in AUDIO_FIELDS)
     space = (
         f"[{space_id}](https://huggingface.co/spaces/{space_id})" if space_id else "the arena Space"
     )
@@ -71,6 +88,8 @@ Arenas: {", ".join(f"`{a}`" for a in arenas) or "see the registry snapshot"}.
 - `data/votes-<process>-<n>.parquet`: votes as each Space process pushed them (a new
   file per push, never rewritten).
 - `data/compacted/<YYYY-MM>/part-*.parquet`: the same votes rolled up by month.
+- `{AUDIO_DIR}/<arena>/<model>/<hash>.parquet`: the `{AUDIO_CONFIG}` config, one file per
+  output that fought in a battle (see "Audio" below).
 - `{REGISTRY_DIR}/registry.yaml` (and its prompt files): the models, names and priors
   the Space rated with.
 
@@ -84,7 +103,52 @@ unique per vote and readers keep its first row.
 {rows}
 
 `ts` is ISO-8601 UTC. Rows with a non-empty `flags` (for example `rate_limited`) are
-kept for transparency but left out of the ratings.
+kept for transparency but left out of the ratings. Rows of versions 1 to 3 read with
+the newer fields null.
+
+### Who decided each column, and when
+
+- **The server, from its own records** (never from the client): the models, prompt,
+  `prompt_origin` (from its battle record), `session_id` (an HMAC of the session key the
+  server issued, under the voter salt) and `session_order`, `clip_a_s`/`clip_b_s` and the
+  style fields (measured on the files it delivered), `flags`.
+- **The visitor's browser**: `vote`, and `listen_a_s`/`listen_b_s`, the seconds of each
+  clip the page's script saw play (played intervals summed, so replays count and seeks
+  do not). Client-reported and not verified: a modified client can send any number in
+  the accepted range (0 to 10 times the clip's length; anything else is recorded as
+  null). The server's own listening gate, which decides whether a vote is taken at all,
+  does not rely on it. Votes through the API carry null.
+- **`counted` and `count_reason`, at write time** in `data/votes-*.parquet`: false, with
+  the first flag as the reason, when the vote was flagged as it was cast.
+- **`counted` and `count_reason`, at replay time** in `data/compacted/`: the board's
+  own verdict over every vote in the repo when the files were compacted, which also
+  leaves out every vote of a voter the anomalous-voter test has flagged
+  (`anomalous_voter`), those cast before the flag too. A voter flagged after a month
+  was compacted is not written back (files are never rewritten): for the verdict of
+  the revision you downloaded, replay it with the arena's code
+  (`arena_core.dataset.verdict.replay_verdict(read_votes("votes/data"))`), which is what
+  the leaderboard command counts.
+
+## Audio (config `{AUDIO_CONFIG}`)
+
+The audio of each (model, version, prompt) output that fought in a battle on one of
+the arena's own prompts, where the Space's output cache still held it when published:
+
+| column | type | meaning |
+| --- | --- | --- |
+{audio_rows}
+
+Join it to the votes on (`arena`, `model_a` or `model_b`, `model_a_version` or
+`model_b_version`, `prompt_id`). The audio is the engine's own output; voters heard it
+blinded: resampled to one rate, trimmed, set to one loudness and padded (the votes'
+style and `clip_*` fields describe what they heard). Outputs of typed prompts are not
+published (a visitor's text is not spread further as speech); nor are outputs of an
+engine version no longer running, whose audio the cache no longer holds.
+
+```python
+from datasets import load_dataset
+audio = load_dataset("{repo_id}", "{AUDIO_CONFIG}", split="train")
+```
 
 ## Load
 
@@ -108,7 +172,9 @@ prints exactly the board the Space shows (`--format json` for machines).
 No raw IP address, user name or OAuth identity is ever stored. `voter` is an HMAC-SHA256
 of the voter's identity (user name when logged in, else the client address) under a secret
 salt that is not published, truncated to 80 bits: it tells votes of one voter apart,
-and cannot be turned back into the person without the salt.
+and cannot be turned back into the person without the salt. `session_id` is the same
+HMAC of the session key the server issued for a page load (or an API client): it links
+the votes of one visit, nothing more; the key itself is never stored.
 
 ## Licence and citation
 

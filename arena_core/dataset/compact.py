@@ -12,6 +12,15 @@ accounted for. It never loses a vote and never writes one twice:
 * a file with any unreadable row is left in place, whole, and reported;
 * duplicates of a ``vote_id`` are written once (readers keep the first row anyway).
 
+The monthly files carry the replay's verdict in ``counted`` and ``count_reason``
+(:mod:`~arena_core.dataset.verdict`), worked out over every vote in ``folder`` at the
+time of compaction, not just the files rolled up: the flags the writer knew, plus the
+votes of every voter the anomalous-voter test has flagged by then. The pushed files
+keep the writer's verdict; a voter flagged after their votes were compacted is not
+written back into the monthly files (they are never rewritten), which is why the
+card points to :func:`~arena_core.dataset.verdict.replay_verdict` for the verdict of
+any later revision.
+
 Existing ``compacted/`` parts are never rewritten, so running it twice, or
 while the Space pushes, is safe.
 """
@@ -29,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from arena_core.dataset.verdict import with_verdict
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import shard_in_use
 from arena_core.votes.parquet import write_parquet
@@ -98,7 +108,8 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         raise CompactionError(
             "reading the files together drops votes that each file holds; nothing done"
         )
-    report.written = _write_months(folder / COMPACTED, votes)
+    whole = read_votes(folder)  # the log the board replays, for the verdict
+    report.written = _write_months(folder / COMPACTED, votes, whole)
     _verify(votes, report.written)
     report.rolled, report.votes = sources, len(votes)
     if delete:
@@ -108,11 +119,11 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
     return report
 
 
-def _write_months(out: Path, votes: VoteTable) -> list[Path]:
+def _write_months(out: Path, votes: VoteTable, whole: VoteTable) -> list[Path]:
     months = np.datetime_as_string(votes.ts_us.astype("datetime64[us]").astype("datetime64[M]"))
     written = []
     for month in np.unique(months):
-        part = votes.table.filter(pa.array(months == month))
+        part = with_verdict(votes.table.filter(pa.array(months == month)), whole)
         digest = hashlib.sha256("\n".join(part.column("vote_id").to_pylist()).encode()).hexdigest()[
             :16
         ]

@@ -140,6 +140,17 @@ def voter_hash(salt: str, identity: str) -> str:
     return digest[:VOTER_HASH_CHARS]
 
 
+def session_hash(salt: str, session: str | None) -> str | None:
+    """The published form of a visitor's session: the HMAC of :func:`voter_hash`, under the
+    same salt, of the session key the server issued (Gradio's ``request.session_hash``:
+    one per page load, one per API client). None without one.
+
+    The identity is prefixed (``session:``), so a session's hash can never equal a
+    voter's even if a session key happened to read like an address.
+    """
+    return voter_hash(salt, f"session:{session}") if session else None
+
+
 _UNKNOWN = (
     "We could not tell where this vote comes from, so it was not recorded. "
     "Sign in with Hugging Face if the arena offers it, or try again later."

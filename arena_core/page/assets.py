@@ -38,3 +38,7 @@ def player_hook(side: str, kind: str) -> str:
 #: ``js=`` hooks of the page's own buttons and of a new battle.
 PLAY_BOTH = "() => { window.arena && window.arena.playBoth(); }"
 RESET = "() => { window.arena && window.arena.reset(); }"
+#: ``js=`` of a vote button: its inputs (the session's state, then the listening report)
+#: with the report filled in by the page script. The state goes back as it came: the
+#: server keeps a ``gr.State`` itself and never reads it from the browser.
+LISTENED = "(state, report) => [state, window.arena ? window.arena.listened() : null]"

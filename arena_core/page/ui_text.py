@@ -64,14 +64,17 @@ For each model below, on this server:
 
 Each vote is published in the arena's public dataset: the arena, the two models, the
 sentence (**including a prompt you typed**), its category or language, your vote, the
-time, and a voter code. The voter code is a salted hash of your Hugging Face user name
-when you are signed in, else of your network address: it tells one voter's votes apart
-(for the rate limit and the test for manipulated votes) and cannot be turned back into
-you without the secret salt, which is never published.
+time, a voter code, a session code and the vote's number in your session, and how many
+seconds of each clip your browser played before the vote. The voter code is a salted hash
+of your Hugging Face user name when you are signed in, else of your network address: it
+tells one voter's votes apart (for the rate limit and the test for manipulated votes) and
+cannot be turned back into you without the secret salt, which is never published. The
+session code is the same kind of hash of this page load: it links the votes of one visit.
 
 Never stored by this app: your network address, your user name, or anything about your
-browser or device. The clips are kept only in a size-bounded cache on the server (so a
-sentence is not synthesised twice) and are not published.
+browser or device. The clips are kept in a size-bounded cache on the server (so a sentence
+is not synthesised twice); the models' clips of the arena's own sentences are published
+with the votes, for research; clips of a sentence you typed are not.
 """
 
 METHODOLOGY = """## How it works

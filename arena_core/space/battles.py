@@ -45,6 +45,15 @@ class Battle:
     #: Each side's style as delivered, as vote fields (``model_a_duration_s`` ...); empty
     #: when the outputs are not speech.
     style: dict = field(default_factory=dict)
+    #: Each delivered clip's length, as vote fields (``clip_a_s``, ``clip_b_s``); empty when
+    #: the outputs are not audio. The bound on the listening times the browser reports.
+    clips: dict = field(default_factory=dict)
+
+    @property
+    def prompt_origin(self) -> str:
+        """'set' for one of the arena's prompts, 'typed' for a visitor's own (the server's
+        record says which: a typed prompt equal to one of the set counts as that one)."""
+        return "set" if self.prompt_id is not None else "typed"
 
 
 class BattleBook:

@@ -92,6 +92,7 @@ class JudgeDesk:
             arena=battle.arena, model_a=first, model_b=second, vote=verdict,
             battle_id=battle.battle_id, prompt_id=battle.prompt_id, prompt=battle.prompt,
             category=battle.category, voter=f"judge:{judge_id}", voter_kind="judge", judge=judge_id,
+            prompt_origin=battle.prompt_origin,
             model_a_version=self._versions(battle.arena, first),
             model_b_version=self._versions(battle.arena, second), **style,
         )  # fmt: skip

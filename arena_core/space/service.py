@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from arena_core.backends import BackendError, ModelPool
-from arena_core.integrity.anomaly import ANOMALOUS_FLAG, detection_of
+from arena_core.integrity.anomaly import detection_of
 from arena_core.integrity.detector import AnomalyDetector
 from arena_core.integrity.limiter import RateLimiter
 from arena_core.leaderboard import Board, BoardParams
@@ -30,15 +30,16 @@ from arena_core.matchmaking import NoPairError
 from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.analyses import Analyses
-from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.battles import BattleBook
 from arena_core.space.blinding import Blinder
 from arena_core.space.judging import JudgeDesk
 from arena_core.space.live import LiveArena
 from arena_core.space.pacing import Pacer
 from arena_core.space.pairing import Pairing
 from arena_core.space.rebuild import BackgroundRebuild
+from arena_core.space.sessions import SessionCounter, clip_lengths, session_counts
 from arena_core.space.style import battle_style
-from arena_core.space.views import (
+from arena_core.space.views import (  # the page imports these from here
     ArenaError,
     BattleView,
     LoadProgress,
@@ -46,25 +47,20 @@ from arena_core.space.views import (
     Side,
     clean_prompt,
 )
+from arena_core.space.voting import RATE_LIMITED, VoteDesk
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.log import VoteLog, VoteWriteError
+from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes, vote_files
-from arena_core.votes.schema import VOTES, Vote
+from arena_core.votes.schema import Vote
 from arena_core.window import ALL_TIME, Window
+
+__all__ = ["ArenaError", "ArenaService", "BattleView", "LoadProgress", "Reveal", "Side",
+           "clean_prompt"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 #: Pairs drawn for one battle before giving up when models keep failing.
 MAX_DRAWS = 4
-#: Flag written on votes over the rate limit (kept in the log, left out of ratings).
-RATE_LIMITED = "rate_limited"
-#: Why a vote was not counted (None: it will be, once the ratings are loaded).
-_NOT_COUNTED = {
-    RATE_LIMITED: "This vote was over the rate limit: it is kept but not counted.",
-    ANOMALOUS_FLAG: "Votes from this voter differ too much from everyone else's on the same "
-    "pairs: they are kept but not counted.",
-    None: "Ratings are still loading; your vote is saved and will count.",
-}
 
 
 class ArenaService:
@@ -130,6 +126,11 @@ class ArenaService:
         self.analyses = Analyses(registry, lambda: [vote_log.folder, *self.replay_sources])
         self.judges = JudgeDesk(registry, self.book, vote_log, self._version, self._apply,
                                 judge_token)  # fmt: skip
+        self.sessions = SessionCounter(clock=clock)
+        self.desk = VoteDesk(registry, self.book, vote_log, self.limiter, self.sessions,
+                             is_flagged=lambda voter: self.detector.is_flagged(voter),
+                             versions=self._version, apply=self._apply,
+                             sessions_ready=self._sessions_ready)  # fmt: skip
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -147,6 +148,7 @@ class ArenaService:
             self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
             self._restore_limiter(votes)
+            self._restore_sessions(votes)
             if len(votes):
                 self.vote_log.advance_to(int(votes.ts_us.max()))
         except Exception as exc:  # the app must come up, showing what went wrong
@@ -186,6 +188,7 @@ class ArenaService:
             start = time.perf_counter()
             with self.vote_log.lock:
                 files, votes, used = self._rebuild()
+                self._restore_sessions(votes)
                 if len(votes):  # later votes are stamped after the newest one replayed
                     self.vote_log.advance_to(int(votes.ts_us.max()))
                 self.progress.files, self.progress.votes_used = len(files), used
@@ -209,6 +212,17 @@ class ArenaService:
             and RATE_LIMITED not in (row["flags"] or ())
         ]  # fmt: skip
         log.info("rate limiter restored with %d recent votes", self.limiter.restore(counted))
+
+    def _restore_sessions(self, votes: VoteTable) -> None:
+        """Give the session counter every session's votes in the log (``sessions.py``)."""
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        log.info("session order restored for %d sessions",
+                 self.sessions.restore(session_counts(votes, now_us)))  # fmt: skip
+
+    def _sessions_ready(self) -> bool:
+        """Whether every earlier vote has been replayed: the start-up replay is done, and the
+        Hub's votes, when there is a Hub, were downloaded and replayed too."""
+        return self.progress.done and (self.sync is None or self.sync.uploader is not None)
 
     def _rebuild(self) -> tuple[list, VoteTable, dict[str, int]]:
         """Replay every board, and the anomalous-voter test, from every vote file, this
@@ -327,8 +341,10 @@ class ArenaService:
             held = max(0.0, due - self.pacer.clock())
         pool = self.pools[arena.id]
         style = battle_style(outputs, text, [pool.native_rate(m, text, category) for m in ids])
+        clips = clip_lengths(outputs) if arena.modality == "audio" else {}
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
-                                   prompt_id=prompt_id, category=category, style=style)  # fmt: skip
+                                   prompt_id=prompt_id, category=category, style=style,
+                                   clips=clips)  # fmt: skip
         # Audio must be heard: both clips, at up to double speed or side by side, after
         # the hold (the visitor gets them only then).
         heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
@@ -357,40 +373,11 @@ class ArenaService:
 
     # -- votes ------------------------------------------------------------------------
 
-    def vote(self, handle: str | None, choice: str, voter: str) -> Reveal:
-        """Record the visitor's vote on their battle and reveal the models.
-
-        Refused with a message, and nothing written: an unknown or expired
-        battle, a second vote, a vote before both outputs arrived, a choice
-        other than a, b, tie or both_bad. Over the rate limit, the vote is
-        written flagged and left out of the ratings.
-        """
-        if choice not in VOTES:
-            raise ArenaError(f"A vote is one of {', '.join(VOTES)}.")
-        try:
-            battle = self.book.close_for_vote(handle)
-        except BattleError as exc:
-            raise ArenaError(str(exc)) from None
-        flags = () if self.limiter.allow(voter) else (RATE_LIMITED,)
-        pool = self.pools[battle.arena]
-        if self.detector.is_flagged(voter):
-            flags += (ANOMALOUS_FLAG,)
-        try:
-            vote, step = self.vote_log.append(
-                arena=battle.arena, model_a=battle.model_a, model_b=battle.model_b, vote=choice,
-                battle_id=battle.battle_id, prompt_id=battle.prompt_id, prompt=battle.prompt,
-                category=battle.category, voter=voter, voter_kind="human", flags=flags,
-                model_a_version=pool.model_version(battle.model_a),
-                model_b_version=pool.model_version(battle.model_b),
-                then=self._apply, **battle.style,
-            )  # fmt: skip
-        except VoteWriteError as exc:
-            log.error("vote on battle %s not saved: %s", battle.battle_id, exc)
-            if exc.rolled_back:  # nothing reached the log: the visitor may vote again
-                self.book.reopen(handle)
-                raise ArenaError("Your vote could not be saved. Please vote again.") from None
-            raise ArenaError("Your vote may not have been saved; this battle is closed.") from None
-        return self._reveal(vote, step)
+    def vote(self, handle: str | None, choice: str, voter: str, *, session: str | None = None,
+             listened: str | None = None) -> Reveal:  # fmt: skip
+        """Record the visitor's vote on their battle and reveal the models (see
+        :meth:`VoteDesk.vote`: refusals, flags, the session's order, listening times)."""
+        return self.desk.vote(handle, choice, voter, session=session, listened=listened)
 
     def judge_vote(self, handle: str | None, verdicts: tuple[str, str], judge_id: str,
                    token: str | None) -> tuple[Vote, Vote]:  # fmt: skip
@@ -410,24 +397,6 @@ class ArenaService:
             self.rebuilds.request()  # their earlier votes leave the boards (rebuild.py)
             return vote, None
         return vote, self.live[vote.arena].apply(vote)
-
-    def _reveal(self, vote: Vote, step: EloStep | None) -> Reveal:
-        arena = self.registry.arena(vote.arena)
-        a, b = arena.model(vote.model_a), arena.model(vote.model_b)
-        if step is None:
-            if self.detector.is_flagged(vote.voter):
-                note = _NOT_COUNTED[ANOMALOUS_FLAG]
-            else:
-                note = _NOT_COUNTED[RATE_LIMITED if RATE_LIMITED in vote.flags else None]
-            return Reveal(vote.vote, Side(a.id, a.name, None, None), Side(b.id, b.name, None, None),
-                          counted=False, note=note, vote_id=vote.vote_id)  # fmt: skip
-        return Reveal(
-            vote.vote,
-            Side(a.id, a.name, step.before_a, step.after_a),
-            Side(b.id, b.name, step.before_b, step.after_b),
-            counted=True,
-            vote_id=vote.vote_id,
-        )
 
     # -- boards -----------------------------------------------------------------------
 

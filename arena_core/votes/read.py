@@ -360,6 +360,8 @@ def _type_ok(name: str, value) -> bool:
         return type(value) is int and -(2**63) <= value < 2**63
     if pa.types.is_floating(kind):
         return type(value) in (int, float)  # not bool, as Arrow
+    if pa.types.is_boolean(kind):
+        return type(value) is bool  # Arrow takes true and false only, not 0, 1 or "true"
     return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
 
 
@@ -409,6 +411,8 @@ def _castable(have: pa.DataType, want: pa.DataType) -> bool:
         return pa.types.is_integer(have)
     if pa.types.is_floating(want):
         return pa.types.is_floating(have) or pa.types.is_integer(have)
+    if pa.types.is_boolean(want):
+        return pa.types.is_boolean(have)
     return (pa.types.is_list(have) or pa.types.is_large_list(have)) and _castable(
         have.value_type, pa.string()
     )

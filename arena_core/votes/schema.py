@@ -23,16 +23,23 @@ from arena_core.ratings.counts import OUTCOME_NAMES
 #: Version written by this code. Version 2 added ``model_a_version`` and
 #: ``model_b_version``; version 3 added each side's style as delivered (duration,
 #: speaking rate, loudness, the engine's sample rate), the covariates of the
-#: style-controlled board. An older row reads as one whose new fields are unknown (null).
-SCHEMA_VERSION = 3
+#: style-controlled board; version 4 added what a researcher of the votes needs: the
+#: session (salted) and the vote's order in it, the seconds each clip was listened to
+#: and the clips' delivered length, the prompt's origin, and whether the vote counts
+#: and why not. An older row reads as one whose new fields are unknown (null).
+SCHEMA_VERSION = 4
 #: Versions this reader understands; rows of other versions are skipped and counted.
-SUPPORTED_VERSIONS = frozenset({1, 2, 3})
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4})
 #: The per-side style fields of version 3, without their ``model_a_``/``model_b_`` prefix.
 STYLE_FIELDS = ("duration_s", "speech_rate", "lufs", "sample_rate")
 #: The style columns of a row, A's then B's.
 STYLE_COLUMNS = tuple(f"model_{side}_{name}" for side in "ab" for name in STYLE_FIELDS)
 #: Allowed values of ``vote``, in outcome-code order.
 VOTES = OUTCOME_NAMES
+#: Allowed values of ``prompt_origin``: one of the arena's prompt set, or typed by the visitor.
+PROMPT_ORIGINS = ("set", "typed")
+#: The fields of version 4 that are seconds (listening and clip lengths), not negative.
+SECONDS_COLUMNS = ("listen_a_s", "listen_b_s", "clip_a_s", "clip_b_s")
 #: Allowed values of ``voter_kind``.
 VOTER_KINDS = ("human", "judge")
 #: Accepted timestamps: ISO-8601 with an explicit zone, at most microseconds, every
@@ -60,7 +67,7 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("schema_version", pa.int64(), True, "Version of this record layout; 3 (rows of versions 1 and 2 are still read, their newer fields null)."),
+    Field("schema_version", pa.int64(), True, "Version of this record layout; 4 (rows of versions 1 to 3 are still read, their newer fields null)."),
     Field("vote_id", pa.string(), True, "Unique id of the vote (UUID); duplicates are dropped."),
     Field("battle_id", pa.string(), False, "Id of the battle the vote closes (UUID)."),
     Field("ts", pa.string(), True, "When the server recorded the vote, ISO-8601 UTC, e.g. 2026-11-29T17:34:36.123Z."),
@@ -85,6 +92,15 @@ FIELDS: tuple[Field, ...] = (
     Field("model_b_lufs", pa.float64(), False, "The same for model_b. Since version 3."),
     Field("model_a_sample_rate", pa.int64(), False, "Sample rate of model_a's engine output (Hz), before delivery resampled both clips to one rate; null when not speech. Since version 3."),
     Field("model_b_sample_rate", pa.int64(), False, "The same for model_b. Since version 3."),
+    Field("session_id", pa.string(), False, "Salted hash (HMAC, as voter) of the visitor's session as the server issued it (a page load, or one API client); never chosen by the client. Null for judges. Since version 4."),
+    Field("session_order", pa.int64(), False, "1-based order of the vote among its session's votes (by ts), counted by the server across restarts; null when the server could not know it yet (a vote cast while a restarted Space was still reading the earlier votes). Since version 4."),
+    Field("listen_a_s", pa.float64(), False, "Seconds of clip A the visitor's browser played before the vote (played intervals summed, replays included, at any speed), as the browser reported it: client-reported, not verified. Null when not reported (API votes, text arenas) or beyond 10 times the clip's length. Since version 4."),
+    Field("listen_b_s", pa.float64(), False, "The same for clip B. Since version 4."),
+    Field("clip_a_s", pa.float64(), False, "Length in seconds of clip A as delivered (the file the visitor got: speech plus margins, both clips padded to one length); null when not audio. Since version 4."),
+    Field("clip_b_s", pa.float64(), False, "The same for clip B. Since version 4."),
+    Field("prompt_origin", pa.string(), False, "'set' (one of the arena's prompts, prompt_id given) or 'typed' (written by the visitor), from the server's battle record. Since version 4."),
+    Field("counted", pa.bool_(), False, "Whether the vote counts in the ratings (of its voter_kind's boards). As written: false when flags is non-empty. In compacted files: the replay's verdict, which also leaves out every vote of a voter the anomalous-voter test flagged (see the dataset card). Since version 4."),
+    Field("count_reason", pa.string(), False, "Why the vote does not count: 'rate_limited', 'anomalous_voter' (the voter failed the anomalous-voter test), or another flag; null when counted. Since version 4."),
 )  # fmt: skip
 
 #: Arrow schema of a record, in field order.
@@ -125,6 +141,15 @@ class Vote:
     model_b_lufs: float | None = None
     model_a_sample_rate: int | None = None
     model_b_sample_rate: int | None = None
+    session_id: str | None = None
+    session_order: int | None = None
+    listen_a_s: float | None = None
+    listen_b_s: float | None = None
+    clip_a_s: float | None = None
+    clip_b_s: float | None = None
+    prompt_origin: str | None = None
+    counted: bool | None = None
+    count_reason: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self):
@@ -154,6 +179,35 @@ class Vote:
                 raise VoteError(
                     f"{name} must be a finite number (at least 0 but for loudness) or None"
                 )
+        self._check_v4()
+
+    def _check_v4(self) -> None:
+        """Version 4's fields: a session and its order together, seconds that are
+        seconds, an origin that agrees with ``prompt_id``, and ``counted`` and
+        ``count_reason`` that say what ``flags`` says (derived from it when not given)."""
+        if self.session_order is not None and self.session_id is None:
+            raise VoteError("a session_order needs its session_id")
+        if self.session_id is not None and (not isinstance(self.session_id, str)
+                                            or not self.session_id):  # fmt: skip
+            raise VoteError("session_id must be a non-empty string or None")
+        order = self.session_order
+        if order is not None and (type(order) is not int or order < 1):
+            raise VoteError("session_order must be an integer of at least 1")
+        for name in SECONDS_COLUMNS:
+            value = getattr(self, name)
+            if value is not None and not _plausible(name, value):
+                raise VoteError(f"{name} must be a finite number of at least 0 or None")
+        origin = self.prompt_origin
+        if origin is not None and origin not in PROMPT_ORIGINS:
+            raise VoteError(f"prompt_origin must be one of {', '.join(PROMPT_ORIGINS)} or None")
+        if origin is not None and (origin == "set") != (self.prompt_id is not None):
+            raise VoteError("prompt_origin 'set' goes with a prompt_id, 'typed' without one")
+        counted, reason = write_verdict(self.flags)
+        if self.counted is None and self.count_reason is None:
+            object.__setattr__(self, "counted", counted)
+            object.__setattr__(self, "count_reason", reason)
+        elif (self.counted, self.count_reason) != (counted, reason):
+            raise VoteError("counted and count_reason must agree with flags")
 
     def to_dict(self) -> dict:
         """Every field, in contract order."""
@@ -172,6 +226,14 @@ def _plausible(name: str, value) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return False
     return value >= 0 or name.endswith("lufs")
+
+
+def write_verdict(flags) -> tuple[bool, str | None]:
+    """``counted`` and ``count_reason`` as the writer knows them: a vote with a flag is
+    left out, for its first flag; the anomalous-voter test may later leave out more
+    (the replay's verdict, :mod:`arena_core.dataset.verdict`)."""
+    flags = tuple(flags)
+    return (not flags, flags[0] if flags else None)
 
 
 def new_vote_id() -> str:

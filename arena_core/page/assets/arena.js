@@ -13,6 +13,15 @@
   const LABELS = { idle: "not heard yet", playing: "playing…", heard: "heard ✓" };
   const LOCK = '<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V11a1 1 0 0 1 1-1h1zm2 0h8V8a4 4 0 1 0-8 0v2z"/></svg>';
   const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null };
+  // Seconds of each clip played since the battle opened: the media time advanced while
+  // playing, summed over played intervals (a replay counts again, a seek does not, and
+  // at double speed ten seconds of clip count ten). Sent with the vote; the server keeps
+  // it only if plausible and publishes it as the browser's report, not as a fact.
+  const played = { A: 0, B: 0 };
+  const mark = { A: null, B: null }; // media time at the last reading while playing
+  // A step of media time larger than this (seconds, times the speed) between two
+  // readings is a jump the events did not announce, not listening.
+  const MAX_STEP = 1.5;
 
   const $ = (selector) => document.querySelector(selector);
   const visible = (el) => !!el && el.offsetParent !== null;
@@ -33,6 +42,30 @@
     let played = 0;
     for (let i = 0; i < audio.played.length; i++) played += audio.played.end(i) - audio.played.start(i);
     return played / audio.duration;
+  }
+
+  function advance(side, audio) {
+    const now = audio.currentTime;
+    const step = now - mark[side];
+    if (mark[side] !== null && step > 0 && step <= MAX_STEP * Math.max(1, audio.playbackRate)) {
+      played[side] += step;
+    }
+    mark[side] = audio.paused || audio.seeking ? null : now;
+  }
+
+  function watch(side) {
+    // Follow the clip's media element once (Gradio may replace it between battles).
+    const audio = media(side);
+    if (!audio || audio.arenaWatched) return;
+    audio.arenaWatched = true;
+    const start = () => { mark[side] = audio.currentTime; };
+    audio.addEventListener("playing", start);
+    audio.addEventListener("seeked", () => { if (!audio.paused) start(); });
+    audio.addEventListener("seeking", () => { mark[side] = null; });
+    audio.addEventListener("emptied", () => { mark[side] = null; });
+    for (const kind of ["timeupdate", "pause", "ended"]) {
+      audio.addEventListener(kind, () => advance(side, audio));
+    }
   }
 
   function play(side) {
@@ -60,6 +93,7 @@
   }
 
   function render() {
+    for (const side of SIDES) watch(side);
     for (const side of SIDES) {
       const chip = $(`#side-${side} .side-state`);
       const now = st.playing[side] ? "playing" : st.heard[side] ? "heard" : "idle";
@@ -139,7 +173,20 @@
       st.heard = { A: false, B: false };
       st.playing = { A: false, B: false };
       st.next = null;
+      for (const side of SIDES) {
+        played[side] = 0;
+        mark[side] = null;
+      }
       render();
+    },
+    // The seconds of each clip played, as the vote's report (JSON text).
+    listened() {
+      for (const side of SIDES) {
+        const audio = media(side);
+        if (audio && mark[side] !== null) advance(side, audio);
+      }
+      const round = (x) => Math.round(x * 1000) / 1000;
+      return JSON.stringify({ a: round(played.A), b: round(played.B) });
     },
     render,
   };

@@ -1,0 +1,65 @@
+"""Schema 4 in a real browser (Debian's Chromium through Playwright): the seconds each clip
+played, as the page's script measures and reports them, land in the vote row, plausible
+against the clips' delivered lengths; the session and its order come from the server.
+
+The clips play at four times their speed: the script counts media seconds played, so a
+whole clip counts its whole length whatever the speed.
+"""
+
+import pytest
+from browser import LAPTOP, MEDIA, Visit, expect, names_and_ids
+
+from arena_core.votes.read import read_votes
+
+pytestmark = pytest.mark.browser
+
+#: A short sentence of the English set.
+SHORT = "The kettle is already boiling."
+#: Slack on a whole listen (seconds): the first reading of a clip may come a quarter
+#: second after it started, and a loaded machine skips a little of a fast clip.
+SLACK = 0.6
+
+
+def rows(running_app) -> list[dict]:
+    return read_votes(running_app.settings.votes_dir).table.to_pylist()
+
+
+def test_listening_times_and_session_order_reach_the_log(running_app, browser):
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "listen")
+    page = visit.page
+    page.goto(running_app.url)
+    expect(page.locator("#arena-header")).to_contain_text("English text-to-speech")
+    before = len(rows(running_app))
+    page.locator("#prompt-in textarea").fill(SHORT)
+    page.locator("#new-battle").click()
+    for k in range(2):
+        visit.battle_ready()
+        assert not [x for x in names_and_ids(running_app.service, "tts-en")
+                    if x in visit.arena_html()]  # fmt: skip
+        visit.listen_to_both()  # both clips, whole (the page's lock opens only then)
+        if k == 1:  # and A once more, from its start, for a moment: a replay counts again
+            page.evaluate(f"() => {{ ({MEDIA})('A').currentTime = 0; }}")
+            page.locator("#audio-A button.play-pause-button").click()
+            page.wait_for_timeout(600)
+            page.locator("#audio-A button.play-pause-button").click()
+        page.locator("#vote-a").click()
+        expect(page.locator("#next-battle")).to_be_visible(timeout=20_000)
+        if k == 0:
+            visit.shot("voted-after-listening")
+            page.locator("#next-battle").click()
+    new = rows(running_app)[before:]
+    assert len(new) == 2
+    first, second = new
+    for row in new:
+        assert row["schema_version"] == 4 and row["prompt_origin"] == "set"
+        assert row["clip_a_s"] > 0 and row["clip_a_s"] == row["clip_b_s"]  # padded to one length
+        assert row["counted"] is True and row["count_reason"] is None
+    for row in new:  # a whole listen of each clip: about its length, not the (faster) wall time
+        clip = row["clip_a_s"]
+        assert clip - SLACK <= row["listen_b_s"] <= clip + SLACK
+    clip = first["clip_a_s"]
+    assert clip - SLACK <= first["listen_a_s"] <= clip + SLACK
+    assert second["listen_a_s"] > second["clip_a_s"] + 0.2  # the replay's part added
+    # One page, one session: the server's hash of it, and the votes' order in it.
+    assert first["session_id"] == second["session_id"] and len(first["session_id"]) == 20
+    assert (first["session_order"], second["session_order"]) == (1, 2)
