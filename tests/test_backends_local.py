@@ -193,6 +193,26 @@ def test_pico_speaks_in_a_worker_process_and_survives_its_death(monkeypatch):
     assert nanotts.WORKER.pid not in (worker, second)
 
 
+def test_a_request_to_a_pico_worker_already_dead_says_the_worker_died():
+    # The race the test above sets up, on its other side: the worker is gone before the
+    # request is written. The write fails, and closing the pipe flushed the buffered
+    # request again: a BrokenPipeError used to escape instead of the worker's death.
+    import os
+    import signal
+
+    from arena_core.workers.pico import PicoProcess, PicoWorkerError
+
+    worker = PicoProcess()
+    proc = worker._started()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.poll = lambda: None  # not yet noticed by the parent: the request meets it
+    with pytest.raises(PicoWorkerError, match="worker process died"):
+        worker.speak({"text": "Hello.", "voice": "en-US"}, 10)
+    assert worker.pid is None  # replaced on the next request
+    worker.close()
+
+
 def test_a_pico_failure_is_an_error_of_the_model_and_the_worker_lives_on():
     from arena_core.backends import nanotts
     from arena_core.workers.pico import PicoWorkerError

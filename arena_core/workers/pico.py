@@ -88,7 +88,10 @@ class PicoProcess:
             self._proc.kill()
             self._proc.wait()
             for pipe in (self._proc.stdin, self._proc.stdout):
-                pipe.close()
+                # Closing flushes what a failed write left buffered: to a dead worker that
+                # is a BrokenPipeError, which must not replace "the worker died".
+                with contextlib.suppress(OSError):
+                    pipe.close()
             self._proc = None
 
 
