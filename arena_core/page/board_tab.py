@@ -12,6 +12,9 @@ from datetime import UTC, datetime
 import gradio as gr
 
 from arena_core.page import analysis_html, battle, model_html, plots, presenters, table, ui_text
+from arena_core.snapshots import page as revision_page
+from arena_core.snapshots.revision import board_settings, file_sha256, service_revisions
+from arena_core.snapshots.version import code_version
 
 #: The board's views: the default, the style-controlled one, the automatic judges', and the
 #: per-prompt complementarity of pairs of models (an insight for researchers).
@@ -47,6 +50,15 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
     battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
     timer = gr.Timer(poll, active=not service.progress.done)
     inputs = [board_arena, category, weights, period, provisional, view, model_pick]
+    revisions = service_revisions(service)
+    registry_sha256 = file_sha256(service.registry.path)
+
+    def footer(arena_id, cat, window, revision) -> str:
+        """Under the board: the votes and code it came from, and the command that reprints it."""
+        unavailable = [m for m, s in service.pools[arena_id].status().items() if not s.available]
+        settings = board_settings(service.params, arena=arena_id, category=cat, window=window,
+                                  unavailable=unavailable, registry_sha256=registry_sha256)  # fmt: skip
+        return revision_page.revision_html(revision, code_version(), settings)
 
     def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
              model_id=None):  # fmt: skip
@@ -57,7 +69,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
         if view_value != "votes" and service.progress.done:
             return (gr.Timer(active=False), "", other_view(arena_id, cat, view_value),
                     *[gr.update(visible=False)] * 3)  # fmt: skip
-        board = service.board(arena_id, cat, window=window)
+        board, revision = revisions.around(lambda: service.board(arena_id, cat, window=window))
         live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
         counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
         sync = service.sync.status() if service.sync else None
@@ -67,7 +79,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
                   plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
         return (gr.Timer(active=not service.progress.done),
                 presenters.board_summary(board, service.progress, sync),
-                table.board_html(board, rows, service.latency(arena_id), models),
+                table.board_html(board, rows, service.latency(arena_id), models)
+                + (footer(arena_id, cat, window, revision) if service.progress.done else ""),
                 *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
 
     def model_view(arena_id: str, model_id: str | None) -> tuple:
