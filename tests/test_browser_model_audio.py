@@ -6,6 +6,7 @@ then opens a model's page and plays them; screenshots are saved under tests/outp
 """
 
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -64,6 +65,11 @@ def test_heard_battles_are_the_clips_the_listeners_got(audio_app):
             assert clip.sample_rate == again.sample_rate == 24_000
             assert np.array_equal(clip.samples, again.samples)
     assert heard_battles(report, pool, None) == [] and heard_battles(report, None, object()) == []
+    assert {h.battle.version for h in heard} == {pool.model_version("espeak/en-us")} != {None}
+    # A vote recorded under another engine version: today's clip is not what was voted on.
+    updated = replace(report, recent=tuple(replace(b, opponent_version="1.0-old")
+                                           for b in report.recent))  # fmt: skip
+    assert heard_battles(updated, pool, service.blinder) == []
 
 
 def test_the_model_page_plays_its_recent_battles(audio_app, browser):

@@ -3,9 +3,9 @@
 On the model page the models are named, so nothing here is blind. The clips are the
 shaped ones (one sample rate, one loudness: what each listener heard, less the per-battle
 jitter and dither), kept by the blinder under the output cache's key of (model, prompt,
-language, engine version). A battle is shown only when both of its clips are there under
-the engine versions running now; an engine updated since made other sounds, so its old
-battles go without audio rather than with audio nobody voted on.
+language, engine version). A battle is shown only when both engines still run the versions
+its vote recorded and both clips are there: an engine updated since makes other sounds, so
+its old battles go without audio rather than with audio nobody voted on.
 
 No Gradio here: :func:`heard_battles` picks the clips, the Leaderboard tab plays them.
 """
@@ -43,9 +43,11 @@ def heard_battles(report: ModelReport, pool, blinder,
     for battle in report.recent:
         if battle.prompt is None:
             continue
+        sides = ((report.model, battle.version), (battle.opponent, battle.opponent_version))
         try:
-            keys = [pool.cache_key(m, battle.prompt, battle.category)
-                    for m in (report.model, battle.opponent)]  # fmt: skip
+            if any(pool.model_version(m) != version for m, version in sides):
+                continue  # an engine updated since: its clip now is not the one voted on
+            keys = [pool.cache_key(m, battle.prompt, battle.category) for m, _ in sides]
         except KeyError:  # a model no longer in the registry
             continue
         if None in keys:
