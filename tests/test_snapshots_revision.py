@@ -119,6 +119,15 @@ def test_live_revisions_count_distinct_votes_and_follow_the_files(tmp_path):
     assert revisions.read(revisions.position()).votes_read == 3
     newer = one.append(arena="s", model_a="x", model_b="y", vote="b")
     assert revisions.read(revisions.position()) == Revision(4, newer.vote_id)
+    # Half a line (a write in progress) waits until it is whole.
+    line = one.path.read_bytes().splitlines(keepends=True)[-1]
+    later = line.replace(newer.vote_id.encode(), b"00000000-0000-4000-8000-000000000099")
+    with one.path.open("ab") as f:
+        f.write(later[:20])
+    assert revisions.read(revisions.position()) == Revision(4, newer.vote_id)
+    with one.path.open("ab") as f:
+        f.write(later[20:])
+    assert revisions.read(revisions.position()).votes_read == 5
     # A file removed (compacted away) takes its votes with it.
     one.path.unlink()
     assert revisions.read(revisions.position()) == Revision(1, first[0].vote_id)

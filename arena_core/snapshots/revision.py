@@ -19,13 +19,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from arena_core.leaderboard import BoardParams
-from arena_core.votes.clean import VoteTable
-from arena_core.votes.read import read_votes, vote_files
+from arena_core.votes.clean import VoteTable, clean
+from arena_core.votes.read import parse_jsonl, read_votes, vote_files
 from arena_core.window import Window
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,31 @@ class _Seen:
     key: tuple
     ids: list
     last: tuple[int, str] | None
+    #: Bytes of a JSONL shard read so far (whole lines): a grown shard is read from there.
+    offset: int = 0
+
+
+def _read_file(path: Path, size: int) -> _Seen:
+    """A file read afresh: a shard up to ``size`` (its size when the position was taken, so
+    lines written since wait for the next read), a Parquet file whole (never rewritten)."""
+    if path.suffix == ".jsonl":
+        return _read_tail(path, _Seen((), [], None, 0), size)
+    votes = read_votes(path, columns=["vote_id"])
+    ids = votes.column("vote_id").to_pylist()
+    return _Seen((), ids, (int(votes.ts_us[-1]), ids[-1]) if ids else None)
+
+
+def _read_tail(path: Path, seen: _Seen, size: int) -> _Seen:
+    """A grown shard: only the whole lines after what was read, appended to ``seen``."""
+    with path.open("rb") as f:
+        f.seek(seen.offset)
+        data = f.read(size - seen.offset)
+    cut = data.rfind(b"\n") + 1
+    votes = clean(parse_jsonl(data[:cut], Counter()), Counter(), ["vote_id"])
+    ids = votes.column("vote_id").to_pylist()
+    last = max(filter(None, [seen.last, (int(votes.ts_us[-1]), ids[-1]) if ids else None]),
+               default=None)  # fmt: skip
+    return _Seen((), seen.ids + ids, last, seen.offset + cut)
 
 
 class LiveRevisions:
@@ -145,14 +171,17 @@ class LiveRevisions:
                 seen = self._seen.get(path)
                 if seen is not None and seen.key == tuple(key):
                     continue
-                votes = read_votes(path, columns=["vote_id"])
-                ids = votes.column("vote_id").to_pylist()
-                last = (int(votes.ts_us[-1]), ids[-1]) if ids else None
                 grown = seen is not None and key[0] == seen.key[0] and key[1] >= seen.key[1]
-                if seen is not None and not grown:
-                    rebuild.add(path)
-                self._seen[path] = _Seen(tuple(key), ids, last)
-                self._ids.update(ids)
+                if grown and path.suffix == ".jsonl":
+                    fresh = _read_tail(path, seen, key[1])
+                    self._ids.update(fresh.ids[len(seen.ids) :])
+                else:
+                    fresh = _read_file(path, key[1])
+                    if seen is not None:
+                        rebuild.add(path)
+                    self._ids.update(fresh.ids)
+                fresh.key = tuple(key)
+                self._seen[path] = fresh
             for path in rebuild - {s[0] for s in stats}:
                 del self._seen[path]
             if rebuild:  # a file shrank, was replaced or removed: count afresh
