@@ -38,6 +38,7 @@ from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
 from arena_core.registry.check import add_commands as add_registry_commands
 from arena_core.simulation import SCENARIOS, scenario
+from arena_core.snapshots import source as snapshot_source
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.read import read_votes
@@ -80,10 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument(
         "--votes",
         nargs="+",
-        required=True,
         metavar="PATH",
         help="JSONL files, folders of shards/Parquet, or FastChat clean_battle exports",
     )
+    snapshot_source.add_options(board)
     board.add_argument("--registry", help="registry.yaml: priors, names, and which models count")
     board.add_argument(
         "--arena",
@@ -278,10 +279,11 @@ def _leaderboard(args) -> int:
         half_life_days=args.half_life,
     )
     window = Window.parse(args.since, args.until)
+    args = snapshot_source.resolve(args)  # --repo: the revision's votes and registry
     registry = load_registry(args.registry) if args.registry else None
     if args.style_control:
         return _style_board(args, registry)
-    votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
+    votes = read_votes(args.votes, columns=(*BOARD_COLUMNS, "vote_id"), fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
     arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
     boards = []
@@ -293,7 +295,8 @@ def _leaderboard(args) -> int:
     if args.format != "table":  # the table prints them itself
         for warning in boards[0].warnings:
             log.warning("%s", warning)
-        _write(boards[0], args.format, sys.stdout)
+        _write(boards[0], args.format, sys.stdout,
+               snapshot_source.document(boards[0], votes, params, args))  # fmt: skip
         return 0
     sys.stdout.write(
         "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
@@ -348,9 +351,11 @@ def _titles(registry, arena_id: str) -> dict[str, str]:
     return {m.id: m.name for m in registry.arena(arena_id).models}
 
 
-def _write(board: Board, fmt: str, out) -> None:
+def _write(board: Board, fmt: str, out, document: dict | None = None) -> None:
+    """The board as JSON (``document``: the board's JSON with its revision, code version and
+    settings, when the caller has them), CSV (rows only: a CSV has no room for them) or text."""
     if fmt == "json":
-        json.dump(board.to_json(), out, indent=1, allow_nan=False)
+        json.dump(document or board.to_json(), out, indent=1, allow_nan=False)
         out.write("\n")
     elif fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")

@@ -35,6 +35,7 @@ from hubfake import (
 from huggingface_hub import HfApi, constants
 
 from arena_core.page.presenters import board_summary
+from arena_core.snapshots.source import board_part
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
 from arena_core.votes.log import VoteLog
@@ -78,7 +79,7 @@ def cli_board(votes: list[Path], registry_file: Path) -> dict:
          str(registry_file), "--arena", "speech", "--format", "json"],
         capture_output=True, text=True, cwd=ROOT, check=True,
     )  # fmt: skip
-    return json.loads(cli.stdout)
+    return board_part(json.loads(cli.stdout))
 
 
 def vote(service, choice):

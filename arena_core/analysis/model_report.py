@@ -41,7 +41,8 @@ from arena_core.votes.schema import STYLE_COLUMNS
 from arena_core.window import format_us
 
 #: Columns the report reads (``read_votes(..., columns=MODEL_COLUMNS)``).
-MODEL_COLUMNS = (*BOARD_COLUMNS, "vote_id", "ts", "prompt_id", "prompt", *STYLE_COLUMNS)
+MODEL_COLUMNS = (*BOARD_COLUMNS, "vote_id", "ts", "prompt_id", "prompt", "model_a_version",
+                 "model_b_version", *STYLE_COLUMNS)  # fmt: skip
 #: Recent battles listed by default.
 RECENT = 10
 #: Why availability and generation time are missing from an offline report.
@@ -111,6 +112,10 @@ class RecentBattle:
     opponent: str
     side: str
     result: str
+    #: The engine versions the vote recorded for this model and its opponent (None: not
+    #: reported); the model page plays a battle's clips only if the engines still match.
+    version: str | None = None
+    opponent_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -227,7 +232,13 @@ def _categories(votes, arena_id, model_id, mine, entrants, params) -> list[Categ
 def _recent(mine: pd.DataFrame, k: int) -> list[RecentBattle]:
     last = mine.tail(k).iloc[::-1]
     return [RecentBattle(r.vote_id, r.ts, _opt(r.prompt_id), _opt(r.prompt), _opt(r.category),
-                         r.opponent, r.side, r.result) for r in last.itertuples()]  # fmt: skip
+                         r.opponent, r.side, r.result, *_versions(r)) for r in last.itertuples()]  # fmt: skip
+
+
+def _versions(r) -> tuple[str | None, str | None]:
+    """(this model's, the opponent's) engine version as the vote recorded them."""
+    a, b = _opt(getattr(r, "model_a_version", None)), _opt(getattr(r, "model_b_version", None))
+    return (a, b) if r.side == "a" else (b, a)
 
 
 def _opt(value) -> str | None:

@@ -45,7 +45,7 @@ from arena_core.registry import Registry
 from arena_core.votes.log import shard_in_use
 from arena_core.votes.read import read_votes, vote_files
 
-__all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader", "compact_repo"]
+__all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader", "compact_repo", "download_revision"]
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +113,8 @@ class HubSync:
         self._since: datetime | None = None
         self._connecting = threading.Lock()
         self._stopped = threading.Event()
+        #: The repo's commit the downloaded votes came from (None until the Hub answered).
+        self.commit: str | None = None
 
     @property
     def hub_votes(self) -> Path:
@@ -160,7 +162,7 @@ class HubSync:
                 except Exception:  # the board lags, but the votes must still be pushed
                     log.exception("could not replay the votes downloaded from %s", self.repo_id)
             try:  # CommitScheduler's constructor calls create_repo too
-                uploader = VoteUploader(repo_id=self.repo_id, folder_path=self.votes_dir,
+                uploader = _CommitTracking(base=self.commit, repo_id=self.repo_id, folder_path=self.votes_dir,
                                         shard_name=self._shard, every=self.every, hf_api=self.api,
                                         lock=self.lock, clock=self._clock)  # fmt: skip
             except Exception as exc:
@@ -187,6 +189,34 @@ class HubSync:
         self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", revision=sha,
                                    local_dir=self.mirror, allow_patterns=[f"{DATA_DIR}/**", "README.md"])  # fmt: skip
         self.hub_votes.mkdir(parents=True, exist_ok=True)
+        self.commit = sha
+
+    def revision(self) -> dict:
+        """``repo``, ``commit`` (the last commit of this process's votes, or the one
+        downloaded) and ``unpushed`` (local votes of the board not in it: this process's
+        lines since that push, and adopted earlier votes still queued). Call under
+        :attr:`lock`, as the vote log's lines are counted. With several processes pushing
+        to one repo a later commit may also hold their votes; one Space writes alone.
+        """
+        uploader = self.uploader
+        if uploader is None or self._unpushed is None:
+            return {"repo": self.repo_id, "commit": None, "unpushed": None}
+        commit, pushed, adopted = uploader.pushed_commit
+        lines = self._unpushed.update()
+        return {
+            "repo": self.repo_id,
+            "commit": commit,
+            "unpushed": max(0, lines - pushed) + adopted,
+        }
+
+    def upload(self, files: dict[str, bytes], message: str) -> str:
+        """Commit ``files`` (repo path -> bytes) in one commit; its id. Raises on a Hub error."""
+        operations = [
+            CommitOperationAdd(path_in_repo=k, path_or_fileobj=v) for k, v in files.items()
+        ]
+        info = self.api.create_commit(repo_id=self.repo_id, repo_type="dataset",
+                                      operations=operations, commit_message=message)  # fmt: skip
+        return info.oid
 
     def _failed(self, action: str, exc: Exception) -> bool:
         self._error = f"{type(exc).__name__}: {exc}"
@@ -289,6 +319,49 @@ class HubSync:
         with self.lock:
             waiting = self._unpushed.update() if self._unpushed is not None else 0
         return SyncStatus(waiting=waiting, last_error=self._error, unreachable_since=self._since)
+
+
+class _CommitTracking(VoteUploader):
+    """A VoteUploader that remembers its last commit together with what it held.
+
+    ``pushed_commit`` is ``(commit, shard lines pushed, adopted votes still queued)``,
+    replaced in one assignment after each successful push, so a reader never pairs a new
+    commit with an old count: between the push and the assignment it sees the previous
+    commit with more votes unpushed, which is also true.
+    """
+
+    def __init__(self, *, base: str | None, **kwargs):
+        self.pushed_commit: tuple[str | None, int, int] = (base, 0, 0)
+        super().__init__(**kwargs)
+
+    def adopt(self, files: list[Path], published_ids: set[str]) -> int:
+        queued = super().adopt(files, published_ids)
+        with self._votes_lock:
+            commit, pushed, adopted = self.pushed_commit
+            self.pushed_commit = (commit, pushed, adopted + queued)
+        return queued
+
+    def push_to_hub(self):
+        info = super().push_to_hub()
+        if info is not None:
+            with self._votes_lock:
+                queued = sum(t.num_rows for t in self._adopted)
+                self.pushed_commit = (info.oid, self._pushed_lines, queued)
+        return info
+
+
+def download_revision(api: HfApi, repo_id: str, revision: str, local_dir: Path) -> tuple[Path, str]:
+    """The vote files and registry of one revision of the dataset, and its full commit id.
+
+    ``revision`` may be a commit, a branch or a tag; the commit it names is asked for
+    first, so the files and the id reported always match. Only ``data/**`` (the votes)
+    and ``registry/**`` (the registry and prompts the Space published) are downloaded.
+    """
+    sha = api.repo_info(repo_id, repo_type="dataset", revision=revision).sha
+    path = api.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=sha,
+                                 local_dir=local_dir,
+                                 allow_patterns=[f"{DATA_DIR}/**", f"{REGISTRY_DIR}/**"])  # fmt: skip
+    return Path(path), sha
 
 
 def compact_repo(

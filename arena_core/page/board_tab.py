@@ -12,6 +12,10 @@ from datetime import UTC, datetime
 import gradio as gr
 
 from arena_core.page import analysis_html, battle, model_html, plots, presenters, table, ui_text
+from arena_core.page.model_audio import AUDIO_BATTLES, heard_battles, heard_label
+from arena_core.snapshots import page as revision_page
+from arena_core.snapshots.revision import board_settings, file_sha256, service_revisions
+from arena_core.snapshots.version import code_version
 
 #: The board's views: the default, the style-controlled one, the automatic judges', and the
 #: per-prompt complementarity of pairs of models (an insight for researchers).
@@ -45,8 +49,18 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
     ratings = gr.Plot(show_label=False, visible=False, elem_id="chart-ratings")
     win_rates = gr.Plot(show_label=False, visible=False, elem_id="chart-wins")
     battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
+    heard = _heard_players()
     timer = gr.Timer(poll, active=not service.progress.done)
     inputs = [board_arena, category, weights, period, provisional, view, model_pick]
+    revisions = service_revisions(service)
+    registry_sha256 = file_sha256(service.registry.path)
+
+    def footer(arena_id, cat, window, revision) -> str:
+        """Under the board: the votes and code it came from, and the command that reprints it."""
+        unavailable = [m for m, s in service.pools[arena_id].status().items() if not s.available]
+        settings = board_settings(service.params, arena=arena_id, category=cat, window=window,
+                                  unavailable=unavailable, registry_sha256=registry_sha256)  # fmt: skip
+        return revision_page.revision_html(revision, code_version(), settings)
 
     def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
              model_id=None):  # fmt: skip
@@ -56,8 +70,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
             return (gr.Timer(active=False), "", *model_view(arena_id, model_id))
         if view_value != "votes" and service.progress.done:
             return (gr.Timer(active=False), "", other_view(arena_id, cat, view_value),
-                    *[gr.update(visible=False)] * 3)  # fmt: skip
-        board = service.board(arena_id, cat, window=window)
+                    *[gr.update(visible=False)] * 3, *_hidden(heard))  # fmt: skip
+        board, revision = revisions.around(lambda: service.board(arena_id, cat, window=window))
         live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
         counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
         sync = service.sync.status() if service.sync else None
@@ -67,8 +81,10 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
                   plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
         return (gr.Timer(active=not service.progress.done),
                 presenters.board_summary(board, service.progress, sync),
-                table.board_html(board, rows, service.latency(arena_id), models),
-                *[gr.update(value=fig, visible=fig is not None) for fig in charts])  # fmt: skip
+                table.board_html(board, rows, service.latency(arena_id), models)
+                + (footer(arena_id, cat, window, revision) if service.progress.done else ""),
+                *[gr.update(value=fig, visible=fig is not None) for fig in charts],
+                *_hidden(heard))  # fmt: skip
 
     def model_view(arena_id: str, model_id: str | None) -> tuple:
         arena = service.arena(arena_id)
@@ -80,9 +96,10 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
                          median_latency_s=service.pools[arena_id].median_latency(model_id))  # fmt: skip
         names = {m.id: m.name for m in arena.models}
         chart = model_html.history_chart(report)
+        clips = heard_battles(report, service.pools.get(arena_id), service.blinder)
         return (model_html.model_html(report, names),
                 gr.update(value=chart, visible=chart is not None),
-                *[gr.update(visible=False)] * 2)  # fmt: skip
+                *[gr.update(visible=False)] * 2, *_shown(heard, clips, names, report.name))  # fmt: skip
 
     def other_view(arena_id: str, cat: str | None, view_value: str) -> str:
         arena = service.arena(arena_id)
@@ -108,7 +125,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
         shown = [a for a in arenas if a.id in offered] + voted
         return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
 
-    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts]
+    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts, *_flat(heard)]
     tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
                api_visibility="private", queue=False)  # fmt: skip
     board_arena.change(categories, inputs=[board_arena], outputs=[category],
@@ -143,6 +160,49 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
         demo.load(deep_link, outputs=[tabs, board_arena, view, model_pick, weights, period,
                                       provisional], api_visibility="private", queue=False).then(
             show, inputs=inputs, outputs=outputs, api_visibility="private")  # fmt: skip
+
+
+def _heard_players() -> tuple:
+    """The model view's players of its recent battles: a heading, then per battle a line and
+    the two clips (this model's, the opponent's), hidden until the view fills them."""
+    title = gr.Markdown("### Recent battles, heard", visible=False, elem_id="model-heard")
+    rows = []
+    for k in range(AUDIO_BATTLES):
+        label = gr.Markdown(visible=False, elem_id=f"model-heard-{k}")
+        with gr.Row(elem_classes="stack-on-phone"):
+            own = gr.Audio(label="This model", interactive=False, visible=False, buttons=["download"],
+                           elem_id=f"model-heard-{k}-own")  # fmt: skip
+            other = gr.Audio(label="Opponent", interactive=False, visible=False, buttons=["download"],
+                             elem_id=f"model-heard-{k}-other")  # fmt: skip
+        rows.append((label, own, other))
+    return title, rows
+
+
+def _flat(heard) -> list:
+    title, rows = heard
+    return [title, *[c for row in rows for c in row]]
+
+
+def _hidden(heard) -> list:
+    return [gr.update(visible=False)] * len(_flat(heard))
+
+
+def _shown(heard, clips, names, own_name: str) -> list:
+    """Updates filling the players with ``clips`` (HeardBattle list) and hiding the rest."""
+    _, rows = heard
+    updates = [gr.update(visible=bool(clips))]
+    for k in range(len(rows)):
+        if k >= len(clips):
+            updates += [gr.update(visible=False, value=None)] * 3
+            continue
+        c = clips[k]
+        opponent = names.get(c.battle.opponent, c.battle.opponent)
+        updates += [gr.update(value=heard_label(c, names), visible=True),
+                    gr.update(value=(c.own.sample_rate, c.own.samples), visible=True,
+                              label=own_name),
+                    gr.update(value=(c.other.sample_rate, c.other.samples), visible=True,
+                              label=opponent)]  # fmt: skip
+    return updates
 
 
 def _model_choices(service, arena_id: str) -> list[tuple[str, str]]:

@@ -88,6 +88,10 @@ class Settings:
     #: ARENA_JUDGE_PAUSE: seconds a background judge waits between battles, so judging
     #: never competes with visitors for the CPU for long.
     judge_pause: float = 20.0
+    #: ARENA_SNAPSHOT_EVERY_HOURS: hours between snapshots of every board, written to
+    #: ``leaderboards/<arena>/<date>.json`` in the dataset (and the data folder); one file per
+    #: arena and UTC date. 0 turns them off.
+    snapshot_every_hours: float = 24.0
 
     @property
     def votes_dir(self) -> Path:
@@ -153,6 +157,9 @@ class Settings:
             audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate, int),
             loudness=_loudness(env, "ARENA_LOUDNESS", cls.loudness),
             warmup=_switch(env, "ARENA_WARMUP", cls.warmup),
+            snapshot_every_hours=_number(
+                env, "ARENA_SNAPSHOT_EVERY_HOURS", cls.snapshot_every_hours, float, zero=True
+            ),
         )
 
 

@@ -13,6 +13,7 @@ from arena_core.dataset.hub import HubSync
 from arena_core.judges.factory import make_judge
 from arena_core.judges.runner import BackgroundJudges
 from arena_core.registry import load_registry
+from arena_core.snapshots.daily import DailySnapshots, SnapshotStore, hub_votes, local_votes
 from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
 from arena_core.space.pacing import Pacer
@@ -110,6 +111,31 @@ def start_judges(service: ArenaService, settings: Settings,
     background.start()
     log.info("judges running: %s", ", ".join(j.id for j in judges))
     return background
+
+
+def start_snapshots(service: ArenaService, settings: Settings,
+                    clock=None) -> DailySnapshots | None:  # fmt: skip
+    """Start the daily snapshots of every board (None with ``ARENA_SNAPSHOT_EVERY_HOURS=0``).
+
+    With the Hub they are computed from the dataset's commit of this Space's votes and
+    committed to it; without it, from the local vote folder. Either way a copy goes to
+    ``<data>/leaderboards/``. ``clock`` (current UTC datetime) is injected by tests.
+    """
+    if not settings.snapshot_every_hours:
+        return None
+    sync = service.sync
+    source = hub_votes(sync) if sync is not None else local_votes([settings.votes_dir])
+
+    def unavailable(arena_id: str) -> list[str]:
+        return [m for m, s in service.pools[arena_id].status().items() if not s.available]
+
+    kwargs = {"clock": clock} if clock is not None else {}
+    snapshots = DailySnapshots(service.registry, service.params, source=source,
+                               store=SnapshotStore(settings.data_dir, sync),
+                               unavailable=unavailable, every_hours=settings.snapshot_every_hours,
+                               **kwargs)  # fmt: skip
+    snapshots.start()
+    return snapshots
 
 
 def start_remote_checks(pools: Mapping[str, ModelPool]) -> None:

@@ -1,0 +1,217 @@
+"""Which votes a board was computed from, and with which settings.
+
+A board names its **revision**: the Hub commit of the vote dataset when the votes are
+synced (with how many of the board's votes were not pushed yet: none means the commit
+alone reproduces the board), and always the count of votes read and the last one in
+replay order (``ts``, then ``vote_id``), which pin down a local log. Together with the
+code version (:mod:`~arena_core.snapshots.version`) and :func:`board_settings`, that is
+what ``python -m arena_core leaderboard --repo ID --revision SHA`` needs to print the
+same board to the last digit.
+
+The Space's boards change with every vote, so :class:`LiveRevisions` reads the revision
+of its vote files between two looks at their sizes taken under the vote lock: when the
+two agree, no vote arrived meanwhile and the board computed in between is exactly that
+revision's (:meth:`LiveRevisions.around`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from arena_core.leaderboard import BoardParams
+from arena_core.votes.clean import VoteTable, clean
+from arena_core.votes.read import parse_jsonl, read_votes, vote_files
+from arena_core.window import Window
+
+log = logging.getLogger(__name__)
+
+#: Attempts to compute a board with no vote arriving meanwhile before it is shown as
+#: "moving" (votes keep arriving faster than the board is computed).
+ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Revision:
+    """The votes a board was computed from.
+
+    ``repo`` and ``commit``: the Hub dataset and the commit its votes came from (None for a
+    local log, or before the Hub answered); ``unpushed``: votes of the board not in that
+    commit yet (0: the commit reproduces the board). ``votes_read`` and ``last_vote_id``:
+    valid distinct votes read and the last in replay order. ``moving``: votes arrived
+    while the board was computed, so it may hold some after this revision.
+    """
+
+    votes_read: int
+    last_vote_id: str | None
+    repo: str | None = None
+    commit: str | None = None
+    unpushed: int | None = None
+    moving: bool = False
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def exact_commit(self) -> bool:
+        """The Hub commit alone holds exactly this board's votes."""
+        return self.commit is not None and self.unpushed == 0 and not self.moving
+
+    def label(self) -> str:
+        """One line for the page, e.g. ``org/votes at commit 3bc0878 (1,234 votes, last 0f1e…)``."""
+        last = f", the last {self.last_vote_id}" if self.last_vote_id else ""
+        votes = f"{self.votes_read:,} votes{last}"
+        if self.commit is not None:
+            where = f"{self.repo} at commit {self.commit[:12]}"
+            if self.unpushed:
+                where += f" plus {self.unpushed:,} votes not pushed yet"
+        elif self.repo is not None:
+            where = f"the local log (the Hub dataset {self.repo} has not answered yet)"
+        else:
+            where = "the local vote log"
+        moving = "; votes arrived while it was computed: refresh for an exact revision"
+        return f"{where}: {votes}{moving if self.moving else ''}"
+
+
+def revision_of(votes: VoteTable, **hub) -> Revision:
+    """The revision of a vote table read with its ``vote_id`` column (``hub``: ``repo``,
+    ``commit``, ``unpushed``)."""
+    last = votes.column("vote_id")[-1].as_py() if len(votes) else None
+    return Revision(votes_read=len(votes), last_vote_id=last, **hub)
+
+
+def board_settings(params: BoardParams, *, arena: str, category: str | None = None,
+                   window: Window | None = None, unavailable: Iterable[str] = (),
+                   registry_sha256: str | None = None) -> dict:  # fmt: skip
+    """Every setting that decides a board's numbers, as JSON: the same dict for the Space's
+    board and for the CLI run that reproduces it."""
+    window = window or Window()
+    return {"arena": arena, "category": category, **window.to_json(),
+            "params": asdict(params), "unavailable": sorted(unavailable),
+            "registry_sha256": registry_sha256}  # fmt: skip
+
+
+def file_sha256(path: Path | None) -> str | None:
+    """SHA-256 of a file (the registry: names, priors and which models count)."""
+    if path is None:
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@dataclass
+class _Seen:
+    key: tuple
+    ids: list
+    last: tuple[int, str] | None
+    #: Bytes of a JSONL shard read so far (whole lines): a grown shard is read from there.
+    offset: int = 0
+
+
+def _read_file(path: Path, size: int) -> _Seen:
+    """A file read afresh: a shard up to ``size`` (its size when the position was taken, so
+    lines written since wait for the next read), a Parquet file whole (never rewritten)."""
+    if path.suffix == ".jsonl":
+        return _read_tail(path, _Seen((), [], None, 0), size)
+    votes = read_votes(path, columns=["vote_id"])
+    ids = votes.column("vote_id").to_pylist()
+    return _Seen((), ids, (int(votes.ts_us[-1]), ids[-1]) if ids else None)
+
+
+def _read_tail(path: Path, seen: _Seen, size: int) -> _Seen:
+    """A grown shard: only the whole lines after what was read, appended to ``seen``."""
+    with path.open("rb") as f:
+        f.seek(seen.offset)
+        data = f.read(size - seen.offset)
+    cut = data.rfind(b"\n") + 1
+    votes = clean(parse_jsonl(data[:cut], Counter()), Counter(), ["vote_id"])
+    ids = votes.column("vote_id").to_pylist()
+    last = max(filter(None, [seen.last, (int(votes.ts_us[-1]), ids[-1]) if ids else None]),
+               default=None)  # fmt: skip
+    return _Seen((), seen.ids + ids, last, seen.offset + cut)
+
+
+class LiveRevisions:
+    """The revision of a live vote folder, re-reading only the files that changed.
+
+    ``files`` lists the vote files (the Space's own folder and the Hub's copy); ``lock`` is
+    the vote log's lock (votes are written and applied under it); ``hub`` returns the Hub
+    fields of :class:`Revision` (``repo``, ``commit``, ``unpushed``), read under that lock.
+    """
+
+    def __init__(self, files: Callable[[], list[Path]], lock,
+                 hub: Callable[[], dict] | None = None):  # fmt: skip
+        self.files, self.lock, self.hub = files, lock, hub or dict
+        self._seen: dict[Path, _Seen] = {}
+        self._ids: set[str] = set()
+        self._mutex = threading.Lock()
+
+    def position(self) -> tuple:
+        """Every vote file's size and identity, and the Hub fields, read under the vote lock."""
+        with self.lock:
+            stats = []
+            for path in self.files():
+                try:
+                    st = path.stat()
+                except FileNotFoundError:  # compacted away meanwhile
+                    continue
+                stats.append((path, st.st_ino, st.st_size, st.st_mtime_ns))
+            return tuple(stats), tuple(sorted(self.hub().items()))
+
+    def read(self, position: tuple) -> Revision:
+        """The revision of the files as listed in ``position`` (those changed since are re-read)."""
+        stats, hub = position
+        with self._mutex:
+            rebuild = set(self._seen) - {s[0] for s in stats}
+            for path, *key in stats:
+                seen = self._seen.get(path)
+                if seen is not None and seen.key == tuple(key):
+                    continue
+                grown = seen is not None and key[0] == seen.key[0] and key[1] >= seen.key[1]
+                if grown and path.suffix == ".jsonl":
+                    fresh = _read_tail(path, seen, key[1])
+                    self._ids.update(fresh.ids[len(seen.ids) :])
+                else:
+                    fresh = _read_file(path, key[1])
+                    if seen is not None:
+                        rebuild.add(path)
+                    self._ids.update(fresh.ids)
+                fresh.key = tuple(key)
+                self._seen[path] = fresh
+            for path in rebuild - {s[0] for s in stats}:
+                del self._seen[path]
+            if rebuild:  # a file shrank, was replaced or removed: count afresh
+                self._ids = {i for seen in self._seen.values() for i in seen.ids}
+            lasts = [s.last for s in self._seen.values() if s.last is not None]
+            last = max(lasts)[1] if lasts else None
+            return Revision(votes_read=len(self._ids), last_vote_id=last, **dict(hub))
+
+    def around(self, compute: Callable[[], object]) -> tuple[object, Revision]:
+        """``compute()`` (a board) and the revision it was computed from.
+
+        The files are looked at before and after; if a vote arrived in between, it is
+        computed again, up to :data:`ATTEMPTS` times, then returned marked ``moving``.
+        """
+        for _ in range(ATTEMPTS):
+            before = self.position()
+            result = compute()
+            revision = self.read(before)
+            if self.position() == before:
+                return result, revision
+        return result, replace(revision, moving=True)
+
+
+def service_revisions(service) -> LiveRevisions:
+    """A :class:`LiveRevisions` over an :class:`~arena_core.space.service.ArenaService`'s vote
+    files (its public ``vote_log``, ``replay_sources`` and ``sync``)."""
+    folders = [service.vote_log.folder, *service.replay_sources]
+    sync = service.sync
+
+    def files() -> list[Path]:
+        return [p for folder in folders for p, _ in vote_files(folder)]
+
+    return LiveRevisions(files, service.vote_log.lock, sync.revision if sync is not None else None)

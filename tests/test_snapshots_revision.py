@@ -1,0 +1,160 @@
+"""A board names its revision; ``leaderboard --repo ID --revision SHA`` prints it again.
+
+The real Hugging Face Hub cannot be reached from the test machine: the dataset repo is
+``HistoryHubApi`` (tests/hubhistory.py), a local stand-in that keeps every commit's
+files, injected into the Space (``build_service(hf_api=...)``) and into the command line
+(``arena_core.snapshots.source.API_FACTORY``).
+"""
+
+import json
+import os
+
+import pytest
+from hubfake import PROMPTS, REGISTRY, REPO, row, seed_repo
+from hubhistory import HistoryHubApi
+
+from arena_core import cli
+from arena_core.snapshots import source
+from arena_core.snapshots.page import reproduce_command
+from arena_core.snapshots.revision import (
+    LiveRevisions,
+    Revision,
+    board_settings,
+    file_sha256,
+    service_revisions,
+)
+from arena_core.snapshots.source import board_part
+from arena_core.space.config import Settings
+from arena_core.space.startup import build_service
+from arena_core.votes.log import VoteLog
+
+
+@pytest.fixture
+def space(tmp_path, monkeypatch):
+    """A Space synced to a stand-in repo holding four earlier votes, replay done."""
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    api = HistoryHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, 5)])
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
+                        dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
+    service.load()
+    monkeypatch.setattr(source, "API_FACTORY", lambda: api)
+    yield service, api, settings
+    service.sync.flush(timeout=5)
+    service.close()
+
+
+def vote(service, choice):
+    view = service.new_battle("speech", "Good morning.")
+    return service.vote(view.handle, choice, voter="v").vote_id
+
+
+def printed(capsys, *args) -> dict:
+    assert cli.main(["leaderboard", *args, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_board_names_its_commit_and_the_cli_prints_it_again_digit_for_digit(space, capsys):
+    service, api, settings = space
+    ids = [vote(service, c) for c in ("a", "b", "tie", "a", "b")]
+    service.sync.uploader.trigger().result()
+    revisions = service_revisions(service)
+    board, revision = revisions.around(lambda: service.board("speech"))
+    # 4 seeded + 5 cast, all pushed: the stand-in's head holds exactly the board's votes.
+    assert revision == Revision(votes_read=9, last_vote_id=ids[-1], repo=REPO,
+                                commit=api.head(REPO), unpushed=0)  # fmt: skip
+    assert revision.exact_commit
+    shown = board_settings(service.params, arena="speech", unavailable=[],
+                           registry_sha256=file_sha256(settings.registry))  # fmt: skip
+    assert reproduce_command(revision, shown) == (
+        f"python -m arena_core leaderboard --repo {REPO} --revision {revision.commit} "
+        "--arena speech --format json"
+    )
+    # Two more votes, not pushed yet: the board says so, and is no longer that commit's.
+    later = [vote(service, c) for c in ("b", "b")]
+    board_later, revision_later = revisions.around(lambda: service.board("speech"))
+    assert (revision_later.commit, revision_later.unpushed) == (revision.commit, 2)
+    assert revision_later.last_vote_id == later[-1] and not revision_later.exact_commit
+    service.sync.uploader.trigger().result()
+    # The earlier commit still gives the earlier board, with the published registry.
+    doc = printed(capsys, "--repo", REPO, "--revision", revision.commit, "--arena", "speech")
+    assert board_part(doc) == json.loads(json.dumps(board.to_json()))
+    assert doc["revision"] == revision.to_json()
+    assert doc["settings"] == shown
+    assert doc["code_version"]["package"] == "0.1.0"
+    # And the newest commit (the default branch) gives the newest board.
+    _, revision_now = revisions.around(lambda: service.board("speech"))
+    assert revision_now.exact_commit and revision_now.votes_read == 11
+    doc = printed(capsys, "--repo", REPO, "--arena", "speech")
+    assert board_part(doc) == json.loads(json.dumps(board_later.to_json()))
+    assert doc["revision"]["commit"] == revision_now.commit
+
+
+def test_before_the_hub_answers_the_board_names_the_local_log(tmp_path):
+    log = VoteLog(tmp_path / "votes")
+    ids = [log.append(arena="speech", model_a="x", model_b="y", vote="a").vote_id for _ in range(3)]
+    hub = {"repo": REPO, "commit": None, "unpushed": None}
+    revisions = LiveRevisions(lambda: [log.path], log.lock, lambda: hub)
+    _, revision = revisions.around(lambda: None)
+    assert revision == Revision(votes_read=3, last_vote_id=ids[-1], **hub)
+    assert "has not answered yet" in revision.label() and not revision.exact_commit
+    settings = board_settings(__import__("arena_core.leaderboard").leaderboard.BoardParams(),
+                              arena="speech", unavailable=["m2"])  # fmt: skip
+    assert reproduce_command(revision, settings).startswith(
+        "python -m arena_core leaderboard --votes data/votes data/hub/data --registry"
+    )
+
+
+def test_live_revisions_count_distinct_votes_and_follow_the_files(tmp_path):
+    one, two = VoteLog(tmp_path / "a"), VoteLog(tmp_path / "b")
+    first = [one.append(arena="s", model_a="x", model_b="y", vote="a") for _ in range(3)]
+    files = [one.path, two.path]
+    revisions = LiveRevisions(lambda: [f for f in files if f.exists()], one.lock)
+    assert revisions.read(revisions.position()) == Revision(3, first[-1].vote_id)
+    # The same vote in a second file (a copy of the Hub's) counts once.
+    two.path.write_bytes(one.path.read_bytes().splitlines(keepends=True)[0])
+    assert revisions.read(revisions.position()).votes_read == 3
+    newer = one.append(arena="s", model_a="x", model_b="y", vote="b")
+    assert revisions.read(revisions.position()) == Revision(4, newer.vote_id)
+    # Half a line (a write in progress) waits until it is whole.
+    line = one.path.read_bytes().splitlines(keepends=True)[-1]
+    later = line.replace(newer.vote_id.encode(), b"00000000-0000-4000-8000-000000000099")
+    with one.path.open("ab") as f:
+        f.write(later[:20])
+    assert revisions.read(revisions.position()) == Revision(4, newer.vote_id)
+    with one.path.open("ab") as f:
+        f.write(later[20:])
+    assert revisions.read(revisions.position()).votes_read == 5
+    # A file removed (compacted away) takes its votes with it.
+    one.path.unlink()
+    assert revisions.read(revisions.position()) == Revision(1, first[0].vote_id)
+
+
+def test_a_board_computed_while_votes_arrive_is_marked_moving(tmp_path):
+    log = VoteLog(tmp_path / "votes")
+    revisions = LiveRevisions(lambda: [p for p in [log.path] if p.exists()], log.lock)
+    calls = []
+
+    def busy():  # a vote lands during every computation of the board
+        calls.append(log.append(arena="s", model_a="x", model_b="y", vote="a"))
+
+    _, revision = revisions.around(busy)
+    assert revision.moving and len(calls) == 3 and "refresh" in revision.label()
+    _, calm = revisions.around(lambda: None)
+    assert not calm.moving and calm == Revision(3, calls[-1].vote_id)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--revision", "abc", "--votes", "x"], "--revision needs --repo"),
+        ([], "give --votes PATH or --repo ID"),
+        (["--votes", "x", "--repo", REPO], "not both"),
+    ],
+)
+def test_the_cli_refuses_unclear_sources(args, message, capsys):
+    assert cli.main(["leaderboard", *args]) == 2
+    assert message in capsys.readouterr().err
