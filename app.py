@@ -17,8 +17,6 @@ from pathlib import Path
 import gradio as gr
 from gradio import utils as gr_utils
 
-from arena_core.backends.cache import OutputCache
-from arena_core.dataset.audio import VOTE_COLUMNS, AudioPublisher, cache_lookup
 from arena_core.integrity.identity import (
     IdentityError,
     session_hash,
@@ -26,14 +24,18 @@ from arena_core.integrity.identity import (
     voter_identity,
 )
 from arena_core.page import assets, battle, media, presenters, speed, ui_text
+from arena_core.page.arena_tab import arena_layout
 from arena_core.page.board_tab import board_tab
-from arena_core.page.clip import clip_player
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
-from arena_core.space.startup import build_service, start_judges
+from arena_core.space.startup import (
+    build_service,
+    start_audio_publisher,
+    start_judges,
+    start_snapshots,
+)
 from arena_core.space.tempfiles import FolderBudget
-from arena_core.votes.read import read_votes
 from arena_core.votes.schema import VOTES
 
 #: Threads that open battles (each waits for its two generations, bounded by the pools).
@@ -48,8 +50,6 @@ LOADING_POLL = 2.0
 DELETE_CACHE = (300, 900)
 #: Seconds a refusal's toast stays up (it is repeated under the buttons).
 WARNING_SECONDS = 6
-#: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
-VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
 
 log = logging.getLogger("app")
 
@@ -106,53 +106,11 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> g
 
 
 def _arena_tab(service, settings, session, offer, clips, demo):
-    page = _arena_layout(service, settings, offer)
+    page = arena_layout(service, settings, offer)
     battles = _Battles(service, settings, clips, demo.GRADIO_CACHE)
     _wire_api(battles, page, session, offer)
     _wire_page(battles, page, session, demo)
     return page.arena_in
-
-
-def _arena_layout(service, settings, offer) -> "_Page":
-    offered = offer.offered
-    page = _Page(service)
-    page.header_box = gr.HTML(elem_id="arena-header")
-    with gr.Row(equal_height=True, elem_id="battle-inputs", elem_classes="stack-on-phone"):
-        page.arena_in = gr.Dropdown([(a.title, a.id) for a in offered],
-                                    value=offered[0].id if offered else None, label="Arena",
-                                    scale=2, elem_id="arena-in")  # fmt: skip
-        page.language_in = gr.Dropdown(label="Language of your prompt", visible=False, scale=2,
-                                       info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
-        page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,
-                                    info=ui_text.PROMPT_INFO, elem_id="prompt-in",
-                                    max_length=settings.max_prompt_chars * 2)  # fmt: skip
-    gr.Markdown(battle.absent_note(offer.absent), elem_classes="absent-note",
-                visible=bool(offer.absent))  # fmt: skip
-    page.new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
-                         interactive=bool(offered))  # fmt: skip
-    page.prompt_shown = gr.Textbox(label="Prompt of this battle", interactive=False,
-                                   elem_id="prompt-shown", visible=False)  # fmt: skip
-    outputs = {}
-    with gr.Row(equal_height=False):
-        for side in "AB":
-            with gr.Column(elem_id=f"col-{side}", elem_classes="side"):
-                page.heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
-                outputs[side] = (
-                    clip_player(label=f"Clip {side}", interactive=False,
-                                elem_id=f"audio-{side}", buttons=[]),
-                    gr.Textbox(label=f"Output {side}", lines=10, interactive=False, visible=False),
-                    gr.Image(label=f"Image {side}", interactive=False, visible=False),
-                )  # fmt: skip
-    page.play_both = gr.Button("▶ Play A then B", visible=False, elem_id="play-both")
-    page.gate = gr.HTML(battle.gate_html("idle"), elem_id="gate")
-    with gr.Row(elem_id="votes"):
-        page.buttons = [gr.Button(VOTE_LABELS[v], interactive=False, elem_id=f"vote-{v}",
-                                  elem_classes="vote-btn") for v in VOTES]  # fmt: skip
-    page.status = gr.Markdown(elem_id="status")
-    page.next = gr.Button("Next battle", variant="primary", size="lg", visible=False,
-                          elem_id="next-battle")  # fmt: skip
-    page.media = [outputs[s][k] for k in range(3) for s in "AB"]  # audio, text, image pairs
-    return page
 
 
 class _Battles:
@@ -295,97 +253,6 @@ def _bind(handler, choice):
     return bound
 
 
-class _Page:
-    """The Arena tab's components and the updates each step of a battle gives them."""
-
-    def __init__(self, service: ArenaService):
-        self.service = service
-        self.heads: dict[str, gr.HTML] = {}
-        self.buttons: list[gr.Button] = []
-        self.media: list = []
-
-    @property
-    def _common_outputs(self) -> list:
-        return [self.gate, self.status, *self.buttons, self.new, self.next, self.play_both,
-                self.heads["A"], self.heads["B"]]  # fmt: skip
-
-    @property
-    def begin_outputs(self) -> list:
-        return [*self._common_outputs, *self.media[:2]]
-
-    @property
-    def battle_outputs(self) -> list:
-        return [*self._common_outputs, *self.media]
-
-    @property
-    def vote_outputs(self) -> list:
-        return [self.status, self.gate, *self.buttons, self.new, self.next, self.heads["A"],
-                self.heads["B"], *self.media[:2], self.header_box]  # fmt: skip
-
-    def show_arena(self, arena_id, state, request: gr.Request):
-        """The header and the language choice of the arena picked (browser's language first)."""
-        if not arena_id:
-            return "", gr.update(visible=False)
-        languages = self.service.languages(arena_id)
-        chosen = battle.pick_language(request.headers.get("accept-language"), languages)
-        return self.header(arena_id, (state or {}).get("votes", 0)), gr.update(
-            choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
-        )
-
-    def header(self, arena_id: str, session_votes: int, votes: int | None = None) -> str:
-        arena = self.service.arena(arena_id)
-        here = sum(s.available for s in self.service.pools[arena_id].status().values())
-        if votes is None and self.service.progress.done:
-            votes = self.service.board(arena_id).votes_used
-        return battle.header_html(arena, here, votes, session_votes)
-
-    def _common(self, stage, modality, status, heads, *, voting=False, play=False):
-        locked = gr.update(interactive=voting, variant="secondary")
-        return (battle.gate_html(stage, modality), status, *[locked] * len(self.buttons),
-                gr.update(visible=True), gr.update(visible=False), gr.update(visible=play),
-                *heads)  # fmt: skip
-
-    def begin(self):
-        """Instantly, when a battle is asked for: everything of the last one cleared."""
-        heads = [battle.side_head(s, "") for s in "AB"]
-        cleared = [gr.update(value=None, label=f"Clip {s}") for s in "AB"]
-        return *self._common("working", None, ui_text.WORKING, heads), *cleared
-
-    def idle(self):
-        """Another arena picked: the last battle leaves the screen (its vote is not asked)."""
-        heads = [battle.side_head(s, "") for s in "AB"]
-        cleared = [gr.update(value=None, visible=True, label=f"Clip {s}") for s in "AB"]
-        cleared += [gr.update(value=None, visible=False)] * 4
-        return gr.update(value="", visible=False), *self._common("idle", None, "", heads), *cleared
-
-    def refused(self, message: str):
-        heads = [battle.side_head(s, "") for s in "AB"]
-        return *self._common("idle", None, f"⚠️ {message}", heads), *[gr.update()] * 6
-
-    def opened(self, modality: str, values: list):
-        audio = modality == "audio"
-        heads = [battle.side_head(s, "idle" if audio else "") for s in "AB"]
-        shown = [gr.update(value=v, visible=kind == modality)
-                 for kind, v in zip(("audio", "audio", "text", "text", "image", "image"), values,
-                                    strict=True)]  # fmt: skip
-        hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
-        return *self._common("open", modality, hint, heads, voting=True, play=audio), *shown
-
-    def revealed(self, reveal: Reveal, board, session_votes: int):
-        """After the vote: names on both sides, the choice highlighted, one Next battle."""
-        arena = self.service.arena(board.arena)
-        models = {m.id: m for m in arena.models}
-        heads = [battle.reveal_head(letter, side, models.get(side.model_id), reveal.vote, board)
-                 for letter, side in (("A", reveal.a), ("B", reveal.b))]  # fmt: skip
-        chosen = [gr.update(interactive=False, variant="primary" if v == reveal.vote else "secondary")
-                  for v in VOTES]  # fmt: skip
-        labels = [gr.update(label=f"{letter} · {side.name}")
-                  for letter, side in (("A", reveal.a), ("B", reveal.b))]  # fmt: skip
-        return (battle.vote_status(reveal, session_votes), battle.gate_html("voted"), *chosen,
-                gr.update(visible=False), gr.update(visible=True), *heads, *labels,
-                self.header(board.arena, session_votes, board.votes_used))  # fmt: skip
-
-
 def main() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -399,8 +266,8 @@ def main() -> None:
     if service.warmup is not None:
         service.warmup.start()
     start_judges(service, settings)
-    if service.sync is not None:
-        audio_publisher(service, settings).start()
+    start_audio_publisher(service, settings)
+    start_snapshots(service, settings)
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
     FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
@@ -417,15 +284,6 @@ def _forget_missing_matplotlib() -> None:
     """
     if importlib.util.find_spec("matplotlib") is None:
         sys.modules["matplotlib"] = None
-
-
-def audio_publisher(service: ArenaService, settings: Settings) -> AudioPublisher:
-    """The dataset's audio config, published through the service's Hub sync from the output
-    cache (read through an instance of its own on the same folder)."""
-    folders = [service.vote_log.folder, *service.replay_sources]
-    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024)
-    return AudioPublisher(service.sync, lambda: read_votes(folders, columns=list(VOTE_COLUMNS)),
-                          cache_lookup(service.pools, cache), settings.data_dir / "audio")  # fmt: skip
 
 
 def clip_store(settings: Settings) -> ClipStore:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from huggingface_hub import HfApi
 
 from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
+from arena_core.dataset.audio import VOTE_COLUMNS, AudioPublisher, cache_lookup
 from arena_core.dataset.hub import HubSync
 from arena_core.judges.factory import make_judge
 from arena_core.judges.runner import BackgroundJudges
@@ -20,6 +21,7 @@ from arena_core.space.pacing import Pacer
 from arena_core.space.service import ArenaService
 from arena_core.space.warmup import Warmup
 from arena_core.votes.log import VoteLog, new_shard_name
+from arena_core.votes.read import read_votes
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,20 @@ def start_snapshots(service: ArenaService, settings: Settings,
                                **kwargs)  # fmt: skip
     snapshots.start()
     return snapshots
+
+
+def start_audio_publisher(service: ArenaService, settings: Settings) -> AudioPublisher | None:
+    """Start publishing the dataset's audio config (None without the Hub): the set prompts'
+    outputs used in battles, from the output cache (read through an instance of its own on
+    the same folder), through the service's Hub sync."""
+    if service.sync is None:
+        return None
+    folders = [service.vote_log.folder, *service.replay_sources]
+    cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024)
+    publisher = AudioPublisher(service.sync, lambda: read_votes(folders, columns=list(VOTE_COLUMNS)),
+                               cache_lookup(service.pools, cache), settings.data_dir / "audio")  # fmt: skip
+    publisher.start()
+    return publisher
 
 
 def start_remote_checks(pools: Mapping[str, ModelPool]) -> None:

@@ -1,0 +1,154 @@
+"""The Arena tab: its layout and the updates each step of a battle gives its components.
+
+``app.py`` wires the events (which handler runs on which click, with which queue);
+what the components are and what each step shows lives here, beside the Leaderboard
+tab (:mod:`arena_core.page.board_tab`).
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from arena_core.page import battle, ui_text
+from arena_core.page.battle import Offer
+from arena_core.page.clip import clip_player
+from arena_core.space.config import Settings
+from arena_core.space.service import ArenaService, Reveal
+from arena_core.votes.schema import VOTES
+
+#: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
+VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
+
+
+def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> ArenaPage:
+    """The Arena tab's components, laid out; ``app.py`` wires their events."""
+    offered = offer.offered
+    page = ArenaPage(service)
+    page.header_box = gr.HTML(elem_id="arena-header")
+    with gr.Row(equal_height=True, elem_id="battle-inputs", elem_classes="stack-on-phone"):
+        page.arena_in = gr.Dropdown([(a.title, a.id) for a in offered],
+                                    value=offered[0].id if offered else None, label="Arena",
+                                    scale=2, elem_id="arena-in")  # fmt: skip
+        page.language_in = gr.Dropdown(label="Language of your prompt", visible=False, scale=2,
+                                       info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
+        page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,
+                                    info=ui_text.PROMPT_INFO, elem_id="prompt-in",
+                                    max_length=settings.max_prompt_chars * 2)  # fmt: skip
+    gr.Markdown(battle.absent_note(offer.absent), elem_classes="absent-note",
+                visible=bool(offer.absent))  # fmt: skip
+    page.new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
+                         interactive=bool(offered))  # fmt: skip
+    page.prompt_shown = gr.Textbox(label="Prompt of this battle", interactive=False,
+                                   elem_id="prompt-shown", visible=False)  # fmt: skip
+    outputs = {}
+    with gr.Row(equal_height=False):
+        for side in "AB":
+            with gr.Column(elem_id=f"col-{side}", elem_classes="side"):
+                page.heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
+                outputs[side] = (
+                    clip_player(label=f"Clip {side}", interactive=False,
+                                elem_id=f"audio-{side}", buttons=[]),
+                    gr.Textbox(label=f"Output {side}", lines=10, interactive=False, visible=False),
+                    gr.Image(label=f"Image {side}", interactive=False, visible=False),
+                )  # fmt: skip
+    page.play_both = gr.Button("▶ Play A then B", visible=False, elem_id="play-both")
+    page.gate = gr.HTML(battle.gate_html("idle"), elem_id="gate")
+    with gr.Row(elem_id="votes"):
+        page.buttons = [gr.Button(VOTE_LABELS[v], interactive=False, elem_id=f"vote-{v}",
+                                  elem_classes="vote-btn") for v in VOTES]  # fmt: skip
+    page.status = gr.Markdown(elem_id="status")
+    page.next = gr.Button("Next battle", variant="primary", size="lg", visible=False,
+                          elem_id="next-battle")  # fmt: skip
+    page.media = [outputs[s][k] for k in range(3) for s in "AB"]  # audio, text, image pairs
+    return page
+
+
+class ArenaPage:
+    """The Arena tab's components and the updates each step of a battle gives them."""
+
+    def __init__(self, service: ArenaService):
+        self.service = service
+        self.heads: dict[str, gr.HTML] = {}
+        self.buttons: list[gr.Button] = []
+        self.media: list = []
+
+    @property
+    def _common_outputs(self) -> list:
+        return [self.gate, self.status, *self.buttons, self.new, self.next, self.play_both,
+                self.heads["A"], self.heads["B"]]  # fmt: skip
+
+    @property
+    def begin_outputs(self) -> list:
+        return [*self._common_outputs, *self.media[:2]]
+
+    @property
+    def battle_outputs(self) -> list:
+        return [*self._common_outputs, *self.media]
+
+    @property
+    def vote_outputs(self) -> list:
+        return [self.status, self.gate, *self.buttons, self.new, self.next, self.heads["A"],
+                self.heads["B"], *self.media[:2], self.header_box]  # fmt: skip
+
+    def show_arena(self, arena_id, state, request: gr.Request):
+        """The header and the language choice of the arena picked (browser's language first)."""
+        if not arena_id:
+            return "", gr.update(visible=False)
+        languages = self.service.languages(arena_id)
+        chosen = battle.pick_language(request.headers.get("accept-language"), languages)
+        return self.header(arena_id, (state or {}).get("votes", 0)), gr.update(
+            choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
+        )
+
+    def header(self, arena_id: str, session_votes: int, votes: int | None = None) -> str:
+        arena = self.service.arena(arena_id)
+        here = sum(s.available for s in self.service.pools[arena_id].status().values())
+        if votes is None and self.service.progress.done:
+            votes = self.service.board(arena_id).votes_used
+        return battle.header_html(arena, here, votes, session_votes)
+
+    def _common(self, stage, modality, status, heads, *, voting=False, play=False):
+        locked = gr.update(interactive=voting, variant="secondary")
+        return (battle.gate_html(stage, modality), status, *[locked] * len(self.buttons),
+                gr.update(visible=True), gr.update(visible=False), gr.update(visible=play),
+                *heads)  # fmt: skip
+
+    def begin(self):
+        """Instantly, when a battle is asked for: everything of the last one cleared."""
+        heads = [battle.side_head(s, "") for s in "AB"]
+        cleared = [gr.update(value=None, label=f"Clip {s}") for s in "AB"]
+        return *self._common("working", None, ui_text.WORKING, heads), *cleared
+
+    def idle(self):
+        """Another arena picked: the last battle leaves the screen (its vote is not asked)."""
+        heads = [battle.side_head(s, "") for s in "AB"]
+        cleared = [gr.update(value=None, visible=True, label=f"Clip {s}") for s in "AB"]
+        cleared += [gr.update(value=None, visible=False)] * 4
+        return gr.update(value="", visible=False), *self._common("idle", None, "", heads), *cleared
+
+    def refused(self, message: str):
+        heads = [battle.side_head(s, "") for s in "AB"]
+        return *self._common("idle", None, f"⚠️ {message}", heads), *[gr.update()] * 6
+
+    def opened(self, modality: str, values: list):
+        audio = modality == "audio"
+        heads = [battle.side_head(s, "idle" if audio else "") for s in "AB"]
+        shown = [gr.update(value=v, visible=kind == modality)
+                 for kind, v in zip(("audio", "audio", "text", "text", "image", "image"), values,
+                                    strict=True)]  # fmt: skip
+        hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
+        return *self._common("open", modality, hint, heads, voting=True, play=audio), *shown
+
+    def revealed(self, reveal: Reveal, board, session_votes: int):
+        """After the vote: names on both sides, the choice highlighted, one Next battle."""
+        arena = self.service.arena(board.arena)
+        models = {m.id: m for m in arena.models}
+        heads = [battle.reveal_head(letter, side, models.get(side.model_id), reveal.vote, board)
+                 for letter, side in (("A", reveal.a), ("B", reveal.b))]  # fmt: skip
+        chosen = [gr.update(interactive=False, variant="primary" if v == reveal.vote else "secondary")
+                  for v in VOTES]  # fmt: skip
+        labels = [gr.update(label=f"{letter} · {side.name}")
+                  for letter, side in (("A", reveal.a), ("B", reveal.b))]  # fmt: skip
+        return (battle.vote_status(reveal, session_votes), battle.gate_html("voted"), *chosen,
+                gr.update(visible=False), gr.update(visible=True), *heads, *labels,
+                self.header(board.arena, session_votes, board.votes_used))  # fmt: skip
