@@ -158,3 +158,17 @@ def test_a_board_computed_while_votes_arrive_is_marked_moving(tmp_path):
 def test_the_cli_refuses_unclear_sources(args, message, capsys):
     assert cli.main(["leaderboard", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_hub_out_of_reach_is_one_line_not_a_traceback(monkeypatch, capsys):
+    # The real Hub cannot be reached from this machine: the stand-in fails as a resolver
+    # does when the network is down, and the command says so in one line, exit status 2.
+    class Unreachable:
+        def repo_info(self, *args, **kwargs):
+            raise ConnectionError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(source, "API_FACTORY", Unreachable)
+    assert cli.main(["leaderboard", "--repo", REPO, "--revision", "abc123"]) == 2
+    err = capsys.readouterr().err
+    assert f"could not download {REPO} at abc123: ConnectionError" in err
+    assert "Traceback" not in err

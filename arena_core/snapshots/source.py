@@ -62,8 +62,13 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     from arena_core.dataset.hub import DATA_DIR, download_revision
 
     args.download = tempfile.TemporaryDirectory(prefix="arena-revision-")  # lives with args
-    folder, sha = download_revision(API_FACTORY(), args.repo, args.revision or "main",
-                                    Path(args.download.name))  # fmt: skip
+    revision = args.revision or "main"
+    try:
+        folder, sha = download_revision(API_FACTORY(), args.repo, revision,
+                                        Path(args.download.name))  # fmt: skip
+    except Exception as exc:  # the Hub's client raises HTTP, offline, DNS and OS errors alike
+        raise ValueError(f"could not download {args.repo} at {revision}: "
+                         f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
     args.votes = [str(folder / DATA_DIR)]
     (folder / DATA_DIR).mkdir(parents=True, exist_ok=True)  # a repo without votes yet
     published = folder / REGISTRY_DIR / "registry.yaml"
