@@ -80,12 +80,10 @@ def _read_streamed(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.Ta
     stream.set_aside(np.searchsorted(starts, np.array(suspects, dtype=np.int64), "right") - 1)
     tables, table_lines = [], []
     while len(stream.next_lines(1)):  # each pass ends the stream or judges a line apart
-        reader_block = pa.BufferReader(stream.buffer.slice(int(starts[stream.at])))
+        source = pa.BufferReader(stream.buffer.slice(int(starts[stream.at])))
         options = pj.ReadOptions(block_size=STREAM_BLOCK, use_threads=False)
         try:
-            for batch in pj.open_json(
-                reader_block, read_options=options, parse_options=PARSE_OPTIONS
-            ):
+            for batch in pj.open_json(source, read_options=options, parse_options=PARSE_OPTIONS):
                 lines = stream.next_lines(batch.num_rows)
                 if len(lines) < batch.num_rows:
                     return None
