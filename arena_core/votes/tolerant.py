@@ -172,6 +172,11 @@ def _not_utf8(batch: pa.RecordBatch) -> np.ndarray | None:
         pass
     bad = np.zeros(batch.num_rows, dtype=bool)
     for column in batch.columns:
+        try:
+            column.validate(full=True)
+            continue  # only the refused columns are looked at value by value
+        except pa.ArrowInvalid:
+            pass
         if pa.types.is_list(column.type):
             values, owner = column.flatten(), pc.list_parent_indices(column).to_numpy()
         elif pa.types.is_string(column.type):
