@@ -128,3 +128,28 @@ def write_parquet(frames: list[pd.DataFrame], folder: Path) -> Path:
                 )
             )
     return path
+
+
+#: Ways a line of a real log gets damaged, each a function of the line's bytes: cut short
+#: by a crash mid-write, a value of the wrong type, a JSON value that is not an object, and
+#: bytes that are not UTF-8 in a contract field (which Arrow's parser lets through to the
+#: reader's own check, so its error names no row).
+DAMAGE = (
+    lambda line: line[: len(line) // 2],
+    lambda line: line.replace(b'"schema_version":2', b'"schema_version":"2"', 1),
+    lambda line: b"[" + line + b"]",
+    lambda line: line.replace(b'"prompt":"Synthetic', b'"prompt":"\xffSynthetic', 1),
+)
+
+
+def damage_jsonl(source: Path, target: Path, share: float, seed: int = 0) -> int:
+    """A copy of a JSONL file with ``share`` of its lines, spread at random, damaged (in
+    turn each way of :data:`DAMAGE`); returns how many."""
+    lines = source.read_bytes().split(b"\n")
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(len(lines) - 1, size=round((len(lines) - 1) * share), replace=False)
+    for k, line in enumerate(np.sort(chosen).tolist()):
+        lines[line] = DAMAGE[k % len(DAMAGE)](lines[line])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\n".join(lines))
+    return len(chosen)

@@ -191,6 +191,21 @@ def test_help_reads_as_plain_text():
     )
 
 
+def test_a_leaderboard_run_imports_no_other_command_and_help_lists_them_all(log_dir):
+    # Issue 16: the analyses' modules import SciPy and pandas, most of a fresh run's start-up.
+    probe = ("import sys; from arena_core.cli import main; "
+             f"main(['leaderboard', '--votes', {str(log_dir)!r}, '--format', 'json']); "
+             "print(sorted(m for m in sys.modules if m.startswith('arena_core.analysis') "
+             "or m == 'scipy'), file=sys.stderr)")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, check=True)  # fmt: skip
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    assert json.loads(proc.stdout)["votes_used"] == 6  # the ghost model counts without a registry
+    listed = run("-v", "--help").stdout
+    assert all(c in listed for c in ("leaderboard", "analyze", "model", "judge", "registry"))
+    assert "invalid choice: 'analyse'" in run("-v", "analyse", check=False).stderr
+
+
 def test_plain_mle_with_an_unbeaten_model_still_prints_a_board(tmp_path):
     # Issue 9: this used to exit 2 with no board at all.
     oneway = VoteLog(tmp_path / "oneway")

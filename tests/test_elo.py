@@ -1,6 +1,7 @@
 """Sequential Elo: the K schedule, hand-computed steps, and replay/step identity."""
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -119,10 +120,43 @@ def test_both_replay_loops_agree_bit_for_bit_on_a_long_log(monkeypatch):
     b = (a + rng.integers(1, 12, 200_000)) % 12
     o = rng.integers(0, 4, 200_000)
     prior = rng.normal(1000, 50, 12)
+    monkeypatch.setattr(elo_module, "COMPILED_FROM", 0)
     compiled = sequential_elo(12, (a, b, o), prior)
     monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
     plain = sequential_elo(12, (a, b, o), prior)
     assert compiled.ratings == plain.ratings and compiled.battles == plain.battles
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    votes_strategy(max_models=8, max_votes=300),
+    st.lists(st.floats(500, 1500), min_size=8, max_size=8),
+    st.tuples(st.floats(1, 64), st.floats(1, 64), st.floats(0.5, 50)),
+)
+def test_the_plain_loop_equals_the_compiled_one_bit_for_bit(data, prior, schedule):
+    # Which loop runs depends on the replay's length and on whether numba is loaded, never
+    # the result: the same floats from both, for any priors and K schedule.
+    pytest.importorskip("numba")
+    n, a, b, outcome = data
+    params = EloParams(*schedule)
+    ratings = {}
+    for name, compiled_from in (("compiled", 0), ("plain", 10**12)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(elo_module, "COMPILED_FROM", compiled_from)
+            patch.setattr(elo_module, "COMPILED_WHEN_LOADED_FROM", compiled_from)
+            ratings[name] = sequential_elo(n, (a, b, outcome), prior[:n], params).ratings
+    assert ratings["compiled"] == ratings["plain"]
+
+
+def test_a_short_one_off_replay_skips_numba_and_a_long_one_uses_it(monkeypatch):
+    # Numba's start-up costs as much as the plain loop on ~2M votes; once it is loaded
+    # (the anomalous-voter counting loads it too), loading the replay loop is cheap.
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    assert not elo_module._worth_compiling(elo_module.COMPILED_FROM - 1)
+    assert elo_module._worth_compiling(elo_module.COMPILED_FROM)
+    monkeypatch.setitem(sys.modules, "numba", object())
+    assert not elo_module._worth_compiling(elo_module.COMPILED_WHEN_LOADED_FROM - 1)
+    assert elo_module._worth_compiling(elo_module.COMPILED_WHEN_LOADED_FROM)
 
 
 def test_rating_points_are_conserved_when_k_is_equal():

@@ -421,11 +421,11 @@ def arrow_only(monkeypatch):
     """Small parser blocks (a file spans several) and no line-by-line fallback: a clean
     file must go through Arrow's parser alone (the fallback is many times slower)."""
 
-    def refuse(data, skipped):
-        raise AssertionError("a clean file took the line-by-line path")
+    def refuse(data, skipped, wanted):
+        raise AssertionError("a clean file took the damaged-file path")
 
     monkeypatch.setattr(read, "_JSON_BLOCK", 1 << 10)
-    monkeypatch.setattr(read, "_read_jsonl_tolerant", refuse)
+    monkeypatch.setattr(read, "read_damaged", refuse)
 
 
 def test_a_clean_file_of_many_blocks_is_read_by_arrow_alone(tmp_path, arrow_only):
@@ -498,10 +498,18 @@ def test_formats_are_told_by_name_and_a_fastchat_export_by_its_first_bracket(tmp
     assert sorted(votes.column("arena").to_pylist()) == ["lmsys", "tts-en", "tts-en"]
 
 
-def test_a_file_of_blank_lines_is_read_by_arrow_alone(tmp_path, arrow_only):
+def test_a_file_of_blank_lines_reads_nothing_and_skips_nothing(tmp_path):
     (tmp_path / "votes-x.jsonl").write_text(" \n\n\t\n")
     votes = read_votes(tmp_path)
     assert len(votes) == 0 and not votes.skipped
+
+
+def test_a_line_of_stray_byte_order_mark_bytes_is_counted(tmp_path):
+    # Arrow calls a file of just "\xbf" (a byte of the UTF-8 BOM) empty JSON; before issue 16
+    # the fast path read it as a blank file, while the line-by-line reader counted the line.
+    (tmp_path / "votes-x.jsonl").write_bytes(b"\xbf\n")
+    votes = read_votes(tmp_path)
+    assert len(votes) == 0 and votes.skipped == {reasons.INVALID_JSON: 1}
 
 
 # A line that is JSON null alone: pyarrow 26.0.1's JSON reader dies with a segmentation fault
@@ -543,11 +551,11 @@ def test_a_bare_null_line_in_memory_is_skipped_too():
 
 def test_scan_lines_counts_newlines_and_finds_a_bare_null_across_chunks(tmp_path, monkeypatch):
     """In process (mutation testing sees only in-process calls): the scan that routes a file
-    with a bare null line away from Arrow, with chunks smaller than a line."""
+    with a line beginning with null away from Arrow, with chunks smaller than a line."""
     monkeypatch.setattr(read, "_JSON_BLOCK", 3)
     path = tmp_path / "votes-x.jsonl"
     cases = [(b"", (0, False)), (b'{"a": 1}\n', (1, False)), (b'{"a": 1}\n  null \r\n', (2, True)),
-             (b"null", (0, True)), (b'{"x": "null"}\n"null"\nnullx\n', (3, False)),
+             (b"null", (0, True)), (b'{"x": "null"}\n"null"\n nul\n', (3, False)), (b'{"a": 1}\nnull,\n', (2, True)),
              (b'{"a": 1}\n{"b": 2}\n\tnull\n{"c": 3}\n', (4, True))]  # fmt: skip
     for data, expected in cases:
         path.write_bytes(data)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,9 +30,14 @@ import numpy as np
 from arena_core.ratings.counts import SCORE_A
 from arena_core.ratings.scale import ANCHOR, NATURAL
 
-#: Replays of at least this many votes use the compiled loop; shorter ones are done
-#: before numba would have finished importing.
-COMPILED_FROM = 50_000
+#: Replays of at least this many votes use the compiled loop. Numba's start-up in a fresh
+#: process (import, its on-disk cache, its BLAS check: 0.6 to 1.1 s on the 2-core bench
+#: machine) costs as much as the plain loop spends on about two million votes (0.3 to
+#: 0.5 s per million), so a one-off replay below this is done before numba would be ready.
+COMPILED_FROM = 2_000_000
+#: Once numba is imported (the anomalous-voter counting uses it too), loading the compiled
+#: loop from its cache takes milliseconds: from this many votes it is used then.
+COMPILED_WHEN_LOADED_FROM = 50_000
 #: Votes converted to Python lists at a time by the plain-Python replay (bounds memory).
 _CHUNK = 1 << 20
 
@@ -130,7 +136,7 @@ def sequential_elo(
         raise ValueError("outcome codes must be 0 (a wins), 1 (b wins), 2 (tie) or 3 (both bad)")
     played = np.bincount(np.concatenate([a, b]), minlength=n_items).astype(np.int64)
     k_table = state.params.k(np.arange(played.max(initial=0) + 1, dtype=float))
-    compiled = _compiled_replay() if len(a) >= COMPILED_FROM else None
+    compiled = _compiled_replay() if _worth_compiling(len(a)) else None
     if compiled is not None:
         ratings = np.array(state.ratings, dtype=float)
         compiled(ratings, np.zeros(n_items, np.int64), k_table, a.astype(np.int64), b.astype(np.int64),
@@ -165,6 +171,13 @@ def _replay_loop(
         played[j] += 1
 
 
+def _worth_compiling(votes: int) -> bool:
+    """Whether the compiled loop would finish first, its start-up included (both loops give
+    the same floats, so this decides speed only)."""
+    loaded = "numba" in sys.modules
+    return votes >= COMPILED_FROM or (loaded and votes >= COMPILED_WHEN_LOADED_FROM)
+
+
 @functools.cache
 def _compiled_replay():
     """The numba-compiled loop (cached on disk after the first compile), or None without numba."""
@@ -176,7 +189,8 @@ def _compiled_replay():
 
 
 def _replay_python(r: list, k_table: list, a, b, outcome) -> None:
-    """The same loop in plain Python (~0.3 s per million votes), where numba is missing.
+    """The same loop in plain Python (0.3 to 0.5 s per million votes): below
+    :data:`COMPILED_FROM`, or where numba is missing.
 
     Each model walks its own iterator over the K table, so the loop keeps no
     battle counters; votes become Python lists a chunk at a time.
