@@ -1,7 +1,7 @@
 """Rank bands, on hand-worked intervals and as a property: overlapping intervals share a rank."""
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from arena_core.ratings.ranks import rank_bands
@@ -35,17 +35,21 @@ def test_without_intervals_the_band_is_the_position():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.floats(-100, 100), st.floats(0, 50), st.integers(0, 1)),
                 min_size=1, max_size=12))  # fmt: skip
+@example(models=[(1.0, 1.0, 0), (-9.371624408298146e-26, 0.0, 0)])
 def test_overlapping_intervals_always_share_a_rank(models):
     mid = np.array([m[0] for m in models])
     half = np.array([m[1] for m in models])
     group = np.array([m[2] for m in models])
-    best, worst = rank_bands(mid, mid - half, mid + half, group)
+    low, high = mid - half, mid + half
+    best, worst = rank_bands(mid, low, high, group)
     assert np.all(best >= 1) and np.all(best <= worst)
     for i in range(len(mid)):
         for j in range(len(mid)):
-            if group[i] == group[j] and abs(mid[i] - mid[j]) <= half[i] + half[j]:
+            # Overlap judged on the bounds passed, not on |mid_i - mid_j| <= half_i + half_j:
+            # the two round differently (hypothesis found [0, 2] against [-9e-26, -9e-26]).
+            if group[i] == group[j] and low[i] <= high[j] and low[j] <= high[i]:
                 assert max(best[i], best[j]) <= min(worst[i], worst[j])
-            if group[i] == group[j] and mid[i] - half[i] > mid[j] + half[j]:
+            if group[i] == group[j] and low[i] > high[j]:
                 # Clearly above: every model clearly above i is clearly above j, and so is i.
                 assert best[i] < best[j] and worst[i] < worst[j]
 
