@@ -37,6 +37,7 @@ from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
 from arena_core.registry_check import add_commands as add_registry_commands
+from arena_core.scale.cli_options import add_counts_command, add_scale_options
 from arena_core.simulation import SCENARIOS, scenario
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
@@ -149,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
         help="FastChat exports: keep non-anonymous battles too",
     )
     board.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    add_scale_options(board)
     board.set_defaults(run=_leaderboard)
 
     comp = sub.add_parser("compact", help="roll vote files into monthly Parquet files")
@@ -190,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
         help="seeded simulations with known truth (statistical claims)",
     )
     sim.set_defaults(run=_simulate)
+    add_counts_command(sub)
     add_judge_commands(sub)
     add_analysis_commands(sub)
     add_registry_commands(sub)
@@ -281,15 +284,11 @@ def _leaderboard(args) -> int:
     registry = load_registry(args.registry) if args.registry else None
     if args.style_control:
         return _style_board(args, registry)
-    votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
-                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
-    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
-    boards = []
-    for arena_id in arenas:
-        entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
-        boards.append(board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
-                                       params=params, window=window,
-                                       available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
+    from arena_core.scale.commands import scaled_boards  # DuckDB is imported only when used
+
+    boards = scaled_boards(args, params, window, registry)
+    if boards is None:
+        boards = _replayed_boards(args, params, window, registry)
     if args.format != "table":  # the table prints them itself
         for warning in boards[0].warnings:
             log.warning("%s", warning)
@@ -299,6 +298,20 @@ def _leaderboard(args) -> int:
         "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
     )
     return 0
+
+
+def _replayed_boards(args, params, window, registry) -> list[Board]:
+    """The boards of ``leaderboard`` by the in-process path (every vote read into memory)."""
+    votes = read_votes(args.votes, columns=BOARD_COLUMNS, fastchat_all=args.fastchat_all,
+                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    boards = []
+    for arena_id in arenas:
+        entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
+        boards.append(board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
+                                       params=params, window=window,
+                                       available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
+    return boards
 
 
 def _style_board(args, registry) -> int:
