@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from arena_core.integrity.anomaly import AnomalyParams
-from arena_core.scale.contract import GROUP_COLUMNS, conform
+from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
 from arena_core.scale.flags import PAIR_SQL, flagged_voters_of
 from arena_core.scale.rules import (
     HUMAN_SQL,
@@ -40,11 +40,15 @@ log = logging.getLogger(__name__)
 SESSION_CONFIG = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.ansi.enabled": "true",
 }
-#: Spark SQL type of each read column, for a column no file has.
-_SPARK_TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
+_TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
+#: The end of a folder's pattern (:func:`~arena_core.scale.sources.remote_pattern`).
+_EVERY_PARQUET = "/**/*.parquet"
+#: The columns read, in the contract's types (Spark DDL).
+_READ_SCHEMA = ", ".join(f"{name} {_TYPES.get(name, 'STRING')}" for name in READ_COLUMNS)
 
 
 def session(master: str | None = None):
@@ -75,7 +79,12 @@ def _ordered_files(spark, sources: Sources) -> list[str]:
         if not pattern:
             files.append(text)
             continue
-        found = spark.read.parquet(text).inputFiles()
+        reader = spark.read
+        if text.endswith(_EVERY_PARQUET):  # Hadoop's globs have no "**": list the folder's tree
+            reader = reader.option("recursiveFileLookup", "true").option("pathGlobFilter",
+                                                                        "*.parquet")  # fmt: skip
+            text = text.removesuffix(_EVERY_PARQUET)
+        found = reader.parquet(text).inputFiles()
         files.extend(_normal(f) for f in file_order(found))
     return files
 
@@ -92,11 +101,12 @@ def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: st
     now_us = time.time_ns() // 1000 if now_us is None else now_us
     files = _ordered_files(spark, sources)
     if not files:
-        empty = pa.table({n: pa.array([], t) for n, t in _EMPTY_TYPES.items()})
-        return conform(empty, Counter())
-    _views(spark, files, now_us + FUTURE_SLACK_US)
+        return conform(COUNTS_SCHEMA.empty_table(), Counter())
+    checked = _views(spark, files, now_us + FUTURE_SLACK_US)
     skipped: Counter = Counter()
-    skipped[DUPLICATE] += spark.sql("SELECT count(*) FROM checked WHERE keep_rank > 1").first()[0]
+    for reason, repeated, n in spark.sql("""SELECT reason, coalesce(keep_rank > 1, false), count(*)
+            FROM checked WHERE reason IS NOT NULL OR keep_rank > 1 GROUP BY 1, 2""").collect():
+        skipped[DUPLICATE if repeated else reason] += n
     voters = _flagged(spark, anomaly if anomaly is not None else AnomalyParams())
     spark.createDataFrame([(v,) for v in voters], "voter STRING").createOrReplaceTempView(
         "flagged_voters"
@@ -107,29 +117,23 @@ def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: st
                 AS anomalous,
             count(*) AS votes, min(ts_us) AS first_ts_us, max(ts_us) AS last_ts_us
         FROM valid GROUP BY {groups}, anomalous""").toArrow()  # noqa: S608
-    for row in spark.sql(
-        "SELECT reason, count(*) FROM checked WHERE reason IS NOT NULL GROUP BY reason"
-    ).collect():
-        skipped[row[0]] += row[1]
+    checked.unpersist()
     return conform(table, +skipped)
 
 
-_EMPTY_TYPES = {"arena": pa.string(), "category": pa.string(), "model_a": pa.string(),
-                "model_b": pa.string(), "vote": pa.string(), "voter_kind": pa.string(),
-                "judge": pa.string(), "flagged": pa.bool_(), "anomalous": pa.bool_(),
-                "votes": pa.int64(), "first_ts_us": pa.int64(), "last_ts_us": pa.int64()}  # fmt: skip
+def _views(spark, files: list[str], latest_us: int):
+    """``checked`` (every row, its reason and its rank among its ``vote_id``) and ``valid``.
 
-
-def _views(spark, files: list[str], latest_us: int) -> None:
-    """``checked`` (every row, its reason and its rank among its ``vote_id``) and ``valid``."""
-    df = spark.read.option("mergeSchema", "true").parquet(*files)
-    have = set(df.columns)
+    The files are read with the contract's schema (a column a file lacks reads as
+    null; no pass over every footer to merge schemas), and ``checked`` is kept
+    (memory, then disk) for the few queries that follow.
+    """
+    df = spark.read.schema(_READ_SCHEMA).parquet(*files)
     df = df.select("*", "_metadata.file_path", "_metadata.row_index")
     df.createOrReplaceTempView("raw_files")
     ranks = [(_normal(f), k) for k, f in enumerate(files)]
     spark.createDataFrame(ranks, "path STRING, file_rank INT").createOrReplaceTempView("ranks")
-    cols = ", ".join(c if c in have else f"CAST(NULL AS {_SPARK_TYPES.get(c, 'STRING')}) AS {c}"
-                     for c in READ_COLUMNS)  # fmt: skip
+    cols = ", ".join(READ_COLUMNS)
     local = "regexp_replace(file_path, '^file:/+', '/')"
     spark.sql(f"""CREATE OR REPLACE TEMP VIEW raw AS
         SELECT {cols}, r.file_rank, p.row_index AS row_no
@@ -137,11 +141,14 @@ def _views(spark, files: list[str], latest_us: int) -> None:
             CASE WHEN p.file_path LIKE 'file:%' THEN {local} ELSE p.file_path END = r.path""")  # noqa: S608
     spark.sql(f"""CREATE OR REPLACE TEMP VIEW parsed AS
         SELECT *, {ts_us_sql(SPARK)} AS ts_us, {flagged_sql(SPARK)} AS flagged FROM raw""")  # noqa: S608
-    spark.sql(f"""CREATE OR REPLACE TEMP VIEW checked AS
+    spark.sql(f"""CREATE OR REPLACE TEMP VIEW checked_rows AS
         SELECT *, CASE WHEN reason IS NULL THEN row_number() OVER (
             PARTITION BY vote_id, reason IS NULL ORDER BY ts_us, file_rank, row_no) END AS keep_rank
         FROM (SELECT *, {reason_sql(latest_us)} AS reason FROM parsed)""")  # noqa: S608
+    checked = spark.table("checked_rows").persist()
+    checked.createOrReplaceTempView("checked")
     spark.sql("CREATE OR REPLACE TEMP VIEW valid AS SELECT * FROM checked WHERE keep_rank = 1")
+    return checked
 
 
 def _flagged(spark, params: AnomalyParams) -> list[str]:
