@@ -31,7 +31,10 @@ if shutil.which("java") is None:
 def spark():
     from arena_core.scale.spark import session
 
-    spark = session("local[2]")
+    spark = session("local[1]")
+    # A few thousand rows: one task per stage beats eight (the cost is the JVM's warm-up).
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
     yield spark
     spark.stop()
 
@@ -45,6 +48,7 @@ def _sorted(table):
     return table.sort_by([(name, "ascending") for name in table.column_names])
 
 
+@pytest.mark.slow
 def test_spark_counts_and_board_equal_the_in_process_ones(spark, log_dir):
     votes = read_for_counts(log_dir, now_us=NOW_US)
     reference = counts_from_votes(votes)
@@ -56,10 +60,9 @@ def test_spark_counts_and_board_equal_the_in_process_ones(spark, log_dir):
         counts = counts_with_spark(sources, now_us=NOW_US, spark=spark)
     finally:
         (log_dir / "c.parquet.refused").rename(log_dir / "hand" / "c.parquet")
-    skipped = dict(reference.schema.metadata)
     assert _sorted(counts).equals(_sorted(reference))
     expected_skips = {k: v for k, v in _skips(reference).items() if k != "unreadable_file"}
-    assert _skips(counts) == expected_skips, skipped
+    assert _skips(counts) == expected_skips
     duck = DuckVotes(resolve(log_dir), now_us=NOW_US)
     board = board_from_counts(counts, "tts-en", lambda q: duck.stream(q, 0, NOW_US))
     expected = board_from_votes(votes, "tts-en")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arena_core.integrity.anomaly import AnomalyParams
@@ -138,52 +139,52 @@ class DuckVotes:
         return True
 
     def _views(self, latest_us: int) -> None:
+        """``raw`` (the files, in order), ``checked`` (each row's reason), ``valid``; then the
+        duplicates to drop and the flagged voters, each in one pass."""
         con = self.con
-        con.execute("CREATE OR REPLACE TEMP TABLE ranks (filename VARCHAR, file_rank INTEGER)")
         if self.files:
-            con.executemany(
-                "INSERT INTO ranks VALUES (?, ?)", [[f, k] for k, f in enumerate(self.files)]
-            )
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in self.files)
-            source = (f"read_parquet([{listed}], filename=true, file_row_number=true, "
-                      "union_by_name=true)")  # fmt: skip
+            source = f"read_parquet([{listed}], file_row_number=true, union_by_name=true)"
             have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}  # noqa: S608
             cols = ", ".join(c if c in have else f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}"
                              for c in READ_COLUMNS)  # fmt: skip
+            # file_index is the file's place in the list: read_votes' order.
             con.execute(f"""CREATE OR REPLACE TEMP VIEW raw AS
-                SELECT {cols}, r.file_rank, p.file_row_number AS row_no
-                FROM {source} p JOIN ranks r ON p.filename = r.filename""")  # noqa: S608
+                SELECT {cols}, file_index AS file_rank, file_row_number AS row_no FROM {source}""")  # noqa: S608
         else:  # no file: the same columns, no rows
             cols = ", ".join(
                 f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}" for c in READ_COLUMNS
             )
             con.execute(f"""CREATE OR REPLACE TEMP VIEW raw AS
                 SELECT {cols}, 0 AS file_rank, CAST(0 AS BIGINT) AS row_no WHERE false""")
-        con.execute(f"""CREATE OR REPLACE TEMP VIEW checked AS
-            SELECT *, {reason_sql(latest_us)} AS reason FROM
-            (SELECT *, {ts_us_sql(DUCKDB)} AS ts_us, {flagged_sql(DUCKDB)} AS flagged FROM raw)""")  # noqa: S608
-        self._dedup()
-        con.execute("CREATE OR REPLACE TEMP TABLE flagged_voters (voter VARCHAR)")
+        judged = _judged(latest_us)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW checked AS {judged('raw')}")
+        self._dedup(judged)
         con.execute("""CREATE OR REPLACE TEMP VIEW valid AS
             SELECT c.* FROM checked c ANTI JOIN dropped d
                 ON c.file_rank = d.file_rank AND c.row_no = d.row_no
             WHERE c.reason IS NULL""")
+        con.execute("CREATE OR REPLACE TEMP TABLE flagged_voters (voter VARCHAR)")
         voters = self.flagged_voters()
         if voters:
             con.executemany("INSERT INTO flagged_voters VALUES (?)", [[v] for v in voters])
 
-    def _dedup(self) -> None:
-        """The valid rows that repeat an earlier ``vote_id`` (by file and row number)."""
+    def _dedup(self, judged) -> None:
+        """The valid rows that repeat an earlier ``vote_id`` (by file and row number).
+
+        One pass hashes every id (no row is judged for it); only the rows whose hash
+        is repeated are judged and ranked.
+        """
         con = self.con
         con.execute("""CREATE OR REPLACE TEMP TABLE dup_hashes AS
             SELECT hash(vote_id) AS h FROM raw GROUP BY h HAVING count(*) > 1""")
-        con.execute("""CREATE OR REPLACE TEMP TABLE dropped AS
+        candidates = "(SELECT r.* FROM raw r SEMI JOIN dup_hashes d ON hash(r.vote_id) = d.h)"
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE dropped AS
             SELECT file_rank, row_no FROM (
                 SELECT file_rank, row_no, row_number() OVER (
                     PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
-                FROM checked SEMI JOIN dup_hashes ON hash(vote_id) = dup_hashes.h
-                WHERE reason IS NULL)
-            WHERE k > 1""")
+                FROM ({judged(candidates)}) WHERE reason IS NULL)
+            WHERE k > 1""")  # noqa: S608
         self.skipped[DUPLICATE] += con.execute("SELECT count(*) FROM dropped").fetchall()[0][0]
 
     # -- the anomalous-voter test ----------------------------------------------------
@@ -192,37 +193,40 @@ class DuckVotes:
         """The voters the anomalous-voter test flags, as ``select_votes`` finds them.
 
         Only a voter with at least the first checkpoint's number of human votes can
-        be flagged, so when no voter has that many (or the log has no voters) the
-        test is settled by one aggregate. Otherwise the human votes are fetched in
-        replay order as integer codes and the test runs in-process, exactly as the
-        board runs it; that step holds those votes in memory (see the README).
+        be flagged. A first pass reads the ``voter`` column alone: when no voter has
+        that many rows at all (or the log has no voters), no one can be flagged. Otherwise
+        the valid human votes are fetched in replay order and the test runs in-process,
+        exactly as the board runs it; that step holds those votes in memory (see the README).
         """
-        first = self.anomaly.checks[0]
-        repeat = self.con.execute(f"""SELECT count(*) FROM (SELECT voter FROM valid
-            WHERE {HUMAN_SQL} AND voter IS NOT NULL GROUP BY voter
-            HAVING count(*) >= {int(first)})""").fetchall()[0][0]  # noqa: S608
+        first = int(self.anomaly.checks[0])
+        repeat = self.con.execute(f"""SELECT count(*) FROM (SELECT voter FROM raw
+            WHERE voter IS NOT NULL GROUP BY voter HAVING count(*) >= {first})""").fetchall()[0][0]  # noqa: S608
         if not repeat:
             return []
-        table = self.con.sql(f"""SELECT {PAIR_SQL} AS pair, vote, model_a > model_b AS swapped, voter, NOT flagged AS eligible, ts_us
+        table = self.con.sql(f"""SELECT {PAIR_SQL} AS pair, vote,
+                model_a > model_b AS swapped, voter, NOT flagged AS eligible, ts_us
             FROM valid WHERE {HUMAN_SQL} ORDER BY ts_us, vote_id""").to_arrow_table()  # noqa: S608
         return flagged_voters_of(table, self.anomaly)
 
     # -- results ---------------------------------------------------------------------
 
     def counts(self) -> pa.Table:
-        """The counts table of the log (:mod:`~arena_core.scale.contract`)."""
-        groups = ", ".join(GROUP_COLUMNS[:8])
-        table = self.con.sql(f"""SELECT {groups},
-                {HUMAN_SQL} AND voter IS NOT NULL AND voter IN (SELECT voter FROM flagged_voters)
-                    AS anomalous,
+        """The counts table of the log (:mod:`~arena_core.scale.contract`), and the rows skipped
+        by reason, in one pass over the votes."""
+        dims = ", ".join(f"CASE WHEN reason IS NULL THEN {c} END AS {c}" for c in GROUP_COLUMNS[:8])
+        table = self.con.sql(f"""SELECT reason, {dims},
+                reason IS NULL AND {HUMAN_SQL} AND voter IS NOT NULL
+                    AND voter IN (SELECT voter FROM flagged_voters) AS anomalous,
                 count(*) AS votes, min(ts_us) AS first_ts_us, max(ts_us) AS last_ts_us
-            FROM valid GROUP BY ALL ORDER BY ALL""").to_arrow_table()  # noqa: S608
+            FROM checked c ANTI JOIN dropped d ON c.file_rank = d.file_rank AND c.row_no = d.row_no
+            GROUP BY ALL ORDER BY ALL""").to_arrow_table()  # noqa: S608
+        valid = pc.is_null(table.column("reason"))
         skipped = Counter(self.skipped)
-        for reason, n in self.con.execute(
-            "SELECT reason, count(*) FROM checked WHERE reason IS NOT NULL GROUP BY reason"
-        ).fetchall():
+        bad = table.filter(pc.invert(valid))
+        for reason, n in zip(bad.column("reason").to_pylist(), bad.column("votes").to_pylist(),
+                             strict=True):  # fmt: skip
             skipped[reason] += n
-        return conform(table, +skipped)
+        return conform(table.filter(valid).drop_columns(["reason"]), +skipped)
 
     def stream(self, query: BoardQuery, first_us: int, last_us: int) -> Iterator[pa.RecordBatch]:
         """The board's votes in replay order, one calendar month at a time (bounded memory)."""
@@ -233,6 +237,17 @@ class DuckVotes:
                 ORDER BY ts_us, vote_id"""  # noqa: S608
             bounds = [_prefix(lo - _PREFILTER_SLACK_US), _prefix(hi + _PREFILTER_SLACK_US), lo, hi]
             yield from self.con.sql(sql, params=bounds + params).to_arrow_reader(STREAM_ROWS)
+
+
+def _judged(latest_us: int):
+    """A function from a row source (SQL) to its rows with ``ts_us``, ``flagged`` and ``reason``."""
+    reason, ts_us, flagged = reason_sql(latest_us), ts_us_sql(DUCKDB), flagged_sql(DUCKDB)
+
+    def judged(rows: str) -> str:
+        inner = f"SELECT *, {ts_us} AS ts_us, {flagged} AS flagged FROM {rows}"  # noqa: S608
+        return f"SELECT *, {reason} AS reason FROM ({inner})"  # noqa: S608
+
+    return judged
 
 
 def _selection(query: BoardQuery) -> tuple[str, list]:
