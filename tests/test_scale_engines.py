@@ -150,3 +150,13 @@ def test_an_empty_folder_gives_an_empty_counts_table(tmp_path):
     counts = DuckVotes(resolve(tmp_path), now_us=NOW_US).counts()
     assert counts.num_rows == 0
     assert _sorted(counts).equals(_sorted(counts_from_votes(read_for_counts(tmp_path))))
+
+
+def test_a_local_glob_is_read_like_its_folder(log_dir):
+    from arena_core.scale.contract import skipped_of
+
+    hand = log_dir / "hand"
+    globbed = DuckVotes(resolve([f"{hand}/*.parquet"]), now_us=NOW_US).counts()
+    expected = counts_from_votes(read_for_counts(hand, now_us=NOW_US))
+    assert _sorted(globbed).equals(_sorted(expected))
+    assert skipped_of(globbed)["unreadable_file"] == 1  # the mistyped file, as read_votes skips it

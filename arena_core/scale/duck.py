@@ -45,7 +45,7 @@ from arena_core.scale.rules import (
     reason_sql,
     ts_us_sql,
 )
-from arena_core.scale.sources import SourceError, Sources, file_order
+from arena_core.scale.sources import SourceError, Sources, file_order, is_remote
 from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.read import _castable
 from arena_core.votes.reasons import DUPLICATE, UNREADABLE
@@ -116,7 +116,10 @@ class DuckVotes:
                 found = [
                     r[0] for r in self.con.execute("SELECT file FROM glob(?)", [text]).fetchall()
                 ]
-                files.extend(f for f in file_order(found) if f.endswith(".parquet"))
+                found = [f for f in file_order(found) if f.endswith(".parquet")]
+                # A local glob's files are checked like a folder's; remote ones are not read
+                # twice: a mistyped column there stops DuckDB with its error (EngineError).
+                files.extend(f for f in found if is_remote(f) or self._schema_ok(f))
             elif self._schema_ok(text):
                 files.append(text)
         return files
