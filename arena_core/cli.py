@@ -36,8 +36,10 @@ from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
 from arena_core.registry.check import add_commands as add_registry_commands
+from arena_core.scale.cli_options import add_counts_command, add_scale_options
 from arena_core.simulation import SCENARIOS, scenario
 from arena_core.snapshots import source as snapshot_source
+from arena_core.snapshots.revision import Revision, revision_of
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.read import read_votes
@@ -159,6 +161,7 @@ def _parser(every_command: bool = True) -> argparse.ArgumentParser:
         help="FastChat exports: keep non-anonymous battles too",
     )
     board.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    add_scale_options(board)
     board.set_defaults(run=_leaderboard)
 
     comp = sub.add_parser("compact", help="roll vote files into monthly Parquet files")
@@ -200,6 +203,7 @@ def _parser(every_command: bool = True) -> argparse.ArgumentParser:
         help="seeded simulations with known truth (statistical claims)",
     )
     sim.set_defaults(run=_simulate)
+    add_counts_command(sub)
     if every_command:
         from arena_core.analysis.commands import add_commands as add_analysis_commands
 
@@ -295,6 +299,25 @@ def _leaderboard(args) -> int:
     registry = load_registry(args.registry) if args.registry else None
     if args.style_control:
         return _style_board(args, registry)
+    from arena_core.scale.commands import scaled_boards  # DuckDB is imported only when used
+
+    scaled = scaled_boards(args, params, window, registry)
+    boards, revision = scaled or _replayed_boards(args, params, window, registry)
+    if args.format != "table":  # the table prints them itself
+        for warning in boards[0].warnings:
+            log.warning("%s", warning)
+        _write(boards[0], args.format, sys.stdout,
+               snapshot_source.document(boards[0], revision, params, args))  # fmt: skip
+        return 0
+    sys.stdout.write(
+        "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
+    )
+    return 0
+
+
+def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revision]:
+    """The boards of ``leaderboard`` by the in-process path (every vote read into memory),
+    and the revision they were computed from."""
     votes = read_votes(args.votes, columns=(*BOARD_COLUMNS, "vote_id"), fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
     arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
@@ -304,16 +327,7 @@ def _leaderboard(args) -> int:
         boards.append(board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
                                        params=params, window=window,
                                        available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
-    if args.format != "table":  # the table prints them itself
-        for warning in boards[0].warnings:
-            log.warning("%s", warning)
-        _write(boards[0], args.format, sys.stdout,
-               snapshot_source.document(boards[0], votes, params, args))  # fmt: skip
-        return 0
-    sys.stdout.write(
-        "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
-    )
-    return 0
+    return boards, revision_of(votes, **args.hub)
 
 
 def _style_board(args, registry) -> int:

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 # screenshots of the Japanese arena show text, not boxes), and the optional speech
 # engines the Space installs (packages.txt), so their code paths are tested too.
 debs=(chromium fonts-ipafont-gothic)
+# Java for the Spark counts job's tests (Spark's local mode), where no Java is installed yet:
+# Debian's default JRE (17 on bookworm).
+command -v java >/dev/null 2>&1 || debs+=(default-jre-headless)
 if [ -f packages.txt ]; then
   while read -r p; do [[ -z "$p" || "$p" == \#* ]] || debs+=("$p"); done < packages.txt
 fi
@@ -23,8 +26,8 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-test.txt
 
-# The browser tests must run here, not skip; the Hub and analytics stay out of reach.
-export ARENA_REQUIRE_BROWSER=1 GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1
+# The browser and Spark tests must run here, not skip; the Hub and analytics stay out of reach.
+export ARENA_REQUIRE_BROWSER=1 ARENA_REQUIRE_JAVA=1 GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 # The registry the Space ships: a prior without a source or a mapping that does not round-trip

@@ -19,9 +19,8 @@ from pathlib import Path
 
 from arena_core.dataset.card import REGISTRY_DIR
 from arena_core.leaderboard import Board, BoardParams
-from arena_core.snapshots.revision import board_settings, file_sha256, revision_of
+from arena_core.snapshots.revision import Revision, board_settings, file_sha256
 from arena_core.snapshots.version import code_version
-from arena_core.votes.clean import VoteTable
 from arena_core.window import Window
 
 log = logging.getLogger(__name__)
@@ -79,13 +78,13 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-def document(board: Board, votes: VoteTable, params: BoardParams, args) -> dict:
+def document(board: Board, revision: Revision, params: BoardParams, args) -> dict:
     """The board's JSON with where it came from: ``revision``, ``code_version``, ``settings``."""
     settings = board_settings(params, arena=board.arena, category=board.category,
                               window=Window.parse(args.since, args.until),
                               unavailable=args.unavailable,
                               registry_sha256=file_sha256(args.registry))  # fmt: skip
-    return {**board.to_json(), "revision": revision_of(votes, **args.hub).to_json(),
+    return {**board.to_json(), "revision": revision.to_json(),
             "code_version": code_version().to_json(), "settings": settings}  # fmt: skip
 
 

@@ -1,0 +1,45 @@
+"""The options of the scale path on the command line, without importing its engines.
+
+``python -m arena_core counts`` and ``leaderboard --engine/--counts``; the work
+is in :mod:`~arena_core.scale.commands`, imported when a command runs, so
+``--help`` and the other commands never load DuckDB, Spark or the rating code.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+#: Engines of ``counts``.
+COUNT_ENGINES = ("duckdb", "spark", "python")
+#: Engines of ``leaderboard``.
+BOARD_ENGINES = ("auto", "duckdb", "python")
+
+
+def add_counts_command(sub) -> None:
+    """Register ``counts`` on the CLI's subparsers."""
+    counts = sub.add_parser("counts", help="aggregate votes into a counts table (Parquet)")
+    counts.add_argument("--engine", choices=COUNT_ENGINES, default="duckdb",
+                        help="duckdb (in-process, default), spark (a cluster, or local mode), "
+                        "or python (the in-process reader; also JSONL)")  # fmt: skip
+    counts.add_argument("--votes", nargs="+", required=True, metavar="SRC",
+                        help="folders, files or globs of Parquet votes, hf://datasets/..., s3://...")  # fmt: skip
+    counts.add_argument("--out", required=True, metavar="FILE", help="the counts Parquet file")
+    counts.add_argument("--spark-master", default=None,
+                        help="Spark master URL (default: the session's, else local[*])")  # fmt: skip
+    counts.set_defaults(run=_run_counts)
+
+
+def add_scale_options(board: argparse.ArgumentParser) -> None:
+    """Add ``--engine`` and ``--counts`` to ``leaderboard``."""
+    board.add_argument("--engine", choices=BOARD_ENGINES, default="auto",
+                       help="how the votes are counted: duckdb (Parquet, any size, bounded "
+                       "memory), python (in-process), or auto (duckdb for large Parquet logs)")  # fmt: skip
+    board.add_argument("--counts", metavar="FILE",
+                       help="a counts table written by `counts` (e.g. by Spark); --votes then "
+                       "only feeds the time-ordered Elo stream")  # fmt: skip
+
+
+def _run_counts(args) -> int:
+    from arena_core.scale.commands import run_counts
+
+    return run_counts(args)

@@ -1,0 +1,97 @@
+"""The counts table: what every engine (Python, DuckDB, Spark) hands the board.
+
+One row per distinct combination of the columns a board selects on, with how
+many valid, deduplicated votes fall in it. Every selection the in-process path
+makes (:func:`~arena_core.selection.select_votes`: arena, category, voter kind,
+judge, flags, the anomalous-voter test, unknown models) is a filter on these
+columns, so one counts file serves every board of the log; only what needs each
+vote's time (a window, a half-life) cannot be answered from it.
+
+A vote's fate at reading (bad rows, duplicates, unreadable files) is counted in
+the file's metadata under :data:`SKIPPED_KEY`, by reason, as ``read_votes``
+counts it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: Version of this table's layout, written in the file's metadata.
+COUNTS_VERSION = 1
+#: Metadata key of the layout version.
+VERSION_KEY = b"arena.counts_version"
+#: Metadata key of the rows skipped at reading (JSON object: reason -> rows).
+SKIPPED_KEY = b"arena.skipped"
+
+#: The counts table, column by column. Group columns first, then the measures.
+COUNTS_SCHEMA = pa.schema([
+    pa.field("arena", pa.string(), nullable=False),
+    pa.field("category", pa.string()),  # null: no category
+    pa.field("model_a", pa.string(), nullable=False),
+    pa.field("model_b", pa.string(), nullable=False),
+    pa.field("vote", pa.string(), nullable=False),  # a, b, tie or both_bad
+    pa.field("voter_kind", pa.string()),  # null: no kind written (read as human)
+    pa.field("judge", pa.string()),
+    pa.field("flagged", pa.bool_(), nullable=False),  # the vote carries a flag
+    pa.field("anomalous", pa.bool_(), nullable=False),  # a human vote of a flagged voter
+    pa.field("votes", pa.int64(), nullable=False),
+    pa.field("first_ts_us", pa.int64(), nullable=False),  # earliest vote, us since the epoch
+    pa.field("last_ts_us", pa.int64(), nullable=False),  # latest vote
+])  # fmt: skip
+#: The columns a row is grouped by.
+GROUP_COLUMNS = tuple(COUNTS_SCHEMA.names[:9])
+
+
+class CountsError(ValueError):
+    """A counts table that does not follow the contract, or a board it cannot answer."""
+
+
+def conform(table: pa.Table, skipped: Counter | dict) -> pa.Table:
+    """``table`` in contract column order and types, with ``skipped`` in its metadata.
+
+    Raises :class:`CountsError` if a column is missing or a value is out of contract.
+    """
+    missing = [n for n in COUNTS_SCHEMA.names if n not in table.column_names]
+    if missing:
+        raise CountsError(f"counts table lacks columns {missing}")
+    try:
+        table = table.select(COUNTS_SCHEMA.names).cast(COUNTS_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CountsError(f"counts table does not follow the contract: {exc}") from None
+    votes = set(table.column("vote").unique().to_pylist())
+    if not votes <= {"a", "b", "tie", "both_bad"}:
+        raise CountsError(f"unknown vote values {sorted(votes - {'a', 'b', 'tie', 'both_bad'})}")
+    meta = {VERSION_KEY: str(COUNTS_VERSION).encode(),
+            SKIPPED_KEY: json.dumps(dict(sorted(Counter(skipped).items()))).encode()}  # fmt: skip
+    return table.replace_schema_metadata(meta)
+
+
+def skipped_of(table: pa.Table) -> Counter:
+    """The rows skipped at reading, from the table's metadata."""
+    meta = table.schema.metadata or {}
+    return Counter(json.loads(meta.get(SKIPPED_KEY, b"{}")))
+
+
+def write_counts(table: pa.Table, path: str | Path) -> Path:
+    """Write a conformed counts table as one Parquet file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd")
+    return path
+
+
+def read_counts(path: str | Path) -> pa.Table:
+    """Read a counts file, checking its layout version and columns."""
+    table = pq.read_table(path)
+    version = (table.schema.metadata or {}).get(VERSION_KEY)
+    if version is None or int(version) != COUNTS_VERSION:
+        raise CountsError(
+            f"{path} is not a counts file of layout {COUNTS_VERSION} (found {version!r}); "
+            "write it with `python -m arena_core counts`"
+        )
+    return conform(table, skipped_of(table))

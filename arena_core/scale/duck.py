@@ -1,0 +1,308 @@
+"""The DuckDB engine: counts straight from Parquet, and the Elo stream month by month.
+
+DuckDB runs in-process, reads Parquet (local, globs, ``hf://`` and ``s3://``
+through its httpfs extension) column by column and aggregates beyond memory by
+spilling to disk, so a log of a hundred million votes becomes its counts table
+in bounded memory. The rows are judged with the reader's rules
+(:mod:`~arena_core.scale.rules`), duplicates of a ``vote_id`` keep the first
+row in replay order (time, then ``vote_id``, then file and row order, as
+``read_votes``), and the anomalous-voter test is the same function the board
+runs (see :meth:`DuckVotes.flagged_voters`).
+
+Deduplication without holding every id: one pass hashes every ``vote_id`` and
+keeps the hashes seen more than once (a few, in a real log); only rows with
+those hashes are ranked exactly, and the rows that lose are remembered by file
+and row number.
+
+The SQL is assembled from this package's constants and rules; values from the
+command line travel as query parameters, and file names as escaped literals
+(``# noqa: S608`` marks those statements).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from arena_core.integrity.anomaly import AnomalyParams
+from arena_core.scale.board import BoardQuery
+from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
+from arena_core.scale.flags import PAIR_SQL, flagged_voters_of
+from arena_core.scale.rules import (
+    DUCKDB,
+    HUMAN_SQL,
+    READ_COLUMNS,
+    SQL_TYPES,
+    flagged_sql,
+    reason_sql,
+    ts_us_sql,
+)
+from arena_core.scale.sources import SourceError, Sources, file_order, is_remote
+from arena_core.votes.clean import FUTURE_SLACK_US
+from arena_core.votes.read import _castable
+from arena_core.votes.reasons import DUPLICATE, UNREADABLE
+from arena_core.votes.schema import ARROW_SCHEMA
+
+log = logging.getLogger(__name__)
+
+#: DuckDB's memory limit: it spills to disk beyond it (the 2 GB target, less Python's share).
+MEMORY_LIMIT = "1500MB"
+#: Rows per record batch of the Elo stream.
+STREAM_ROWS = 1 << 20
+#: Slack of the string prefilter on ``ts`` around a window: a local time written with an
+#: offset is within a day of its UTC time, and the fraction moves order within a second.
+_PREFILTER_SLACK_US = 2 * 86_400 * 1_000_000
+
+
+class EngineError(ValueError):
+    """DuckDB could not read the votes (a corrupt file, an extension it cannot load)."""
+
+
+def connect(temp_dir: str | None = None, threads: int | None = None):
+    """A DuckDB connection with the memory limit and a spill folder."""
+    import duckdb  # imported here: the rest of the package runs without it
+
+    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": False,
+                                 "autoinstall_known_extensions": False})  # fmt: skip
+    if temp_dir:
+        con.execute(f"SET temp_directory = '{temp_dir}'")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def load_remote(con) -> None:
+    """Load httpfs (hf://, s3://); it must be installed beforehand, nothing is downloaded here."""
+    import duckdb
+
+    try:
+        con.execute("LOAD httpfs")
+    except duckdb.Error as exc:
+        raise EngineError(
+            "DuckDB needs its httpfs extension to read hf:// and s3:// paths; install it once "
+            "with network access (python -c \"import duckdb; duckdb.sql('INSTALL httpfs')\") "
+            f"or download the files and pass the folder ({exc})"
+        ) from None
+
+
+class DuckVotes:
+    """One vote log opened in DuckDB: :meth:`counts`, :meth:`stream` and the test's flags."""
+
+    def __init__(self, sources: Sources, *, now_us: int | None = None, con=None,
+                 anomaly: AnomalyParams | None = None):  # fmt: skip
+        self.con = con if con is not None else connect()
+        self.anomaly = anomaly if anomaly is not None else AnomalyParams()
+        self.skipped: Counter = Counter()
+        now_us = time.time_ns() // 1000 if now_us is None else now_us
+        self.files = self._files(sources)
+        self._views(now_us + FUTURE_SLACK_US)
+
+    # -- opening ---------------------------------------------------------------------
+
+    def _files(self, sources: Sources) -> list[str]:
+        if sources.remote:
+            load_remote(self.con)
+        files = []
+        for text, pattern in sources.items:
+            if pattern:
+                found = [
+                    r[0] for r in self.con.execute("SELECT file FROM glob(?)", [text]).fetchall()
+                ]
+                found = [f for f in file_order(found) if f.endswith(".parquet")]
+                # A local glob's files are checked like a folder's; remote ones are not read
+                # twice: a mistyped column there stops DuckDB with its error (EngineError).
+                files.extend(f for f in found if is_remote(f) or self._schema_ok(f))
+            elif self._schema_ok(text):
+                files.append(text)
+        return files
+
+    def _schema_ok(self, path: str) -> bool:
+        """Refuse a local file whose contract column has another type, as read_votes does."""
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException) as exc:
+            log.error("skipping unreadable vote file %s: %s", path, exc)
+            self.skipped[UNREADABLE] += 1
+            return False
+        for name in READ_COLUMNS:
+            if name in schema.names and not _castable(schema.field(name).type,
+                                                      ARROW_SCHEMA.field(name).type):  # fmt: skip
+                log.error("skipping unreadable vote file %s: column %r has type %s", path, name,
+                          schema.field(name).type)  # fmt: skip
+                self.skipped[UNREADABLE] += 1
+                return False
+        return True
+
+    def _views(self, latest_us: int) -> None:
+        """``raw`` (the files, in order), ``checked`` (each row's reason), ``valid``; then the
+        duplicates to drop and the flagged voters, each in one pass."""
+        con = self.con
+        if self.files:
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in self.files)
+            source = f"read_parquet([{listed}], file_row_number=true, union_by_name=true)"
+            have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}  # noqa: S608
+            cols = ", ".join(c if c in have else f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}"
+                             for c in READ_COLUMNS)  # fmt: skip
+            # file_index is the file's place in the list: read_votes' order.
+            con.execute(f"""CREATE OR REPLACE TEMP VIEW raw AS
+                SELECT {cols}, file_index AS file_rank, file_row_number AS row_no FROM {source}""")  # noqa: S608
+        else:  # no file: the same columns, no rows
+            cols = ", ".join(
+                f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}" for c in READ_COLUMNS
+            )
+            con.execute(f"""CREATE OR REPLACE TEMP VIEW raw AS
+                SELECT {cols}, 0 AS file_rank, CAST(0 AS BIGINT) AS row_no WHERE false""")
+        judged = _judged(latest_us)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW checked AS {judged('raw')}")
+        self._dedup(judged)
+        con.execute("""CREATE OR REPLACE TEMP VIEW valid AS
+            SELECT c.* FROM checked c ANTI JOIN dropped d
+                ON c.file_rank = d.file_rank AND c.row_no = d.row_no
+            WHERE c.reason IS NULL""")
+        con.execute("CREATE OR REPLACE TEMP TABLE flagged_voters (voter VARCHAR)")
+        voters = self.flagged_voters()
+        if voters:
+            con.executemany("INSERT INTO flagged_voters VALUES (?)", [[v] for v in voters])
+
+    def _dedup(self, judged) -> None:
+        """The valid rows that repeat an earlier ``vote_id`` (by file and row number).
+
+        One pass hashes every id (no row is judged for it); only the rows whose hash
+        is repeated are judged and ranked.
+        """
+        con = self.con
+        con.execute("""CREATE OR REPLACE TEMP TABLE dup_hashes AS
+            SELECT hash(vote_id) AS h FROM raw GROUP BY h HAVING count(*) > 1""")
+        candidates = "(SELECT r.* FROM raw r SEMI JOIN dup_hashes d ON hash(r.vote_id) = d.h)"
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE dropped AS
+            SELECT file_rank, row_no FROM (
+                SELECT file_rank, row_no, row_number() OVER (
+                    PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
+                FROM ({judged(candidates)}) WHERE reason IS NULL)
+            WHERE k > 1""")  # noqa: S608
+        self.skipped[DUPLICATE] += con.execute("SELECT count(*) FROM dropped").fetchall()[0][0]
+
+    # -- the anomalous-voter test ----------------------------------------------------
+
+    def flagged_voters(self) -> list[str]:
+        """The voters the anomalous-voter test flags, as ``select_votes`` finds them.
+
+        Only a voter with at least the first checkpoint's number of human votes can
+        be flagged. A first pass reads the ``voter`` column alone: when no voter has
+        that many rows at all (or the log has no voters), no one can be flagged. Otherwise
+        the valid human votes are fetched in replay order and the test runs in-process,
+        exactly as the board runs it; that step holds those votes in memory (see the README).
+        """
+        first = int(self.anomaly.checks[0])
+        repeat = self.con.execute(f"""SELECT count(*) FROM (SELECT voter FROM raw
+            WHERE voter IS NOT NULL GROUP BY voter HAVING count(*) >= {first})""").fetchall()[0][0]  # noqa: S608
+        if not repeat:
+            return []
+        table = self.con.sql(f"""SELECT {PAIR_SQL} AS pair, vote,
+                model_a > model_b AS swapped, voter, NOT flagged AS eligible, ts_us
+            FROM valid WHERE {HUMAN_SQL} ORDER BY ts_us, vote_id""").to_arrow_table()  # noqa: S608
+        return flagged_voters_of(table, self.anomaly)
+
+    # -- results ---------------------------------------------------------------------
+
+    def counts(self) -> pa.Table:
+        """The counts table of the log (:mod:`~arena_core.scale.contract`), and the rows skipped
+        by reason, in one pass over the votes."""
+        dims = ", ".join(f"CASE WHEN reason IS NULL THEN {c} END AS {c}" for c in GROUP_COLUMNS[:8])
+        table = self.con.sql(f"""SELECT reason, {dims},
+                reason IS NULL AND {HUMAN_SQL} AND voter IS NOT NULL
+                    AND voter IN (SELECT voter FROM flagged_voters) AS anomalous,
+                count(*) AS votes, min(ts_us) AS first_ts_us, max(ts_us) AS last_ts_us
+            FROM checked c ANTI JOIN dropped d ON c.file_rank = d.file_rank AND c.row_no = d.row_no
+            GROUP BY ALL ORDER BY ALL""").to_arrow_table()  # noqa: S608
+        valid = pc.is_null(table.column("reason"))
+        skipped = Counter(self.skipped)
+        bad = table.filter(pc.invert(valid))
+        for reason, n in zip(bad.column("reason").to_pylist(), bad.column("votes").to_pylist(),
+                             strict=True):  # fmt: skip
+            skipped[reason] += n
+        return conform(table.filter(valid).drop_columns(["reason"]), +skipped)
+
+    def stream(self, query: BoardQuery, first_us: int, last_us: int) -> Iterator[pa.RecordBatch]:
+        """The board's votes in replay order, one calendar month at a time (bounded memory)."""
+        where, params = _selection(query)
+        for lo, hi in month_windows(first_us, last_us):
+            sql = f"""SELECT model_a, model_b, vote FROM valid
+                WHERE ts >= ? AND ts < ? AND ts_us >= ? AND ts_us < ? AND {where}
+                ORDER BY ts_us, vote_id"""  # noqa: S608
+            bounds = [_prefix(lo - _PREFILTER_SLACK_US), _prefix(hi + _PREFILTER_SLACK_US), lo, hi]
+            yield from self.con.sql(sql, params=bounds + params).to_arrow_reader(STREAM_ROWS)
+
+
+def _judged(latest_us: int):
+    """A function from a row source (SQL) to its rows with ``ts_us``, ``flagged`` and ``reason``."""
+    reason, ts_us, flagged = reason_sql(latest_us), ts_us_sql(DUCKDB), flagged_sql(DUCKDB)
+
+    def judged(rows: str) -> str:
+        inner = f"SELECT *, {ts_us} AS ts_us, {flagged} AS flagged FROM {rows}"  # noqa: S608
+        return f"SELECT *, {reason} AS reason FROM ({inner})"  # noqa: S608
+
+    return judged
+
+
+def _selection(query: BoardQuery) -> tuple[str, list]:
+    """The WHERE clause of a board's votes, with its parameters (the rules of select_counts)."""
+    where, params = ["arena = ?"], [query.arena]
+    if query.category is not None:
+        where.append("category = ?")
+        params.append(query.category)
+    if query.voter_kind is not None:
+        where.append("(voter_kind = ? OR (voter_kind IS NULL AND ? = 'human'))")
+        params += [query.voter_kind, query.voter_kind]
+    if query.judge is not None:
+        where.append("judge = ?")
+        params.append(query.judge)
+    if not query.include_flagged:
+        where.append(f"NOT flagged AND NOT ({HUMAN_SQL} AND voter IS NOT NULL AND "  # noqa: S608
+                     "voter IN (SELECT voter FROM flagged_voters))")  # fmt: skip
+    where.append("list_contains(?, model_a) AND list_contains(?, model_b)")
+    params += [list(query.models), list(query.models)]
+    return " AND ".join(where), params
+
+
+def month_windows(first_us: int, last_us: int) -> list[tuple[int, int]]:
+    """Calendar months (UTC) covering ``first_us .. last_us``, as ``[lo, hi)`` microseconds."""
+    first = np.datetime64(int(first_us), "us").astype("datetime64[M]")
+    last = np.datetime64(int(last_us), "us").astype("datetime64[M]")
+    edges = np.arange(first, last + 2).astype("datetime64[us]").astype(np.int64)
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+
+
+def _prefix(ts_us: int) -> str:
+    """A time as the leading ``YYYY-MM-DDTHH:MM:SS`` of an accepted timestamp (clamped to years
+    1-9999), for a string comparison Parquet statistics can prune row groups with."""
+    low, high = -62_135_596_800_000_000, 253_402_300_799_000_000
+    moment = np.datetime64(min(max(int(ts_us), low), high), "us")
+    return str(moment.astype("datetime64[s]"))
+
+
+def counts_with_duckdb(sources: Sources, *, now_us: int | None = None,
+                       temp_dir: str | Path | None = None) -> pa.Table:  # fmt: skip
+    """Open ``sources`` and return their counts table."""
+    con = connect(str(temp_dir) if temp_dir else None)
+    try:
+        return DuckVotes(sources, now_us=now_us, con=con).counts()
+    except SourceError:
+        raise
+    except Exception as exc:  # duckdb.Error, without importing duckdb at module level
+        if type(exc).__module__.startswith("duckdb") or "duckdb" in type(exc).__module__:
+            raise EngineError(f"DuckDB could not read the votes: {exc}") from exc
+        raise
+    finally:
+        con.close()
+
+
+__all__ = ["COUNTS_SCHEMA", "DuckVotes", "EngineError", "counts_with_duckdb", "month_windows"]

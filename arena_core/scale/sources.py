@@ -1,0 +1,108 @@
+"""Where the votes are, for the engines that read Parquet themselves (DuckDB, Spark).
+
+A local file or folder is listed the way :func:`~arena_core.votes.read.vote_files`
+lists it (same files, same order: the order decides which of two rows with the
+same ``vote_id`` and time is kept). A glob, or a remote folder
+(``hf://datasets/<owner>/<repo>[@<revision>]/<path>``, ``s3://``, ``gs://``), is
+handed to the engine, which lists it; its files are then put in the same order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from arena_core.votes.read import vote_files
+
+#: URL schemes read by the engines themselves (DuckDB's httpfs extension, Spark's Hadoop FS).
+REMOTE_SCHEMES = ("hf://", "s3://", "s3a://", "gs://", "gcs://", "az://", "abfss://", "http://",
+                  "https://")  # fmt: skip
+#: A Hub dataset path: hf://datasets/owner/repo, an optional @revision, then a path.
+_HF = re.compile(
+    r"^hf://datasets/(?P<owner>[^/@]+)/(?P<repo>[^/@]+)(?:@(?P<rev>[^/]+))?(?P<path>/.*)?$"
+)
+_GLOB = re.compile(r"[*?\[]")
+
+
+class SourceError(ValueError):
+    """Votes an engine cannot read (a JSONL file, an unknown URL): the message says what to use."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Local Parquet files and patterns (globs, remote folders), in the order given.
+
+    ``items`` holds ``(text, is_pattern)``; an engine expands each pattern (in
+    :func:`file_order`) where it stands, so the files keep the order of the arguments.
+    """
+
+    items: tuple[tuple[str, bool], ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(text for text, pattern in self.items if not pattern)
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(text for text, pattern in self.items if pattern)
+
+    @property
+    def remote(self) -> bool:
+        return any(is_remote(p) for p in self.patterns)
+
+
+def is_remote(path: str) -> bool:
+    return str(path).startswith(REMOTE_SCHEMES)
+
+
+def hf_pattern(url: str) -> str:
+    """A Hub dataset folder or file as a Parquet pattern DuckDB reads (every Parquet file
+    under a folder). Raises :class:`SourceError` for a model or Space repo, or a bad path."""
+    match = _HF.match(url)
+    if match is None:
+        raise SourceError(f"{url!r}: a vote dataset on the Hub is hf://datasets/<owner>/<repo>"
+                          "[@<revision>][/<folder or file>]")  # fmt: skip
+    return remote_pattern(url)
+
+
+def remote_pattern(url: str) -> str:
+    """A remote folder as every Parquet file under it; a file or glob as given."""
+    if url.endswith(".parquet") or _GLOB.search(url):
+        return url
+    if url.endswith((".jsonl", ".json")):
+        raise SourceError(f"{url}: the duckdb and spark engines read Parquet only; use "
+                          "--engine python for JSONL and FastChat exports")  # fmt: skip
+    return url.rstrip("/") + "/**/*.parquet"
+
+
+def resolve(paths) -> Sources:
+    """Sort ``paths`` into local files and patterns; refuse what the engines cannot read."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    items: list[tuple[str, bool]] = []
+    for raw in paths:
+        text = str(raw)
+        if text.startswith("hf://"):
+            items.append((hf_pattern(text), True))
+        elif is_remote(text):
+            items.append((remote_pattern(text), True))
+        elif _GLOB.search(text):
+            items.append((text, True))
+        else:
+            for path, kind in vote_files(text):
+                if kind != "parquet":
+                    raise SourceError(f"{path}: the duckdb and spark engines read Parquet only; "
+                                      "use --engine python for JSONL and FastChat exports")  # fmt: skip
+                items.append((str(Path(path).resolve()), False))
+    return Sources(tuple(items))
+
+
+def file_order(names) -> list[str]:
+    """Files in the order ``vote_files`` gives a folder's (by path parts), for expanded patterns."""
+    return sorted(names, key=lambda name: PurePosixPath(name).parts)
+
+
+def local_bytes(sources: Sources) -> int:
+    """Bytes of the local files (patterns count as unknown: 0)."""
+    return sum(Path(f).stat().st_size for f in sources.files)

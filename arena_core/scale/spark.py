@@ -1,0 +1,167 @@
+"""The Spark engine: the same counts table, computed by a cluster (or Spark's local mode).
+
+The rows are judged by the SQL of :mod:`~arena_core.scale.rules` (the reader's
+rules), duplicates of a ``vote_id`` keep the first valid row in replay order
+(time, ``vote_id``, file order, row in file: ``_metadata.row_index``), and the
+anomalous-voter test is decided as the DuckDB engine decides it
+(:mod:`~arena_core.scale.flags`: settled by one aggregate when no voter reached
+its first checkpoint, else run on the driver over the human votes in order).
+Only the small counts table comes back to the driver otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+from arena_core.integrity.anomaly import AnomalyParams
+from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
+from arena_core.scale.flags import PAIR_SQL, flagged_voters_of
+from arena_core.scale.rules import (
+    HUMAN_SQL,
+    READ_COLUMNS,
+    SPARK,
+    flagged_sql,
+    reason_sql,
+    ts_us_sql,
+)
+from arena_core.scale.sources import SourceError, Sources, file_order
+from arena_core.votes.clean import FUTURE_SLACK_US
+from arena_core.votes.reasons import DUPLICATE
+
+log = logging.getLogger(__name__)
+
+#: Spark settings of a session this module starts: UTC, no web UI, few shuffle partitions
+#: (the counts are small; a cluster's own session keeps its settings).
+SESSION_CONFIG = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.ansi.enabled": "true",
+}
+_TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
+#: The end of a folder's pattern (:func:`~arena_core.scale.sources.remote_pattern`).
+_EVERY_PARQUET = "/**/*.parquet"
+#: The columns read, in the contract's types (Spark DDL).
+_READ_SCHEMA = ", ".join(f"{name} {_TYPES.get(name, 'STRING')}" for name in READ_COLUMNS)
+
+
+def session(master: str | None = None):
+    """The active Spark session, or a new one (``master``, default ``local[*]``)."""
+    from pyspark.sql import SparkSession  # imported here: the package runs without pyspark
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    builder = SparkSession.builder.appName("arena-counts").master(master or "local[*]")
+    for key, value in SESSION_CONFIG.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _normal(path: str) -> str:
+    """A file's path as Spark reports it, or as we list it, in one form (local: plain path)."""
+    parsed = urlparse(path)
+    if parsed.scheme in ("", "file"):
+        return unquote(parsed.path) if parsed.scheme else path
+    return path
+
+
+def _ordered_files(spark, sources: Sources) -> list[str]:
+    """Every file, in read_votes' order: local files as listed, patterns as Spark expands them."""
+    files: list[str] = []
+    for text, pattern in sources.items:
+        if not pattern:
+            files.append(text)
+            continue
+        reader = spark.read
+        if text.endswith(_EVERY_PARQUET):  # Hadoop's globs have no "**": list the folder's tree
+            reader = reader.option("recursiveFileLookup", "true").option("pathGlobFilter",
+                                                                        "*.parquet")  # fmt: skip
+            text = text.removesuffix(_EVERY_PARQUET)
+        found = reader.parquet(text).inputFiles()
+        files.extend(_normal(f) for f in file_order(found))
+    return files
+
+
+def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: str | None = None,
+                      spark=None, anomaly: AnomalyParams | None = None) -> pa.Table:  # fmt: skip
+    """The counts table (:mod:`~arena_core.scale.contract`) of ``sources``, computed by Spark."""
+    spark = spark if spark is not None else session(master)
+    hub = [p for p in sources.patterns if p.startswith("hf://")]
+    if hub:
+        raise SourceError(f"{hub[0]}: Spark has no Hadoop file system for hf:// paths; download "
+                          "the dataset (hf download --repo-type dataset <repo>) and pass the "
+                          "folder, or use --engine duckdb, which reads hf:// itself")  # fmt: skip
+    now_us = time.time_ns() // 1000 if now_us is None else now_us
+    files = _ordered_files(spark, sources)
+    if not files:
+        return conform(COUNTS_SCHEMA.empty_table(), Counter())
+    checked = _views(spark, files, now_us + FUTURE_SLACK_US)
+    skipped: Counter = Counter()
+    for reason, repeated, n in spark.sql("""SELECT reason, coalesce(keep_rank > 1, false), count(*)
+            FROM checked WHERE reason IS NOT NULL OR keep_rank > 1 GROUP BY 1, 2""").collect():
+        skipped[DUPLICATE if repeated else reason] += n
+    voters = _flagged(spark, anomaly if anomaly is not None else AnomalyParams())
+    spark.createDataFrame([(v,) for v in voters], "voter STRING").createOrReplaceTempView(
+        "flagged_voters"
+    )
+    groups = ", ".join(GROUP_COLUMNS[:8])
+    table = spark.sql(f"""SELECT {groups},
+            {HUMAN_SQL} AND voter IS NOT NULL AND voter IN (SELECT voter FROM flagged_voters)
+                AS anomalous,
+            count(*) AS votes, min(ts_us) AS first_ts_us, max(ts_us) AS last_ts_us
+        FROM valid GROUP BY {groups}, anomalous""").toArrow()  # noqa: S608
+    checked.unpersist()
+    return conform(table, +skipped)
+
+
+def _views(spark, files: list[str], latest_us: int):
+    """``checked`` (every row, its reason and its rank among its ``vote_id``) and ``valid``.
+
+    The files are read with the contract's schema (a column a file lacks reads as
+    null; no pass over every footer to merge schemas), and ``checked`` is kept
+    (memory, then disk) for the few queries that follow.
+    """
+    df = spark.read.schema(_READ_SCHEMA).parquet(*files)
+    df = df.select("*", "_metadata.file_path", "_metadata.row_index")
+    df.createOrReplaceTempView("raw_files")
+    ranks = [(_normal(f), k) for k, f in enumerate(files)]
+    spark.createDataFrame(ranks, "path STRING, file_rank INT").createOrReplaceTempView("ranks")
+    cols = ", ".join(READ_COLUMNS)
+    local = "regexp_replace(file_path, '^file:/+', '/')"
+    spark.sql(f"""CREATE OR REPLACE TEMP VIEW raw AS
+        SELECT {cols}, r.file_rank, p.row_index AS row_no
+        FROM raw_files p JOIN ranks r ON
+            CASE WHEN p.file_path LIKE 'file:%' THEN {local} ELSE p.file_path END = r.path""")  # noqa: S608
+    spark.sql(f"""CREATE OR REPLACE TEMP VIEW parsed AS
+        SELECT *, {ts_us_sql(SPARK)} AS ts_us, {flagged_sql(SPARK)} AS flagged FROM raw""")  # noqa: S608
+    spark.sql(f"""CREATE OR REPLACE TEMP VIEW checked_rows AS
+        SELECT *, CASE WHEN reason IS NULL THEN row_number() OVER (
+            PARTITION BY vote_id, reason IS NULL ORDER BY ts_us, file_rank, row_no) END AS keep_rank
+        FROM (SELECT *, {reason_sql(latest_us)} AS reason FROM parsed)""")  # noqa: S608
+    checked = spark.table("checked_rows").persist()
+    checked.createOrReplaceTempView("checked")
+    spark.sql("CREATE OR REPLACE TEMP VIEW valid AS SELECT * FROM checked WHERE keep_rank = 1")
+    return checked
+
+
+def _flagged(spark, params: AnomalyParams) -> list[str]:
+    """The voters the anomalous-voter test flags (see :mod:`~arena_core.scale.flags`)."""
+    repeat = spark.sql(f"""SELECT count(*) FROM (SELECT voter FROM valid
+        WHERE {HUMAN_SQL} AND voter IS NOT NULL GROUP BY voter
+        HAVING count(*) >= {int(params.checks[0])})""").first()[0]  # noqa: S608
+    if not repeat:
+        return []
+    table = spark.sql(f"""SELECT {PAIR_SQL} AS pair, vote, model_a > model_b AS swapped, voter,
+            NOT flagged AS eligible, ts_us
+        FROM valid WHERE {HUMAN_SQL} ORDER BY ts_us, vote_id""").toArrow()  # noqa: S608
+    return flagged_voters_of(table, params)
+
+
+__all__ = ["counts_with_spark", "session"]

@@ -1,0 +1,92 @@
+"""``counts`` and ``leaderboard --engine/--counts`` on the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scale_logs import damaged_log
+
+from arena_core.cli import main
+from arena_core.scale import commands
+from arena_core.scale.contract import read_counts
+from arena_core.snapshots.source import board_part
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory):
+    folder = damaged_log(tmp_path_factory.mktemp("votes"))
+    (folder / "hand" / "c.parquet").unlink()  # the CLI test does not need the refused file
+    return folder
+
+
+def _board(capsys, *args) -> dict:
+    """The board's own keys; its revision's count of votes is checked on the side (the
+    counts path knows how many votes it counted, not which came last)."""
+    assert main(["leaderboard", "--arena", "tts-en", "--format", "json", *args]) == 0
+    document = json.loads(capsys.readouterr().out)
+    VOTES_READ.add(document["revision"]["votes_read"])
+    return board_part(document)
+
+
+#: Every ``revision.votes_read`` the boards of one test printed: one value when the
+#: engines agree on how many valid distinct votes they read.
+VOTES_READ: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _one_count_of_votes():
+    VOTES_READ.clear()
+    yield
+    assert len(VOTES_READ) <= 1, f"the engines read different numbers of votes: {VOTES_READ}"
+
+
+def test_every_engine_prints_the_same_board(log_dir, tmp_path, capsys):
+    votes = ["--votes", str(log_dir)]
+    reference = _board(capsys, *votes, "--engine", "python")
+    assert _board(capsys, *votes, "--engine", "duckdb") == reference
+    out = tmp_path / "counts.parquet"
+    assert main(["counts", "--engine", "duckdb", *votes, "--out", str(out)]) == 0
+    assert "count rows" in capsys.readouterr().err
+    assert read_counts(out).num_rows > 0
+    assert _board(capsys, *votes, "--counts", str(out)) == reference
+
+
+def test_auto_takes_duckdb_from_the_size_threshold(log_dir, monkeypatch, capsys):
+    used = []
+    real = commands.scaled_boards
+
+    def spy(args, *rest):
+        boards = real(args, *rest)
+        used.append(boards is not None)
+        return boards
+
+    monkeypatch.setattr(commands, "scaled_boards", spy)
+    small = _board(capsys, "--votes", str(log_dir))
+    monkeypatch.setattr(commands, "AUTO_BYTES", 1)
+    large = _board(capsys, "--votes", str(log_dir))
+    assert used == [False, True]
+    assert small == large
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--engine", "duckdb", "--since", "2025-06-01"], "--since"),
+     (["--engine", "duckdb", "--half-life", "30"], "--half-life"),
+     (["--counts", "missing.parquet", "--until", "2025-06-01"], "--until")],
+)  # fmt: skip
+def test_settings_the_counts_cannot_answer_are_refused(log_dir, capsys, extra, message):
+    assert main(["leaderboard", "--votes", str(log_dir), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_auto_replays_in_process_what_the_counts_cannot_answer(log_dir, capsys, monkeypatch):
+    monkeypatch.setattr(commands, "AUTO_BYTES", 1)
+    board = _board(capsys, "--votes", str(log_dir), "--since", "2025-06-02")
+    assert board["since"] == "2025-06-02T00:00:00.000000Z"
+
+
+def test_duckdb_refuses_jsonl_with_the_engine_to_use(tmp_path, capsys):
+    (tmp_path / "shard.jsonl").write_text("")
+    assert main(["counts", "--votes", str(tmp_path), "--out", str(tmp_path / "c.parquet")]) == 2
+    assert "--engine python" in capsys.readouterr().err

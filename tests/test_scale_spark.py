@@ -1,0 +1,81 @@
+"""The Spark counts job in Spark's local mode: the same counts and board as the in-process path.
+
+scripts/test.sh installs Java (Debian's JRE) and sets ARENA_REQUIRE_JAVA=1, so
+there a missing ``java`` fails the run instead of skipping it. One small
+SparkSession serves the whole module: starting one takes most of its time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from scale_logs import NOW_US, damaged_log
+
+from arena_core.leaderboard import board_from_votes
+from arena_core.scale.board import board_from_counts
+from arena_core.scale.duck import DuckVotes
+from arena_core.scale.python_engine import counts_from_votes, read_for_counts
+from arena_core.scale.sources import SourceError, resolve
+from arena_core.scale.spark import counts_with_spark
+
+pytest.importorskip("pyspark")
+if shutil.which("java") is None:
+    if os.environ.get("ARENA_REQUIRE_JAVA"):
+        pytest.fail("java is not installed (scripts/test.sh installs Debian's JRE)", pytrace=False)
+    pytest.skip("java is not installed (scripts/test.sh installs it)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from arena_core.scale.spark import session
+
+    spark = session("local[1]")
+    # A few thousand rows: one task per stage beats eight (the cost is the JVM's warm-up).
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory):
+    return damaged_log(tmp_path_factory.mktemp("votes"))
+
+
+def _sorted(table):
+    return table.sort_by([(name, "ascending") for name in table.column_names])
+
+
+@pytest.mark.slow
+def test_spark_counts_and_board_equal_the_in_process_ones(spark, log_dir):
+    votes = read_for_counts(log_dir, now_us=NOW_US)
+    reference = counts_from_votes(votes)
+    # The mistyped file is refused by the reader; Spark is given the readable ones, as a glob
+    # for the synthetic part (expanded and ordered by Spark) and files for the hand-made one.
+    (log_dir / "hand" / "c.parquet").rename(log_dir / "c.parquet.refused")
+    try:
+        sources = resolve([log_dir / "hand", f"{log_dir}/synthetic/**/*.parquet"])
+        counts = counts_with_spark(sources, now_us=NOW_US, spark=spark)
+    finally:
+        (log_dir / "c.parquet.refused").rename(log_dir / "hand" / "c.parquet")
+    assert _sorted(counts).equals(_sorted(reference))
+    expected_skips = {k: v for k, v in _skips(reference).items() if k != "unreadable_file"}
+    assert _skips(counts) == expected_skips
+    duck = DuckVotes(resolve(log_dir), now_us=NOW_US)
+    board = board_from_counts(counts, "tts-en", lambda q: duck.stream(q, 0, NOW_US))
+    expected = board_from_votes(votes, "tts-en")
+    assert board.rows == expected.rows
+    assert board.votes_used == expected.votes_used
+
+
+def _skips(table) -> dict:
+    from arena_core.scale.contract import skipped_of
+
+    return dict(skipped_of(table))
+
+
+def test_spark_refuses_hub_paths_with_what_to_do(spark):
+    with pytest.raises(SourceError, match="--engine duckdb"):
+        counts_with_spark(resolve(["hf://datasets/org/votes"]), spark=spark)
