@@ -2,12 +2,21 @@
 
 :class:`LeaderboardRow`'s field order is the column order; each field's metadata
 gives its label, its rounding and what it means. :mod:`arena_core.leaderboard`
-fills the rows; the CLI's table, CSV and JSON and the Space's table read them.
+fills the rows; the CLI's table, CSV and JSON (:func:`write_board`, :func:`format_table`)
+and the Space's table read them.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING
+
+from arena_core.provenance import UNRATED_NOTE
+
+if TYPE_CHECKING:  # the leaderboard imports this module
+    from arena_core.leaderboard import Board
 
 
 def _col(label: str, digits: int | None = None, doc: str = ""):
@@ -85,3 +94,63 @@ def rounded(row: LeaderboardRow) -> dict:
         if digits is not None and out[col.name] is not None:
             out[col.name] = round(float(out[col.name]), digits)
     return out
+
+
+def write_board(board: Board, fmt: str, out, document: dict | None = None) -> None:
+    """The board as JSON (``document``: the board's JSON with its revision, code version and
+    settings, when the caller has them), CSV (rows only: a CSV has no room for them) or text."""
+    if fmt == "json":
+        json.dump(document or board.to_json(), out, indent=1, allow_nan=False)
+        out.write("\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rounded(r) for r in board.rows)
+    else:
+        out.write(format_table(board) + "\n")
+
+
+#: Columns of the text table (the full set, with ids, is in JSON and CSV).
+_TABLE_COLUMNS = ("rank", "rank_worst", "component", "model", "rating", "ci_low", "ci_high",
+                  "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status",
+                  "provenance")  # fmt: skip
+
+
+def format_table(board: Board, names: dict[str, str] | None = None) -> str:
+    """A plain-text table for terminals, with a summary and the board's warnings.
+
+    Models are listed by display name (``names``: id -> name, the registry's; the board's
+    own names otherwise); notes name them the same way. JSON and CSV keep ids.
+    """
+    names = names or {}
+    cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
+    head = [c.metadata["label"] for c in cols]
+    body = [[names.get(r.model_id, r.model) if c.name == "model" else
+             _cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]  # fmt: skip
+    widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
+    text_col = [c.name for c in cols].index("model")
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
+                        enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
+    where = board.arena + (f" / {board.category}" if board.category else "")
+    window = board.window.to_json()
+    if not board.window.all_time:
+        where += f" (votes from {window['since'] or 'the start'} to {window['until'] or 'now'})"
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(board.skipped.items())) or "none"
+    lines.append(
+        f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
+    )
+    unrated = [names.get(r.model_id, r.model) for r in board.rows if r.provenance is None]
+    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows
+              if r.unbounded]  # fmt: skip
+    lines += [f"{UNRATED_NOTE}: {', '.join(unrated)}"] if unrated else []
+    lines += [f"warning: {w}" for w in board.warnings]
+    return f"== {board.arena} ==\n" + "\n".join(lines)
+
+
+def _cell(value, digits) -> str:
+    if value is None:
+        return "-"
+    if digits is not None:
+        return f"{value:.{digits}f}"
+    return str(value)

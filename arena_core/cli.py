@@ -9,7 +9,6 @@ Results go to stdout, logs to stderr, so ``--format json`` output can be piped.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import logging
 import os
@@ -20,19 +19,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from arena_core.board_row import format_table, write_board
 from arena_core.dataset.compact import MIN_AGE_MINUTES, CompactionError, compact
 from arena_core.judges.commands import add_commands as add_judge_commands
 from arena_core.leaderboard import (
     BOARD_COLUMNS,
-    COLUMNS,
     METHODS,
     Board,
     BoardParams,
     Entrant,
     board_from_votes,
-    rounded,
 )
-from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.registry import RegistryError, load_registry
 from arena_core.registry.check import add_commands as add_registry_commands
@@ -306,7 +303,7 @@ def _leaderboard(args) -> int:
     if args.format != "table":  # the table prints them itself
         for warning in boards[0].warnings:
             log.warning("%s", warning)
-        _write(boards[0], args.format, sys.stdout,
+        write_board(boards[0], args.format, sys.stdout,
                snapshot_source.document(boards[0], revision, params, args))  # fmt: skip
         return 0
     sys.stdout.write(
@@ -375,63 +372,3 @@ def _titles(registry, arena_id: str) -> dict[str, str]:
     if registry is None:
         return {}
     return {m.id: m.name for m in registry.arena(arena_id).models}
-
-
-def _write(board: Board, fmt: str, out, document: dict | None = None) -> None:
-    """The board as JSON (``document``: the board's JSON with its revision, code version and
-    settings, when the caller has them), CSV (rows only: a CSV has no room for them) or text."""
-    if fmt == "json":
-        json.dump(document or board.to_json(), out, indent=1, allow_nan=False)
-        out.write("\n")
-    elif fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rounded(r) for r in board.rows)
-    else:
-        out.write(format_table(board) + "\n")
-
-
-#: Columns of the text table (the full set, with ids, is in JSON and CSV).
-_TABLE_COLUMNS = ("rank", "rank_worst", "component", "model", "rating", "ci_low", "ci_high",
-                  "elo", "battles", "wins", "losses", "ties", "both_bad", "win_rate", "status",
-                  "provenance")  # fmt: skip
-
-
-def format_table(board: Board, names: dict[str, str] | None = None) -> str:
-    """A plain-text table for terminals, with a summary and the board's warnings.
-
-    Models are listed by display name (``names``: id -> name, the registry's; the board's
-    own names otherwise); notes name them the same way. JSON and CSV keep ids.
-    """
-    names = names or {}
-    cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
-    head = [c.metadata["label"] for c in cols]
-    body = [[names.get(r.model_id, r.model) if c.name == "model" else
-             _cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]  # fmt: skip
-    widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
-    text_col = [c.name for c in cols].index("model")
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
-                        enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
-    where = board.arena + (f" / {board.category}" if board.category else "")
-    window = board.window.to_json()
-    if not board.window.all_time:
-        where += f" (votes from {window['since'] or 'the start'} to {window['until'] or 'now'})"
-    skipped = ", ".join(f"{k} {v}" for k, v in sorted(board.skipped.items())) or "none"
-    lines.append(
-        f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
-    )
-    unrated = [names.get(r.model_id, r.model) for r in board.rows if r.provenance is None]
-    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows
-              if r.unbounded]  # fmt: skip
-    lines += [f"{UNRATED_NOTE}: {', '.join(unrated)}"] if unrated else []
-    lines += [f"warning: {w}" for w in board.warnings]
-    return f"== {board.arena} ==\n" + "\n".join(lines)
-
-
-def _cell(value, digits) -> str:
-    if value is None:
-        return "-"
-    if digits is not None:
-        return f"{value:.{digits}f}"
-    return str(value)
