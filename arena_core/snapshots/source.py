@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from arena_core.dataset.card import REGISTRY_DIR
 from arena_core.leaderboard import Board, BoardParams
 from arena_core.snapshots.revision import Revision, board_settings, file_sha256
 from arena_core.snapshots.version import code_version
@@ -58,6 +57,7 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
         return args
     if args.votes:
         raise ValueError("give --votes or --repo, not both")
+    from arena_core.dataset.card import REGISTRY_DIR
     from arena_core.dataset.hub import DATA_DIR, download_revision
 
     args.download = tempfile.TemporaryDirectory(prefix="arena-revision-")  # lives with args
