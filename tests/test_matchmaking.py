@@ -117,6 +117,16 @@ def test_a_settled_order_turns_the_votes_to_the_widest_interval():
     assert np.mean([3 in d for d in draws]) > 0.9
 
 
+def test_the_exact_expected_rho_keeps_the_votes_on_the_order_longer():
+    # Twenty models 20 points apart with 10 battles each pair: the shortcut 2 sum P counts
+    # half the displacement, so it calls the order nearly settled and turns half the draws to
+    # the intervals; the exact E[sum d^2] keeps them all on the order.
+    ratings = np.linspace(800, 1180, 20)
+    shortcut, _ = fit(ratings, even_battles(20, 10))
+    exact, _ = fit(ratings, even_battles(20, 10), MatchParams(exact_rho=True))
+    assert exact.interval_share == 0.0 and shortcut.interval_share > 0.4
+
+
 def newcomer_battles(params=None):
     """Votes until model 7 (no battles among 19 models with 25 each) has 10, and its opponents."""
     n = 20

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_core.matchmaking_value import expected_spearman, misordered
+from arena_core.matchmaking_value import expected_spearman, misordered, shortcut_spearman
 
 
 def spearman_of(x, y):
@@ -81,3 +81,11 @@ def test_expected_rho_matches_draws_from_the_normal_law(seed, n):
     rho = 1 - 6 * np.sum(d * d, axis=1) / (n * (n * n - 1))
     noise = 4 * rho.std() / math.sqrt(len(rho))
     assert expected_spearman(theta, gap, s2) == pytest.approx(rho.mean(), abs=0.019 + noise)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_the_shortcut_counts_every_swap_as_one_of_neighbours(n):
+    # A board that knows nothing: 2 sum P = 2 * (n (n - 1) / 2) * 1/2 = n (n - 1) / 2, so the
+    # shortcut reports rho = 1 - 6 * n (n - 1) / 2 / (n (n^2 - 1)) = 1 - 3 / (n + 1), not 0.
+    gap, s2 = np.zeros((n, n)), np.ones((n, n))
+    assert shortcut_spearman(np.arange(n), gap, s2) == pytest.approx(1 - 3 / (n + 1))
