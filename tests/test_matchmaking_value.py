@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_core.matchmaking_value import expected_spearman, misordered, shortcut_spearman
+from arena_core.matchmaking.value import expected_spearman, misordered, shortcut_spearman
 
 
 def spearman_of(x, y):

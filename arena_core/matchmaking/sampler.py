@@ -35,7 +35,7 @@ shortcut ``E[sum d^2] ~ 2 sum P``, which is about half the exact
 rho of 0.96; measured, that trade is the better one for now (``MatchParams``). Votes since
 the fit shrink a pair's variance as ``s2 / (1 + m h s2)`` after ``m`` battles,
 so no pair is drawn over and over before the next refit. The pair values are
-computed in :mod:`arena_core.matchmaking_value`.
+computed in :mod:`arena_core.matchmaking.value`.
 
 Around the information draws:
 
@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena_core.matchmaking_value import (
+from arena_core.matchmaking.value import (
     TINY_VAR,
     Z95,
     centred_variances,
