@@ -7,11 +7,13 @@ for any of them. Commit ids count up from 1; files written into the repo folder 
 commit (``hubfake.seed_repo``) belong to the state before the first commit, id 0.
 """
 
+import contextlib
 import fnmatch
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from hubfake import LocalHubApi, _files
+from hubfake import PROMPTS, REGISTRY, REPO, LocalHubApi, _files, row, seed_repo
 
 
 class HistoryHubApi(LocalHubApi):
@@ -56,3 +58,28 @@ class HistoryHubApi(LocalHubApi):
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             (out / rel).write_bytes(data)
         return str(out)
+
+
+@contextlib.contextmanager
+def synced_space(tmp_path: Path, monkeypatch, earlier_votes: int):
+    """A Space synced to a stand-in repo holding ``earlier_votes`` votes, replay done, and
+    ``leaderboard --repo`` pointed at the same stand-in. Yields (service, api, settings)."""
+    from arena_core.snapshots import source
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import build_service
+
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    api = HistoryHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, earlier_votes + 1)])
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
+                        dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
+    try:
+        service.load()
+        monkeypatch.setattr(source, "API_FACTORY", lambda: api)
+        yield service, api, settings
+        service.sync.flush(timeout=5)
+    finally:
+        service.close()

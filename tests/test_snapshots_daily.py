@@ -7,18 +7,16 @@ The clock is injected; no test waits for a real day.
 
 import json
 import logging
-import os
 import time
 from datetime import UTC, datetime
 
 import pytest
-from hubfake import PROMPTS, REGISTRY, REPO, refused, row, seed_repo
-from hubhistory import HistoryHubApi
+from hubfake import PROMPTS, REGISTRY, REPO, refused
+from hubhistory import synced_space
 
 from arena_core import cli
 from arena_core.leaderboard import BoardParams
 from arena_core.registry import load_registry
-from arena_core.snapshots import source
 from arena_core.snapshots.daily import (
     DailySnapshots,
     SnapshotStore,
@@ -28,7 +26,7 @@ from arena_core.snapshots.daily import (
 )
 from arena_core.snapshots.source import board_part
 from arena_core.space.config import ConfigError, Settings
-from arena_core.space.startup import build_service, start_snapshots
+from arena_core.space.startup import start_snapshots
 from arena_core.votes.log import VoteLog
 
 
@@ -42,19 +40,8 @@ class Clock:
 
 @pytest.fixture
 def space(tmp_path, monkeypatch):
-    (tmp_path / "registry.yaml").write_text(REGISTRY)
-    (tmp_path / "prompts.yaml").write_text(PROMPTS)
-    api = HistoryHubApi(tmp_path / "hub")
-    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
-    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, 7)])
-    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
-                        dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
-    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
-    service.load()
-    monkeypatch.setattr(source, "API_FACTORY", lambda: api)
-    yield service, api, settings
-    service.sync.flush(timeout=5)
-    service.close()
+    with synced_space(tmp_path, monkeypatch, earlier_votes=6) as running:
+        yield running
 
 
 def vote(service, choice, prompt="Good morning."):

@@ -7,11 +7,10 @@ files, injected into the Space (``build_service(hf_api=...)``) and into the comm
 """
 
 import json
-import os
 
 import pytest
-from hubfake import PROMPTS, REGISTRY, REPO, row, seed_repo
-from hubhistory import HistoryHubApi
+from hubfake import REPO
+from hubhistory import synced_space
 
 from arena_core import cli
 from arena_core.snapshots import source
@@ -24,27 +23,13 @@ from arena_core.snapshots.revision import (
     service_revisions,
 )
 from arena_core.snapshots.source import board_part
-from arena_core.space.config import Settings
-from arena_core.space.startup import build_service
 from arena_core.votes.log import VoteLog
 
 
 @pytest.fixture
 def space(tmp_path, monkeypatch):
-    """A Space synced to a stand-in repo holding four earlier votes, replay done."""
-    (tmp_path / "registry.yaml").write_text(REGISTRY)
-    (tmp_path / "prompts.yaml").write_text(PROMPTS)
-    api = HistoryHubApi(tmp_path / "hub")
-    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
-    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, 5)])
-    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
-                        dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
-    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
-    service.load()
-    monkeypatch.setattr(source, "API_FACTORY", lambda: api)
-    yield service, api, settings
-    service.sync.flush(timeout=5)
-    service.close()
+    with synced_space(tmp_path, monkeypatch, earlier_votes=4) as running:
+        yield running
 
 
 def vote(service, choice):
