@@ -6,6 +6,7 @@ any machine without one. Votes go to a temporary folder.
 """
 
 import atexit
+import contextlib
 import os
 import shutil
 import socket
@@ -46,10 +47,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def serving(service, settings):
+    """The page of ``service`` served on a free local port, as ``python app.py`` serves it:
+    yields its URL and its clip store; closes the page and then the service."""
+    from app import build_demo, clip_store, launch_options
+
+    clips = clip_store(settings)
+    demo = build_demo(service, settings, clips)
+    port = free_port()
+    try:
+        demo.queue(default_concurrency_limit=8).launch(
+            prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
+            **launch_options(settings, clips),
+        )  # fmt: skip
+        yield f"http://127.0.0.1:{port}/", clips
+    finally:
+        demo.close()
+        service.close()
+
+
 @pytest.fixture(scope="module")
 def running_app(tmp_path_factory):
     """The Space as ``python app.py`` starts it, on a free local port."""
-    from app import build_demo, clip_store, launch_options
     from arena_core.space.config import Settings
     from arena_core.space.startup import build_service
 
@@ -60,19 +80,8 @@ def running_app(tmp_path_factory):
                         listen_share=0.0)  # fmt: skip
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
-    clips = clip_store(settings)
-    demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-        **launch_options(settings, clips),
-    )  # fmt: skip
-    try:
-        yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", service=service, settings=settings,
-                              clips=clips)  # fmt: skip
-    finally:
-        demo.close()
-        service.close()
+    with serving(service, settings) as (url, clips):
+        yield SimpleNamespace(url=url, service=service, settings=settings, clips=clips)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,11 @@ from copy import deepcopy
 from types import MappingProxyType
 
 import pytest
-from conftest import free_port
+from conftest import serving
 from fakes import REGISTRY, FakeBackend
 from gradio_client import Client
 from PIL import Image
 
-from app import build_demo, clip_store, launch_options
 from arena_core.backends import ModelPool, Output
 from arena_core.registry import parse_registry
 from arena_core.space.config import Settings
@@ -54,16 +53,8 @@ def app(tmp_path_factory):
     service = ArenaService(reg, pools, VoteLog(folder / "votes"))
     service.load()
     settings = Settings(data_dir=folder, voter_salt="media", listen_share=0.0)
-    clips = clip_store(settings)
-    demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue().launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port,
-                        quiet=True, **launch_options(settings, clips))  # fmt: skip
-    try:
-        yield Client(f"http://127.0.0.1:{port}/", analytics_enabled=False, verbose=False)
-    finally:
-        demo.close()
-        service.close()
+    with serving(service, settings) as (url, _):
+        yield Client(url, analytics_enabled=False, verbose=False)
 
 
 def test_an_image_battle_sends_two_images_and_takes_the_vote(app):

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from browser import LAPTOP, Visit, expect
-from conftest import free_port
+from conftest import serving
 from hubfake import PROMPTS, REGISTRY
 
 from arena_core.page.model_audio import AUDIO_BATTLES, heard_battles
@@ -24,7 +24,6 @@ PLAYER = """id => { const box = document.getElementById(id);
 
 @pytest.fixture(scope="module")
 def audio_app(tmp_path_factory):
-    from app import build_demo, clip_store, launch_options
     from arena_core.space.config import Settings
     from arena_core.space.startup import build_service
 
@@ -38,16 +37,8 @@ def audio_app(tmp_path_factory):
     for k in range(8):
         view = service.new_battle("speech", ("Good morning.", "One two three.")[k % 2])
         service.vote(view.handle, ("a", "b", "tie")[k % 3], voter="v")
-    clips = clip_store(settings)
-    demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue().launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port,
-                        quiet=True, **launch_options(settings, clips))  # fmt: skip
-    try:
-        yield service, f"http://127.0.0.1:{port}/"
-    finally:
-        demo.close()
-        service.close()
+    with serving(service, settings) as (url, _):
+        yield service, url
 
 
 def test_heard_battles_are_the_clips_the_listeners_got(audio_app):

@@ -10,13 +10,12 @@ import textwrap
 
 import pytest
 from browser import LAPTOP, Visit, expect
-from conftest import free_port
+from conftest import serving
 from test_analysis_boards import REGISTRY, simulate
 
 
 @pytest.fixture(scope="module")
 def views_app(tmp_path_factory):
-    from app import build_demo, clip_store, launch_options
     from arena_core.space.config import Settings
     from arena_core.space.startup import build_service
 
@@ -27,16 +26,8 @@ def views_app(tmp_path_factory):
                         voter_salt="salt", listen_share=0.0, warmup=False)  # fmt: skip
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
-    clips = clip_store(settings)
-    demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue().launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port,
-                        quiet=True, **launch_options(settings, clips))  # fmt: skip
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        demo.close()
-        service.close()
+    with serving(service, settings) as (url, _):
+        yield url
 
 
 def test_the_style_and_judges_views(views_app, browser):

@@ -71,7 +71,7 @@ def replay_path(request, monkeypatch):
         pytest.importorskip("numba")
         monkeypatch.setattr(elo_module, "COMPILED_FROM", 0)
     else:
-        monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+        monkeypatch.setattr(elo_module, "compiled_replay", lambda: None)
     return request.param
 
 
@@ -122,7 +122,7 @@ def test_both_replay_loops_agree_bit_for_bit_on_a_long_log(monkeypatch):
     prior = rng.normal(1000, 50, 12)
     monkeypatch.setattr(elo_module, "COMPILED_FROM", 0)
     compiled = sequential_elo(12, (a, b, o), prior)
-    monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    monkeypatch.setattr(elo_module, "compiled_replay", lambda: None)
     plain = sequential_elo(12, (a, b, o), prior)
     assert compiled.ratings == plain.ratings and compiled.battles == plain.battles
 
@@ -176,7 +176,7 @@ def test_bad_input_is_refused():
 
 def test_the_plain_replay_reads_votes_a_chunk_at_a_time(monkeypatch):
     # Chunks of 3 votes (a million in production): every vote applied once, in order.
-    monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    monkeypatch.setattr(elo_module, "compiled_replay", lambda: None)
     monkeypatch.setattr(elo_module, "_CHUNK", 3)
     a, b = np.array([0, 1, 2, 0, 1, 2, 0, 3]), np.array([1, 2, 3, 3, 0, 1, 2, 1])
     outcome = np.array([0, 1, 2, 3, 0, 0, 1, 2])
@@ -187,7 +187,7 @@ def test_the_plain_replay_reads_votes_a_chunk_at_a_time(monkeypatch):
 
 
 def test_votes_of_unequal_lengths_are_refused(monkeypatch):
-    monkeypatch.setattr(elo_module, "_compiled_replay", lambda: None)
+    monkeypatch.setattr(elo_module, "compiled_replay", lambda: None)
     with pytest.raises(ValueError, match="zip"):
         sequential_elo(3, (np.array([0, 1]), np.array([1, 2]), np.array([0])))
 

@@ -136,7 +136,7 @@ def sequential_elo(
         raise ValueError("outcome codes must be 0 (a wins), 1 (b wins), 2 (tie) or 3 (both bad)")
     played = np.bincount(np.concatenate([a, b]), minlength=n_items).astype(np.int64)
     k_table = state.params.k(np.arange(played.max(initial=0) + 1, dtype=float))
-    compiled = _compiled_replay() if _worth_compiling(len(a)) else None
+    compiled = compiled_replay() if _worth_compiling(len(a)) else None
     if compiled is not None:
         ratings = np.array(state.ratings, dtype=float)
         compiled(ratings, np.zeros(n_items, np.int64), k_table, a.astype(np.int64), b.astype(np.int64),
@@ -155,7 +155,7 @@ def sequential_elo(
 # the Python int path of EloState.step.
 
 
-def _replay_loop(
+def replay_loop(
     ratings, played, k_table, a, b, outcome, scores, natural
 ):  # pragma: no cover, no mutate block - numba compiles it, not a mutmut trampoline
     """Compiled by numba: a million votes in ~15 ms."""
@@ -179,13 +179,13 @@ def _worth_compiling(votes: int) -> bool:
 
 
 @functools.cache
-def _compiled_replay():
+def compiled_replay():
     """The numba-compiled loop (cached on disk after the first compile), or None without numba."""
     try:
         import numba
     except ImportError:
         return None
-    return numba.njit(cache=True)(_replay_loop)
+    return numba.njit(cache=True)(replay_loop)
 
 
 def _replay_python(r: list, k_table: list, a, b, outcome) -> None:

@@ -47,7 +47,7 @@ from arena_core.scale.rules import (
 )
 from arena_core.scale.sources import SourceError, Sources, file_order, is_remote
 from arena_core.votes.clean import FUTURE_SLACK_US
-from arena_core.votes.read import _castable
+from arena_core.votes.read import castable
 from arena_core.votes.reasons import DUPLICATE, UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA
 
@@ -133,7 +133,7 @@ class DuckVotes:
             self.skipped[UNREADABLE] += 1
             return False
         for name in READ_COLUMNS:
-            if name in schema.names and not _castable(schema.field(name).type,
+            if name in schema.names and not castable(schema.field(name).type,
                                                       ARROW_SCHEMA.field(name).type):  # fmt: skip
                 log.error("skipping unreadable vote file %s: column %r has type %s", path, name,
                           schema.field(name).type)  # fmt: skip

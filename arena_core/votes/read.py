@@ -232,7 +232,7 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     schema = pq.read_schema(path)
     present = [c for c in _FIELD_TYPES if c in schema.names]
     for name in present:  # refuse the whole file if any contract column is mistyped
-        if not _castable(schema.field(name).type, _FIELD_TYPES[name]):
+        if not castable(schema.field(name).type, _FIELD_TYPES[name]):
             raise ValueError(f"column {name!r} has type {schema.field(name).type}")
     # One file through ParquetFile, not pq.read_table: the latter imports pyarrow.dataset
     # (and with it pandas), a tenth of a second of a fresh CLI run for nothing.
@@ -251,7 +251,10 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def _castable(have: pa.DataType, want: pa.DataType) -> bool:
+def castable(have: pa.DataType, want: pa.DataType) -> bool:
+    """Whether a Parquet column of type ``have`` can be read as the contract's ``want``
+    without losing values: the rule that refuses a file whole, shared with the counts
+    engines (:mod:`arena_core.scale.duck`) so both refuse the same files."""
     if pa.types.is_dictionary(have):
         have = have.value_type
     if pa.types.is_string(want):
@@ -266,6 +269,6 @@ def _castable(have: pa.DataType, want: pa.DataType) -> bool:
         return pa.types.is_floating(have) or pa.types.is_integer(have)
     if pa.types.is_boolean(want):
         return pa.types.is_boolean(have)
-    return (pa.types.is_list(have) or pa.types.is_large_list(have)) and _castable(
+    return (pa.types.is_list(have) or pa.types.is_large_list(have)) and castable(
         have.value_type, pa.string()
     )
