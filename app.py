@@ -26,6 +26,7 @@ from arena_core.integrity.identity import (
 from arena_core.page import assets, battle, media, presenters, speed, ui_text
 from arena_core.page.arena_tab import arena_layout
 from arena_core.page.board_tab import board_tab
+from arena_core.snapshots.live import LiveBoards
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
@@ -65,6 +66,7 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> g
     for the same ``clips``: they hold the battles' audio, and their route serves it."""
     statuses = {a.id: service.pools[a.id].status() for a in service.registry.arenas}
     offer = battle.offer(service.registry.arenas, statuses)
+    boards = LiveBoards(service)  # the Leaderboard tab's and the API's, with their revisions
     with gr.Blocks(title=ui_text.TITLE, analytics_enabled=settings.analytics,
                    delete_cache=DELETE_CACHE) as demo:  # fmt: skip
         with gr.Row(elem_id="top"):
@@ -77,7 +79,7 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> g
                 arena_in = _arena_tab(service, settings, session, offer, clips, demo)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="board-tab") as leaderboard_tab:
                 board_tab(service, demo, leaderboard_tab, arena_in, offer, poll=LOADING_POLL,
-                          tabs=tabs)  # fmt: skip
+                          tabs=tabs, boards=boards)  # fmt: skip
             with gr.Tab("About", id="about", elem_id="about-tab"):
                 # A function, so each page load shows the models' state now (start-up checks).
                 gr.Markdown(lambda: ui_text.about(service.registry, service.params,
@@ -85,9 +87,11 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> g
                                                   speed.machine_note()))  # fmt: skip
 
         def leaderboard(arena_id: str, category: str = "") -> dict:
-            """The board of one arena (and optionally one prompt category), as JSON rows."""
+            """The board of one arena (and optionally one prompt category) as
+            ``leaderboard --format json`` prints it: rows, then its revision, code version
+            and settings."""
             try:
-                return service.board(arena_id, category or None).to_json()
+                return boards.document(arena_id, category or None)
             except ArenaError as exc:
                 raise _refusal(exc) from None
 

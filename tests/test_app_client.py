@@ -1,5 +1,6 @@
 """The launched app driven through gradio_client, as an API user would."""
 
+import json
 import re
 import time
 import wave
@@ -209,3 +210,27 @@ def test_clips_are_served_from_memory_whole_and_in_ranges(running_app, client):
     _, audio_a, _, *_ = client.predict("tts-en", "", api_name="/new_battle")
     rate, samples = read_wav(audio_a)
     assert rate == running_app.settings.audio_rate and len(samples) > rate // 10
+
+
+def test_the_api_board_names_its_votes_and_the_cli_prints_it_again(running_app, client, capsys):
+    # /leaderboard answers as `leaderboard --format json` prints: the board, then the votes,
+    # code and settings it came from. Replaying the Space's folder with those settings gives
+    # the same board and the same revision, digit for digit.
+    from arena_core import cli
+    from arena_core.snapshots.source import board_part
+
+    client.predict("tts-en", "", api_name="/new_battle")
+    client.predict("a", api_name="/vote")
+    shown = client.predict("tts-en", "", api_name="/leaderboard")
+    assert set(shown) >= {"rows", "revision", "code_version", "settings"}
+    assert shown["revision"]["votes_read"] >= shown["votes_used"] > 0
+    unavailable = shown["settings"]["unavailable"]
+    argv = ["leaderboard", "--votes", str(running_app.settings.votes_dir), "--registry",
+            str(running_app.settings.registry), "--arena", "tts-en", "--format", "json",
+            *(["--unavailable", *unavailable] if unavailable else [])]  # fmt: skip
+    assert cli.main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert board_part(printed) == board_part(shown)
+    assert printed["revision"] == shown["revision"]
+    assert printed["settings"] == shown["settings"]
+    assert printed["code_version"] == shown["code_version"]

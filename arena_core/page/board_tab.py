@@ -14,7 +14,7 @@ import gradio as gr
 from arena_core.page import analysis_html, battle, model_html, plots, presenters, table, ui_text
 from arena_core.page.model_audio import AUDIO_BATTLES, heard_battles, heard_label
 from arena_core.snapshots import page as revision_page
-from arena_core.snapshots.revision import board_settings, file_sha256, service_revisions
+from arena_core.snapshots.live import LiveBoards
 from arena_core.snapshots.version import code_version
 
 #: The board's views: the default, the style-controlled one, the automatic judges', and the
@@ -23,8 +23,10 @@ VIEWS = {"Votes": "votes", "Style-controlled": "style", "Judges": "judges",
          "Complementarity": "complementarity", "Model": "model"}  # fmt: skip
 
 
-def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) -> None:
-    """Lay out the Leaderboard tab's controls, table and charts, and wire their events."""
+def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
+              boards: LiveBoards | None = None) -> None:  # fmt: skip
+    """Lay out the Leaderboard tab's controls, table and charts, and wire their events
+    (``boards``: the live boards with their revisions, shared with the API)."""
     arenas = service.registry.arenas
     offered = {a.id for a in offer.offered}
     first = offer.offered[0].id if offer.offered else arenas[0].id
@@ -52,14 +54,11 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
     heard = _heard_players()
     timer = gr.Timer(poll, active=not service.progress.done)
     inputs = [board_arena, category, weights, period, provisional, view, model_pick]
-    revisions = service_revisions(service)
-    registry_sha256 = file_sha256(service.registry.path)
+    boards = boards or LiveBoards(service)
 
     def footer(arena_id, cat, window, revision) -> str:
         """Under the board: the votes and code it came from, and the command that reprints it."""
-        unavailable = [m for m, s in service.pools[arena_id].status().items() if not s.available]
-        settings = board_settings(service.params, arena=arena_id, category=cat, window=window,
-                                  unavailable=unavailable, registry_sha256=registry_sha256)  # fmt: skip
+        settings = boards.settings(arena_id, cat, window)
         return revision_page.revision_html(revision, code_version(), settings)
 
     def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
@@ -71,7 +70,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None) ->
         if view_value != "votes" and service.progress.done:
             return (gr.Timer(active=False), "", other_view(arena_id, cat, view_value),
                     *[gr.update(visible=False)] * 3, *_hidden(heard))  # fmt: skip
-        board, revision = revisions.around(lambda: service.board(arena_id, cat, window=window))
+        board, revision = boards.board(arena_id, cat, window)
         live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
         counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
         sync = service.sync.status() if service.sync else None

@@ -1,0 +1,49 @@
+"""The Space's boards with where they came from: one definition for the Leaderboard tab's
+line under the board and for the ``/leaderboard`` API.
+
+Both say which votes (:class:`~arena_core.snapshots.revision.Revision`), which code and
+which settings computed a board, exactly as ``leaderboard --format json`` prints them, so a
+board fetched from the Space's API can be replayed from its own JSON.
+"""
+
+from __future__ import annotations
+
+from arena_core.snapshots.revision import (
+    LiveRevisions,
+    board_settings,
+    file_sha256,
+    service_revisions,
+)
+from arena_core.snapshots.version import code_version
+from arena_core.window import Window
+
+
+class LiveBoards:
+    """Boards of an :class:`~arena_core.space.service.ArenaService` with their revision."""
+
+    def __init__(self, service, revisions: LiveRevisions | None = None):
+        self.service = service
+        self.revisions = revisions or service_revisions(service)
+        self._registry_sha256 = file_sha256(service.registry.path)
+
+    def board(self, arena_id: str, category: str | None = None, window: Window | None = None):
+        """The live board and the revision it was computed from (see ``LiveRevisions.around``)."""
+        window = window or Window()
+        return self.revisions.around(lambda: self.service.board(arena_id, category, window=window))
+
+    def settings(self, arena_id: str, category: str | None = None,
+                 window: Window | None = None) -> dict:  # fmt: skip
+        """Every setting that decides the board's numbers, models that cannot run included."""
+        pool = self.service.pools[arena_id]
+        unavailable = [m for m, s in pool.status().items() if not s.available]
+        return board_settings(self.service.params, arena=arena_id, category=category,
+                              window=window, unavailable=unavailable,
+                              registry_sha256=self._registry_sha256)  # fmt: skip
+
+    def document(self, arena_id: str, category: str | None = None) -> dict:
+        """The board as ``leaderboard --format json`` prints it: its own keys, then
+        ``revision``, ``code_version`` and ``settings``."""
+        board, revision = self.board(arena_id, category)
+        return {**board.to_json(), "revision": revision.to_json(),
+                "code_version": code_version().to_json(),
+                "settings": self.settings(arena_id, category)}  # fmt: skip
