@@ -14,7 +14,7 @@ from arena_core.snapshots.revision import (
     file_sha256,
     service_revisions,
 )
-from arena_core.snapshots.version import code_version
+from arena_core.snapshots.source import board_document
 from arena_core.window import Window
 
 
@@ -34,16 +34,12 @@ class LiveBoards:
     def settings(self, arena_id: str, category: str | None = None,
                  window: Window | None = None) -> dict:  # fmt: skip
         """Every setting that decides the board's numbers, models that cannot run included."""
-        pool = self.service.pools[arena_id]
-        unavailable = [m for m, s in pool.status().items() if not s.available]
         return board_settings(self.service.params, arena=arena_id, category=category,
-                              window=window, unavailable=unavailable,
+                              window=window, unavailable=self.service.unavailable(arena_id),
                               registry_sha256=self._registry_sha256)  # fmt: skip
 
     def document(self, arena_id: str, category: str | None = None) -> dict:
         """The board as ``leaderboard --format json`` prints it: its own keys, then
         ``revision``, ``code_version`` and ``settings``."""
         board, revision = self.board(arena_id, category)
-        return {**board.to_json(), "revision": revision.to_json(),
-                "code_version": code_version().to_json(),
-                "settings": self.settings(arena_id, category)}  # fmt: skip
+        return board_document(board, revision, self.settings(arena_id, category))

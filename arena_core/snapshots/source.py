@@ -84,6 +84,12 @@ def document(board: Board, revision: Revision, params: BoardParams, args) -> dic
                               window=Window.parse(args.since, args.until),
                               unavailable=args.unavailable,
                               registry_sha256=file_sha256(args.registry))  # fmt: skip
+    return board_document(board, revision, settings)
+
+
+def board_document(board: Board, revision: Revision, settings: dict) -> dict:
+    """The JSON of a board that says where it came from, the same from the CLI and from the
+    Space's API: the board's own keys, then ``revision``, ``code_version``, ``settings``."""
     return {**board.to_json(), "revision": revision.to_json(),
             "code_version": code_version().to_json(), "settings": settings}  # fmt: skip
 

@@ -413,6 +413,11 @@ class ArenaService:
         return live.board(category, skipped=self.progress.skipped, window=window,
                           available=available)  # fmt: skip
 
+    def unavailable(self, arena_id: str) -> list[str]:
+        """Models of the arena that cannot run here: part of the settings a board is
+        replayed with (``leaderboard --unavailable``), for the page, the API and snapshots."""
+        return [m for m, s in self.pools[arena_id].status().items() if not s.available]
+
     def model_status(self) -> dict[str, str]:
         """``"<arena>/<model>"``: "available", "paused: <why>", or why the model cannot run here."""
         out = {}

@@ -128,13 +128,10 @@ def start_snapshots(service: ArenaService, settings: Settings,
     sync = service.sync
     source = hub_votes(sync) if sync is not None else local_votes([settings.votes_dir])
 
-    def unavailable(arena_id: str) -> list[str]:
-        return [m for m, s in service.pools[arena_id].status().items() if not s.available]
-
     kwargs = {"clock": clock} if clock is not None else {}
     snapshots = DailySnapshots(service.registry, service.params, source=source,
                                store=SnapshotStore(settings.data_dir, sync),
-                               unavailable=unavailable, every_hours=settings.snapshot_every_hours,
+                               unavailable=service.unavailable, every_hours=settings.snapshot_every_hours,
                                **kwargs)  # fmt: skip
     snapshots.start()
     return snapshots
