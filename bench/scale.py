@@ -2,16 +2,23 @@
 
     python bench/scale.py                          # 100M votes under /tmp/arena-100m
     python bench/scale.py --votes 10000000 --data /tmp/arena-10m --repeat 3
+    python bench/scale.py --stages manifest counts       # the manifest's saving alone
 
 Generates the log once (arena_core/scale/synthetic.py: numpy and Arrow, not
 VoteLog; cached under --data with a spec file), then runs each stage in a fresh
 process and reports its wall time and peak memory (the process's maximum RSS,
 DuckDB's memory included):
 
-* ``duckdb counts``: the counts table straight from Parquet (dedup pass,
-  anomalous-voter check, one counting pass). Targets: <= 30 s, <= 2 GB.
-* ``duckdb open + streaming Elo``: the default board's sequential Elo, month by
-  month in replay order (the open repeats the dedup pass the stream needs).
+* ``manifest``: what compaction does once after writing monthly files: every row
+  judged, the duplicate ids listed, ``compacted/MANIFEST.json`` written
+  (arena_core/scale/manifest.py).
+* ``counts``: the counts table straight from Parquet, the parts the manifest
+  vouches for checked by their digests instead of row by row (anomalous-voter
+  check, one counting pass). Targets: <= 30 s, <= 2 GB.
+* ``counts-checked``: the same without the manifest: every row judged, every id
+  hashed for duplicates (what a log without a manifest costs).
+* ``elo``: the default board's sequential Elo, month by month in replay order
+  (the open repeats the dedup pass the stream needs).
 * ``board from counts``: selection, pair counts and the fit, from the counts file.
 * ``equality``: on a smaller log with repeat voters and campaigners (--check-votes),
   the board of the in-process path against the DuckDB path's (and Spark's with
@@ -38,6 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from arena_core.scale.synthetic import SynthSpec, generate  # noqa: E402
 
+#: The stages, in the order they run (``counts`` and ``elo`` need the manifest and the counts).
+STAGES = ("manifest", "counts", "counts-checked", "elo", "board", "equality")
 #: Where each stage's measurements come back from its child process.
 _RESULT = "BENCH_RESULT "
 
@@ -65,16 +74,27 @@ def end_us(spec: SynthSpec) -> int:
 # -- stages (each runs in its own process: python bench/scale.py --stage NAME ...) -------------
 
 
-def stage_counts(data: Path, now_us: int, out: Path) -> dict:
+def stage_manifest(data: Path, now_us: int) -> dict:
+    from arena_core.scale.manifest import build_manifest
+
+    start = time.perf_counter()
+    path = build_manifest(data / "compacted", now_us=now_us)
+    return {"seconds": time.perf_counter() - start, "bytes": path.stat().st_size}
+
+
+def stage_counts(data: Path, now_us: int, out: Path, trust: bool) -> dict:
     from arena_core.scale.contract import write_counts
-    from arena_core.scale.duck import counts_with_duckdb
+    from arena_core.scale.duck import DuckVotes, connect
     from arena_core.scale.sources import resolve
 
     start = time.perf_counter()
-    counts = counts_with_duckdb(resolve(data), now_us=now_us, temp_dir=out.parent / "spill")
+    duck = DuckVotes(resolve(data), now_us=now_us, con=connect(str(out.parent / "spill")),
+                     trust_manifest=trust)  # fmt: skip
+    counts = duck.counts()
     seconds = time.perf_counter() - start
-    write_counts(counts, out)
-    return {"seconds": seconds, "rows": counts.num_rows}
+    if trust:
+        write_counts(counts, out)
+    return {"seconds": seconds, "rows": counts.num_rows, "trusted_files": len(duck.trusted.ranks)}
 
 
 def stage_elo(data: Path, now_us: int, out: Path) -> dict:
@@ -123,9 +143,11 @@ def stage_equality(data: Path, now_us: int, spark: bool) -> dict:
     from arena_core.leaderboard import board_from_votes
     from arena_core.scale.board import board_from_counts
     from arena_core.scale.duck import DuckVotes
+    from arena_core.scale.manifest import build_manifest
     from arena_core.scale.python_engine import read_for_counts
     from arena_core.scale.sources import resolve
 
+    build_manifest(data / "compacted", now_us=now_us)  # the DuckDB side trusts it
     start = time.perf_counter()
     votes = read_for_counts(data, now_us=now_us)
     expected = board_from_votes(votes, "tts-en")
@@ -141,7 +163,8 @@ def stage_equality(data: Path, now_us: int, spark: bool) -> dict:
         spark_counts = counts_with_spark(resolve(data), now_us=now_us, master="local[2]")
         got["spark"] = board_from_counts(spark_counts, "tts-en",
                                          lambda q: duck.stream(q, 0, now_us))  # fmt: skip
-    report = {"seconds": duck_seconds, "in_process": in_process, "votes_used": expected.votes_used}
+    report = {"seconds": duck_seconds, "in_process": in_process, "votes_used": expected.votes_used,
+              "trusted_files": len(duck.trusted.ranks)}  # fmt: skip
     for name, board in got.items():
         diffs = [abs(a.rating - b.rating) for a, b in zip(board.rows, expected.rows, strict=True)
                  if a.rating is not None] + [abs(a.elo - b.elo) for a, b in
@@ -154,8 +177,10 @@ def stage_equality(data: Path, now_us: int, spark: bool) -> dict:
 
 
 def _child(args) -> None:
-    if args.stage == "counts":
-        result = stage_counts(args.data, args.now_us, args.out)
+    if args.stage == "manifest":
+        result = stage_manifest(args.data, args.now_us)
+    elif args.stage in ("counts", "counts-checked"):
+        result = stage_counts(args.data, args.now_us, args.out, trust=args.stage == "counts")
     elif args.stage == "elo":
         result = stage_elo(args.data, args.now_us, args.out)
     elif args.stage == "board":
@@ -185,6 +210,8 @@ def main() -> None:
     parser.add_argument("--check-votes", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each stage (median)")
     parser.add_argument("--spark", action="store_true", help="also check Spark's counts")
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES),
+                        help="stages to run (default: all)")  # fmt: skip
     parser.add_argument("--stage", help=argparse.SUPPRESS)
     parser.add_argument("--now-us", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -198,8 +225,8 @@ def main() -> None:
     out = args.data.parent / f"{args.data.name}-counts" / "counts.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    for stage, data, spec in (("counts", args.data, big), ("elo", args.data, big),
-                              ("board", args.data, big), ("equality", args.check_data, check)):  # fmt: skip
+    for stage in args.stages:
+        data, spec = (args.check_data, check) if stage == "equality" else (args.data, big)
         runs = [run_stage(stage, data, end_us(spec), out, args.spark) for _ in range(args.repeat)]
         rows.append((stage, spec.votes, runs))
     _print(rows, made)
@@ -207,14 +234,14 @@ def main() -> None:
 
 def _print(rows, made) -> None:
     print(f"generated in {made[0]:.0f} s / {made[1]:.0f} s (0: cached)")
-    print(f"{'stage':<10} {'votes':>12} {'wall s':>8} {'peak MB':>8}  details")
+    print(f"{'stage':<14} {'votes':>12} {'wall s':>8} {'peak MB':>8}  details")
     for stage, votes, runs in rows:
         wall = statistics.median(r["seconds"] for r in runs)
         peak = statistics.median(r["peak_mb"] for r in runs)
         extra = {k: v for k, v in runs[len(runs) // 2].items() if k not in ("seconds", "peak_mb")}
         detail = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in extra.items())  # fmt: skip
-        print(f"{stage:<10} {votes:>12,} {wall:>8.1f} {peak:>8.0f}  {detail}")
+        print(f"{stage:<14} {votes:>12,} {wall:>8.1f} {peak:>8.0f}  {detail}")
     load = os.getloadavg()
     print(f"load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
           f"on {os.cpu_count()} cores")  # fmt: skip

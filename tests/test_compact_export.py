@@ -54,6 +54,12 @@ def test_compaction_rolls_old_shards_into_months_and_loses_nothing(tmp_path):
     report = compact(tmp_path, min_age_minutes=60)
     assert report.votes == 5 and len(report.rolled) == 2
     assert sorted(p.parent.name for p in report.written) == ["2026-10", "2026-11"]
+    manifest = json.loads(report.manifest.read_text())  # readers may skip compaction's checks
+    assert report.manifest == tmp_path / "compacted" / "MANIFEST.json"
+    assert sorted(p["path"] for p in manifest["parts"]) == sorted(
+        p.relative_to(tmp_path / "compacted").as_posix() for p in report.written
+    )
+    assert sum(p["rows"] for p in manifest["parts"]) == 5
     assert set(report.kept) == {young.name, damaged.name}
     assert young.exists() and damaged.exists()
     after = read_votes(tmp_path)
@@ -113,6 +119,7 @@ def test_compacting_the_hub_repo_is_one_commit_and_load_dataset_still_reads_ever
     assert report.votes == 4 and len(api.commits) == 1
     changes = api.commits[0]["files"]
     assert sum(v is None for v in changes.values()) == 2  # two sources deleted in the same commit
+    assert changes.get("data/compacted/MANIFEST.json") is not None  # and the manifest pushed
     assert ids(repo / "data") == before
     assert (repo / "data" / "votes-w2-000001.parquet").exists()
     loaded = datasets.load_dataset(

@@ -12,6 +12,10 @@ accounted for. It never loses a vote and never writes one twice:
 * a file with any unreadable row is left in place, whole, and reported;
 * duplicates of a ``vote_id`` are written once (readers keep the first row anyway).
 
+Afterwards ``compacted/MANIFEST.json`` names every monthly file with its digest and
+what was proved of its rows, so the DuckDB engine need not prove it again at every
+read (:mod:`~arena_core.scale.manifest`).
+
 The monthly files carry the replay's verdict in ``counted`` and ``count_reason``
 (:mod:`~arena_core.dataset.verdict`), worked out over every vote in ``folder`` at the
 time of compaction, not just the files rolled up: the flags the writer knew, plus the
@@ -63,6 +67,8 @@ class CompactReport:
     written: list[Path] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)
     votes: int = 0
+    #: The compacted folder's validation manifest, rewritten (None if it could not be).
+    manifest: Path | None = None
 
     def summary(self) -> str:
         kept = "".join(f"\n  kept {name}: {why}" for name, why in sorted(self.kept.items()))
@@ -112,6 +118,7 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
     report.written = _write_months(folder / COMPACTED, votes, whole)
     _verify(votes, report.written)
     report.rolled, report.votes = sources, len(votes)
+    report.manifest = _manifest(folder / COMPACTED)
     if delete:
         for path in sources:
             os.remove(path)
@@ -129,6 +136,20 @@ def _write_months(out: Path, votes: VoteTable, whole: VoteTable) -> list[Path]:
         ]
         written.append(write_parquet(part, out / str(month) / f"part-{digest}.parquet"))
     return written
+
+
+def _manifest(compacted: Path) -> Path | None:
+    """Rewrite the monthly files' manifest (:mod:`~arena_core.scale.manifest`), so readers
+    skip the checks compaction has just made. A failure costs only speed: an older manifest
+    still vouches for the parts it names (by their digests), and the new ones are read the
+    slow way; the compaction itself stands."""
+    from arena_core.scale.manifest import build_manifest  # DuckDB: only compaction needs it
+
+    try:
+        return build_manifest(compacted)
+    except Exception as exc:  # DuckDB's own errors, among others: the votes are safe
+        log.warning("compaction done, but its manifest could not be written: %s", exc)
+        return None
 
 
 def _verify(expected: VoteTable, written: list[Path]) -> None:

@@ -391,7 +391,7 @@ def compact_repo(
         CommitOperationAdd(
             path_in_repo=f"{DATA_DIR}/{p.relative_to(data).as_posix()}", path_or_fileobj=p
         )
-        for p in report.written
+        for p in report.written + ([report.manifest] if report.manifest else [])
     ] + [
         CommitOperationDelete(path_in_repo=f"{DATA_DIR}/{p.relative_to(data).as_posix()}")
         for p in report.rolled

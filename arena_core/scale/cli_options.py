@@ -27,6 +27,11 @@ def add_counts_command(sub) -> None:
     counts.add_argument("--spark-master", default=None,
                         help="Spark master URL (default: the session's, else local[*])")  # fmt: skip
     counts.set_defaults(run=_run_counts)
+    manifest = sub.add_parser("manifest", help="validate compacted monthly files once, so "
+                              "the DuckDB engine need not check their rows at every read")  # fmt: skip
+    manifest.add_argument("--votes", required=True, metavar="DIR",
+                          help="the vote folder (its compacted/ folder gets the manifest)")  # fmt: skip
+    manifest.set_defaults(run=_run_manifest)
 
 
 def add_scale_options(board: argparse.ArgumentParser) -> None:
@@ -43,3 +48,9 @@ def _run_counts(args) -> int:
     from arena_core.scale.commands import run_counts
 
     return run_counts(args)
+
+
+def _run_manifest(args) -> int:
+    from arena_core.scale.commands import run_manifest
+
+    return run_manifest(args)

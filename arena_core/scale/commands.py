@@ -65,6 +65,24 @@ def run_counts(args) -> int:
     return 0
 
 
+def run_manifest(args) -> int:
+    """``python -m arena_core manifest``: what compaction writes, for a folder compacted
+    before manifests existed (or generated, like the scale benchmark's)."""
+    from pathlib import Path
+
+    from arena_core.dataset.compact import COMPACTED
+    from arena_core.scale.manifest import build_manifest
+
+    folder = Path(args.votes)
+    compacted = folder if folder.name == COMPACTED else folder / COMPACTED
+    start = time.perf_counter()
+    path = build_manifest(compacted)
+    if path is None:
+        raise SourceError(f"no Parquet file under {compacted}")
+    sys.stderr.write(f"wrote {path} in {time.perf_counter() - start:.1f} s\n")
+    return 0
+
+
 def choose_engine(args, window) -> str:
     """``duckdb`` or ``python`` for a ``leaderboard`` run (see the module docstring)."""
     needs_times = not window.all_time or args.half_life is not None

@@ -36,6 +36,7 @@ from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.board import BoardQuery
 from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
 from arena_core.scale.flags import PAIR_SQL, flagged_voters_of
+from arena_core.scale.manifest import Trusted, trusted_files
 from arena_core.scale.rules import (
     DUCKDB,
     HUMAN_SQL,
@@ -97,13 +98,16 @@ class DuckVotes:
     """One vote log opened in DuckDB: :meth:`counts`, :meth:`stream` and the test's flags."""
 
     def __init__(self, sources: Sources, *, now_us: int | None = None, con=None,
-                 anomaly: AnomalyParams | None = None):  # fmt: skip
+                 anomaly: AnomalyParams | None = None, trust_manifest: bool = True):  # fmt: skip
         self.con = con if con is not None else connect()
         self.anomaly = anomaly if anomaly is not None else AnomalyParams()
         self.skipped: Counter = Counter()
         now_us = time.time_ns() // 1000 if now_us is None else now_us
         self.files = self._files(sources)
-        self._views(now_us + FUTURE_SLACK_US)
+        latest_us = now_us + FUTURE_SLACK_US
+        #: The files a compaction manifest vouches for (:mod:`~arena_core.scale.manifest`).
+        self.trusted = trusted_files(self.files, latest_us) if trust_manifest else Trusted()
+        self._views(latest_us)
 
     # -- opening ---------------------------------------------------------------------
 
@@ -145,24 +149,18 @@ class DuckVotes:
         """``raw`` (the files, in order), ``checked`` (each row's reason), ``valid``; then the
         duplicates to drop and the flagged voters, each in one pass."""
         con = self.con
-        if self.files:
-            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in self.files)
-            source = f"read_parquet([{listed}], file_row_number=true, union_by_name=true)"
-            have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}  # noqa: S608
-            cols = ", ".join(c if c in have else f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}"
-                             for c in READ_COLUMNS)  # fmt: skip
-            # file_index is the file's place in the list: read_votes' order.
-            con.execute(f"""CREATE OR REPLACE TEMP VIEW raw AS
-                SELECT {cols}, file_index AS file_rank, file_row_number AS row_no FROM {source}""")  # noqa: S608
-        else:  # no file: the same columns, no rows
-            cols = ", ".join(
-                f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}" for c in READ_COLUMNS
-            )
-            con.execute(f"""CREATE OR REPLACE TEMP VIEW raw AS
-                SELECT {cols}, 0 AS file_rank, CAST(0 AS BIGINT) AS row_no WHERE false""")
+        ranks = range(len(self.files))
+        con.execute(f"CREATE OR REPLACE TEMP VIEW raw AS {self._rows(ranks)}")
         judged = _judged(latest_us)
         con.execute(f"CREATE OR REPLACE TEMP VIEW checked AS {judged('raw')}")
-        self._dedup(judged)
+        if self.trusted:
+            others = [r for r in ranks if r not in set(self.trusted.ranks)]
+            con.execute(f"CREATE OR REPLACE TEMP VIEW raw_t AS {self._rows(self.trusted.ranks)}")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW raw_u AS {self._rows(others)}")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW checked_u AS {judged('raw_u')}")
+            self._dedup_trusted(judged)
+        else:
+            self._dedup(judged)
         con.execute("""CREATE OR REPLACE TEMP VIEW valid AS
             SELECT c.* FROM checked c ANTI JOIN dropped d
                 ON c.file_rank = d.file_rank AND c.row_no = d.row_no
@@ -171,6 +169,25 @@ class DuckVotes:
         voters = self.flagged_voters()
         if voters:
             con.executemany("INSERT INTO flagged_voters VALUES (?)", [[v] for v in voters])
+
+    def _rows(self, ranks) -> str:
+        """SELECT of the contract columns of the files at ``ranks``, with ``file_rank`` (the
+        file's place in :attr:`files`: read_votes' order) and ``row_no``."""
+        ranks = list(ranks)
+        if not ranks:  # no file: the same columns, no rows
+            cols = ", ".join(
+                f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}" for c in READ_COLUMNS
+            )
+            return f"SELECT {cols}, 0 AS file_rank, CAST(0 AS BIGINT) AS row_no WHERE false"
+        listed = ", ".join("'" + self.files[r].replace("'", "''") + "'" for r in ranks)
+        source = f"read_parquet([{listed}], file_row_number=true, union_by_name=true)"
+        have = {r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}  # noqa: S608
+        cols = ", ".join(c if c in have else f"CAST(NULL AS {SQL_TYPES.get(c, 'VARCHAR')}) AS {c}"
+                         for c in READ_COLUMNS)  # fmt: skip
+        rank = (
+            "file_index" if ranks == list(range(len(ranks))) else f"{ranks}[file_index::BIGINT + 1]"
+        )
+        return f"SELECT {cols}, {rank} AS file_rank, file_row_number AS row_no FROM {source}"  # noqa: S608
 
     def _dedup(self, judged) -> None:
         """The valid rows that repeat an earlier ``vote_id`` (by file and row number).
@@ -188,6 +205,35 @@ class DuckVotes:
                     PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
                 FROM ({judged(candidates)}) WHERE reason IS NULL)
             WHERE k > 1""")  # noqa: S608
+        self.skipped[DUPLICATE] += con.execute("SELECT count(*) FROM dropped").fetchall()[0][0]
+
+    def _dedup_trusted(self, judged) -> None:
+        """:meth:`_dedup` when a manifest vouches for some files (its duplicate groups stand
+        in for hashing their ids): the other files' ids are hashed, looked up in the trusted
+        files, and every row sharing a repeated one is ranked exactly, as in :meth:`_dedup`;
+        the manifest's groups of the other ids decide the rest."""
+        con = self.con
+        con.execute("""CREATE OR REPLACE TEMP TABLE u_hashes AS
+            SELECT hash(vote_id) AS h, count(*) AS n FROM raw_u GROUP BY h""")
+        hits = "raw_t t SEMI JOIN u_hashes u ON hash(t.vote_id) = u.h"
+        if not con.execute("SELECT count(*) FROM u_hashes").fetchall()[0][0]:
+            hits = "raw_t WHERE false"  # nothing else was read: no lookup in the trusted files
+        con.execute(f"CREATE OR REPLACE TEMP TABLE t_hits AS SELECT * FROM {hits}")  # noqa: S608
+        con.execute("""CREATE OR REPLACE TEMP TABLE dup_hashes AS
+            SELECT h FROM u_hashes WHERE n > 1 UNION SELECT hash(vote_id) FROM t_hits""")
+        candidates = """(SELECT r.* FROM raw_u r SEMI JOIN dup_hashes d ON hash(r.vote_id) = d.h
+            UNION ALL SELECT * FROM t_hits)"""
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE dropped AS
+            SELECT file_rank, row_no, vote_id FROM (
+                SELECT file_rank, row_no, vote_id, row_number() OVER (
+                    PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
+                FROM ({judged(candidates)}) WHERE reason IS NULL)
+            WHERE k > 1""")  # noqa: S608
+        ranked = {r[0] for r in con.execute("SELECT DISTINCT vote_id FROM t_hits").fetchall()}
+        losers = [[rank, row] for vote_id, members in self.trusted.groups if vote_id not in ranked
+                  for _, rank, row in sorted((ts, rank, row) for rank, row, ts in members)[1:]]  # fmt: skip
+        if losers:
+            con.executemany("INSERT INTO dropped VALUES (?, ?, NULL)", losers)
         self.skipped[DUPLICATE] += con.execute("SELECT count(*) FROM dropped").fetchall()[0][0]
 
     # -- the anomalous-voter test ----------------------------------------------------
@@ -217,12 +263,19 @@ class DuckVotes:
         """The counts table of the log (:mod:`~arena_core.scale.contract`), and the rows skipped
         by reason, in one pass over the votes."""
         dims = ", ".join(f"CASE WHEN reason IS NULL THEN {c} END AS {c}" for c in GROUP_COLUMNS[:8])
-        table = self.con.sql(f"""SELECT reason, {dims},
-                reason IS NULL AND {HUMAN_SQL} AND voter IS NOT NULL
-                    AND voter IN (SELECT voter FROM flagged_voters) AS anomalous,
+        anomalous = (
+            f"{HUMAN_SQL} AND voter IS NOT NULL AND voter IN (SELECT voter FROM flagged_voters)"  # noqa: S608
+        )
+        checked = "checked_u" if self.trusted else "checked"
+        sql = f"""SELECT reason, {dims}, reason IS NULL AND {anomalous} AS anomalous,
                 count(*) AS votes, min(ts_us) AS first_ts_us, max(ts_us) AS last_ts_us
-            FROM checked c ANTI JOIN dropped d ON c.file_rank = d.file_rank AND c.row_no = d.row_no
-            GROUP BY ALL ORDER BY ALL""").to_arrow_table()  # noqa: S608
+            FROM {checked} c ANTI JOIN dropped d ON c.file_rank = d.file_rank AND c.row_no = d.row_no
+            GROUP BY ALL"""  # noqa: S608
+        if self.trusted:
+            sql = f"""SELECT reason, {", ".join(GROUP_COLUMNS[:8])}, anomalous, sum(votes)::BIGINT
+                    AS votes, min(first_ts_us) AS first_ts_us, max(last_ts_us) AS last_ts_us
+                FROM ({sql} UNION ALL {self._trusted_counts(anomalous)}) GROUP BY ALL"""  # noqa: S608
+        table = self.con.sql(sql + " ORDER BY ALL").to_arrow_table()
         valid = pc.is_null(table.column("reason"))
         skipped = Counter(self.skipped)
         bad = table.filter(pc.invert(valid))
@@ -230,6 +283,21 @@ class DuckVotes:
                              strict=True):  # fmt: skip
             skipped[reason] += n
         return conform(table.filter(valid).drop_columns(["reason"]), +skipped)
+
+    def _trusted_counts(self, anomalous: str) -> str:
+        """The counts query of the trusted files: every row is valid, so none is judged, and
+        when their timestamps are UTC of one length, a group's first and last are its
+        least and greatest text (parsed once per group, not once per row)."""
+        parse = "epoch_us(try_cast({} AS TIMESTAMPTZ))"
+        if self.trusted.ts_width is not None:
+            first, last = parse.format("min(ts)"), parse.format("max(ts)")
+        else:
+            first, last = f"min({parse.format('ts')})", f"max({parse.format('ts')})"
+        return f"""SELECT NULL::VARCHAR AS reason, {", ".join(GROUP_COLUMNS[:7])},
+                {flagged_sql(DUCKDB)} AS flagged, {anomalous} AS anomalous, count(*) AS votes,
+                {first} AS first_ts_us, {last} AS last_ts_us
+            FROM raw_t c ANTI JOIN dropped d ON c.file_rank = d.file_rank AND c.row_no = d.row_no
+            GROUP BY ALL"""  # noqa: S608
 
     def stream(self, query: BoardQuery, first_us: int, last_us: int) -> Iterator[pa.RecordBatch]:
         """The board's votes in replay order, one calendar month at a time (bounded memory)."""
