@@ -267,7 +267,7 @@ def _compact_with(args, compact) -> int:
         # Imported here: the Hub client is slow to import and only this command needs it.
         from huggingface_hub import HfApi
 
-        from arena_core.dataset.hub import compact_repo
+        from arena_core.dataset.repo import compact_repo
 
         token = os.environ.get("HF_TOKEN")
         with tempfile.TemporaryDirectory(prefix="arena-compact-") as tmp:

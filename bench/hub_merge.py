@@ -46,7 +46,7 @@ def service(folder: Path, n_models: int) -> ArenaService:
 def cast(svc: ArenaService) -> float:
     start = time.perf_counter()
     svc.vote_log.append(arena="synthetic", model_a="model-00", model_b="model-01", vote="a",
-                        then=svc._apply)  # fmt: skip
+                        then=svc.replay.apply)  # fmt: skip
     return time.perf_counter() - start
 
 

@@ -15,7 +15,7 @@ from hubfake import LocalHubApi
 import arena_core.dataset.compact as compact_module
 from arena_core.dataset.card import dataset_card
 from arena_core.dataset.compact import CompactionError, compact
-from arena_core.dataset.hub import compact_repo
+from arena_core.dataset.repo import compact_repo
 from arena_core.votes.log import VoteLog
 from arena_core.votes.parquet import write_parquet
 from arena_core.votes.read import read_votes

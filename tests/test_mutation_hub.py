@@ -31,7 +31,8 @@ from hubfake import (
 )
 from huggingface_hub.hf_api import RepoFolder
 
-from arena_core.dataset.hub import HubSync, compact_repo
+from arena_core.dataset.hub import HubSync
+from arena_core.dataset.repo import compact_repo
 from arena_core.dataset.uploader import LineCount, SyncStatus, complete_lines, utc_now
 from arena_core.registry import load_registry
 from arena_core.votes.log import VoteLog

@@ -64,7 +64,7 @@ def test_a_vote_cast_before_the_replay_is_done_has_no_order_but_counts_for_the_n
     service.close()
     again, _ = make_service(tmp_path, rate_limit=1000)
     again.progress.done = False  # the start-up replay still running
-    again._pending = []
+    again.replay._pending = []
     vote(again, session="s")
     again.progress.done = True
     again.load()  # the replay ends (this time with the vote above in this process's shard)

@@ -102,7 +102,7 @@ def test_then_runs_under_the_lock_after_the_write(tmp_path):
 def test_a_batch_names_its_votes_written_but_not_yet_applied(tmp_path):
     """Group commit: while ``then`` runs for one vote of a batch, ``unapplied`` holds exactly
     the batch's later votes, which are on disk already; a rebuild from the files there must
-    leave them out (ArenaService._rebuild). Outside a batch it is empty."""
+    leave them out (VoteReplay._rebuild). Outside a batch it is empty."""
     store = VoteLog(tmp_path)
     seen = []
 

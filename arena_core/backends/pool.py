@@ -12,7 +12,8 @@ with what the app needs around each generation:
   fire first). A thread cannot be killed: an in-process engine that overruns
   is reported as :class:`BackendTimeout` and finishes in the background, its
   result discarded. Subprocess and HTTP backends stop themselves at the timeout.
-* **Outages, checks and probes** (the rules in :mod:`arena_core.backends.health`).
+* **Outages, checks and probes** (the rules in :mod:`arena_core.backends.health`, the
+  probes started by :mod:`arena_core.backends.probes`).
   Repeated failures pause a model for a while. A failure on a prompt a visitor
   typed (``trusted=False``) says as much about the prompt as about the model
   (twelve requests of ``"\u200d"`` must not pause five voices), so it does not
@@ -56,6 +57,7 @@ from arena_core.backends.cache import OutputCache
 from arena_core.backends.factory import make_backend
 from arena_core.backends.health import ModelHealth, ModelStatus
 from arena_core.backends.output import Output
+from arena_core.backends.probes import Probes
 from arena_core.registry import Arena
 
 logger = logging.getLogger(__name__)
@@ -131,6 +133,9 @@ class ModelPool:
             max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe",
             initializer=lower_thread_priority,
         )  # fmt: skip
+        #: Which prompt to probe a model with, and when, on ``_prober`` (``probes.py``).
+        self._probes = Probes(arena, self._backends, self.health, self._prober,
+                              serves=self.serves, generate=self._generate_probe)  # fmt: skip
 
     @classmethod
     def from_arena(
@@ -166,7 +171,7 @@ class ModelPool:
 
         Unverified models whose pause has ended get their probe started here.
         """
-        self._recheck_due()
+        self._probes.recheck_due()
         return [
             model_id
             for model_id, status in self.status().items()
@@ -313,40 +318,13 @@ class ModelPool:
             self.health.record_failure(started.model_id, error)
         else:
             logger.info("%s failed on a typed prompt (not counted): %s", started.model_id, error)
-            self._probe(started.model_id)
+            self._probes.probe(started.model_id)
 
-    def _probe(self, model_id: str, prompt=None) -> concurrent.futures.Future | None:
-        """Ask the model for one of the arena's prompts in the background; its result counts.
-
-        Returns the probe's future, or None when a probe runs already, one ran
-        less than ``settings.probe_interval`` ago, or the arena has no prompt the
-        model speaks.
-        """
-        prompt = prompt or self._probe_prompt(model_id)
-        if prompt is None or not self.health.claim_probe(model_id):
-            return None
-
-        def run() -> None:
-            try:
-                language = self.language_of(prompt.category)
-                self._finish(self._start(model_id, prompt.text, language, probe=True))
-            except BackendError:
-                pass  # counted by _finish
-            finally:
-                self.health.release_probe(model_id)
-
-        try:  # the probe waits on its own thread: a wait inside the executor could starve it
-            return self._prober.submit(run)
-        except RuntimeError:  # the pool is closing
-            self.health.release_probe(model_id)
-            return None
-
-    def _probe_prompt(self, model_id: str):
-        """The first of the arena's prompts the model speaks, or None."""
-        for prompt in self.arena.prompts:
-            if self.serves(model_id, prompt.category):
-                return prompt
-        return None
+    def _generate_probe(self, model_id: str, prompt) -> Output:
+        """One probe's generation (:mod:`~arena_core.backends.probes`): no cache, run even if
+        the model is paused; its outcome counts (:meth:`_finish`)."""
+        language = self.language_of(prompt.category)
+        return self._finish(self._start(model_id, prompt.text, language, probe=True))
 
     def probe_remote(self) -> dict[str, concurrent.futures.Future]:
         """Check every available remote model once, in the background, before it is paired.
@@ -355,28 +333,7 @@ class ModelPool:
         until that succeeds it is held back (see "Remote models" above).
         Returns the probes' futures by model id (for tests and logs).
         """
-        futures = {}
-        for model_id, backend in self._backends.items():
-            if not backend.remote or not backend.availability().ok:
-                continue
-            prompt = self._short_prompt(model_id)
-            if prompt is None:
-                continue
-            self.health.mark_unverified(model_id)
-            future = self._probe(model_id, prompt)
-            if future is not None:
-                futures[model_id] = future
-        return futures
-
-    def _recheck_due(self) -> None:
-        """Start the probe of each unverified model whose pause has ended (rate-limited by _probe)."""
-        for model_id in self.health.due_checks():
-            self._probe(model_id, self._short_prompt(model_id))
-
-    def _short_prompt(self, model_id: str):
-        """The arena's shortest prompt the model speaks (the cheapest check), or None."""
-        spoken = [p for p in self.arena.prompts if self.serves(model_id, p.category)]
-        return min(spoken, key=lambda p: len(p.text)) if spoken else None
+        return self._probes.probe_remote()
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ answers it downloads the repo, hands the votes to the app (``on_download``),
 starts the pushes (adopting local votes the repo lacks) and publishes the card.
 
 The ``HfApi`` is injected everywhere (``hf_api=``), which is how the tests run
-without the Hub.
+without the Hub. The command line's one-off operations on the repo (a revision's
+download, compaction) are in :mod:`~arena_core.dataset.repo`.
 """
 
 from __future__ import annotations
@@ -26,14 +27,12 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-from huggingface_hub.hf_api import RepoFile
+from huggingface_hub import CommitOperationAdd, HfApi
 
 from arena_core.dataset.card import REGISTRY_DIR, dataset_card
-from arena_core.dataset.compact import CompactReport, compact
 from arena_core.dataset.uploader import (
     DATA_DIR,
     LineCount,
@@ -45,7 +44,7 @@ from arena_core.registry import Registry
 from arena_core.votes.log import shard_in_use
 from arena_core.votes.read import read_votes, vote_files
 
-__all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader", "compact_repo", "download_revision"]
+__all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader"]
 
 log = logging.getLogger(__name__)
 
@@ -348,54 +347,3 @@ class _CommitTracking(VoteUploader):
                 queued = sum(t.num_rows for t in self._adopted)
                 self.pushed_commit = (info.oid, self._pushed_lines, queued)
         return info
-
-
-def download_revision(api: HfApi, repo_id: str, revision: str, local_dir: Path) -> tuple[Path, str]:
-    """The vote files and registry of one revision of the dataset, and its full commit id.
-
-    ``revision`` may be a commit, a branch or a tag; the commit it names is asked for
-    first, so the files and the id reported always match. Only ``data/**`` (the votes)
-    and ``registry/**`` (the registry and prompts the Space published) are downloaded.
-    """
-    sha = api.repo_info(repo_id, repo_type="dataset", revision=revision).sha
-    path = api.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=sha,
-                                 local_dir=local_dir,
-                                 allow_patterns=[f"{DATA_DIR}/**", f"{REGISTRY_DIR}/**"])  # fmt: skip
-    return Path(path), sha
-
-
-def compact_repo(
-    api: HfApi, repo_id: str, workdir: Path, *, min_age_minutes: float
-) -> CompactReport:
-    """Compact the repo's vote files in one commit (monthly files added, sources deleted).
-
-    Ages come from each file's last commit on the Hub, so files a live Space
-    may still re-push are left alone.
-    """
-    now = datetime.now(UTC)
-    tree = api.list_repo_tree(
-        repo_id, path_in_repo=DATA_DIR, recursive=True, expand=True, repo_type="dataset"
-    )
-    ages = {
-        entry.path.removeprefix(f"{DATA_DIR}/"): (now - entry.last_commit.date).total_seconds()
-        for entry in tree
-        if isinstance(entry, RepoFile) and entry.last_commit is not None
-    }
-    api.snapshot_download(repo_id=repo_id, repo_type="dataset", local_dir=workdir,
-                          allow_patterns=[f"{DATA_DIR}/**"])  # fmt: skip
-    data = Path(workdir) / DATA_DIR
-    report = compact(data, min_age_minutes=min_age_minutes, ages=ages, delete=False)
-    if not report.rolled:
-        return report
-    operations = [
-        CommitOperationAdd(
-            path_in_repo=f"{DATA_DIR}/{p.relative_to(data).as_posix()}", path_or_fileobj=p
-        )
-        for p in report.written + ([report.manifest] if report.manifest else [])
-    ] + [
-        CommitOperationDelete(path_in_repo=f"{DATA_DIR}/{p.relative_to(data).as_posix()}")
-        for p in report.rolled
-    ]
-    api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
-                      commit_message=f"Compact {report.votes} votes from {len(report.rolled)} files")  # fmt: skip
-    return report

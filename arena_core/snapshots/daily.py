@@ -90,7 +90,8 @@ def local_votes(folders: list[Path]) -> Callable[[], tuple[VoteTable, dict]]:
 def hub_votes(sync, push_timeout: float = PUSH_TIMEOUT) -> Callable[[], tuple[VoteTable, dict]]:
     """The votes of the dataset's latest commit of this Space's votes, after pushing those
     waiting (``sync``: the :class:`~arena_core.dataset.hub.HubSync`)."""
-    from arena_core.dataset.hub import DATA_DIR, download_revision
+    from arena_core.dataset.repo import download_revision
+    from arena_core.dataset.uploader import DATA_DIR
 
     def source() -> tuple[VoteTable, dict]:
         if sync.uploader is None:

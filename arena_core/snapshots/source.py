@@ -58,7 +58,8 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     if args.votes:
         raise ValueError("give --votes or --repo, not both")
     from arena_core.dataset.card import REGISTRY_DIR
-    from arena_core.dataset.hub import DATA_DIR, download_revision
+    from arena_core.dataset.repo import download_revision
+    from arena_core.dataset.uploader import DATA_DIR
 
     args.download = tempfile.TemporaryDirectory(prefix="arena-revision-")  # lives with args
     revision = args.revision or "main"

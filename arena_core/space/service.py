@@ -14,20 +14,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
-import pyarrow as pa
 
 from arena_core.backends import BackendError, ModelPool
-from arena_core.integrity.anomaly import detection_of
 from arena_core.integrity.detector import AnomalyDetector
 from arena_core.integrity.limiter import RateLimiter
 from arena_core.leaderboard import Board, BoardParams
 from arena_core.matchmaking import NoPairError
-from arena_core.ratings.elo import EloStep
 from arena_core.registry import Arena, Registry
 from arena_core.space.analyses import Analyses
 from arena_core.space.battles import BattleBook
@@ -36,8 +32,8 @@ from arena_core.space.judging import JudgeDesk
 from arena_core.space.live import LiveArena
 from arena_core.space.pacing import Pacer
 from arena_core.space.pairing import Pairing
-from arena_core.space.rebuild import BackgroundRebuild
-from arena_core.space.sessions import SessionCounter, clip_lengths, session_counts
+from arena_core.space.replay import VoteReplay
+from arena_core.space.sessions import SessionCounter, clip_lengths
 from arena_core.space.style import battle_style
 from arena_core.space.views import (  # the page imports these from here
     ArenaError,
@@ -47,10 +43,8 @@ from arena_core.space.views import (  # the page imports these from here
     Side,
     clean_prompt,
 )
-from arena_core.space.voting import RATE_LIMITED, VoteDesk
-from arena_core.votes.clean import VoteTable
+from arena_core.space.voting import VoteDesk
 from arena_core.votes.log import VoteLog
-from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import Vote
 from arena_core.window import ALL_TIME, Window
 
@@ -113,147 +107,42 @@ class ArenaService:
         self.pairing = {a.id: Pairing(self.live[a.id], a) for a in registry.arenas}
         self.book = BattleBook(battle_ttl, clock)
         self.limiter = RateLimiter(rate_limit, rate_window, clock)
-        self.detector = AnomalyDetector()
-        self.rebuilds = BackgroundRebuild(self.live, vote_log.lock, self._vote_files,
-                                          lambda voter: self.detector.is_flagged(voter))  # fmt: skip
-        self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
-        self.progress = LoadProgress()
+        self.sessions = SessionCounter(clock=clock)
+        #: The start-up replay, the replays after it and each vote's live update (replay.py).
+        self.replay = VoteReplay(self.live, vote_log, self.replay_sources, self.limiter,
+                                 self.sessions, sync=sync, wall_clock=wall_clock)  # fmt: skip
+        self.progress, self.rebuilds = self.replay.progress, self.replay.rebuilds
         self._rng = rng if rng is not None else np.random.default_rng()
         self._rng_lock = threading.Lock()
-        self._pending: list[Vote] = []
-        self._replaying = threading.Lock()  # one replay at a time: load, then any reload
         self.blinder, self.pacer, self.warmup = blinder, pacer, warmup
         self.analyses = Analyses(registry, lambda: [vote_log.folder, *self.replay_sources])
-        self.judges = JudgeDesk(registry, self.book, vote_log, self._version, self._apply,
+        self.judges = JudgeDesk(registry, self.book, vote_log, self._version, self.replay.apply,
                                 judge_token)  # fmt: skip
-        self.sessions = SessionCounter(clock=clock)
         self.desk = VoteDesk(registry, self.book, vote_log, self.limiter, self.sessions,
                              is_flagged=lambda voter: self.detector.is_flagged(voter),
-                             versions=self._version, apply=self._apply,
-                             sessions_ready=self._sessions_ready)  # fmt: skip
+                             versions=self._version, apply=self.replay.apply,
+                             sessions_ready=self.replay.sessions_ready)  # fmt: skip
 
     # -- start-up ---------------------------------------------------------------------
 
     def load(self) -> LoadProgress:
         """Replay the votes already in the log folder (all shards but this process's own)."""
-        with self._replaying:
-            return self._load()
-
-    def _load(self) -> LoadProgress:
-        start = time.perf_counter()
-        try:
-            own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
-            files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
-            votes = read_votes(files)
-            self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
-            used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
-            self._restore_limiter(votes)
-            self._restore_sessions(votes)
-            if len(votes):
-                self.vote_log.advance_to(int(votes.ts_us.max()))
-        except Exception as exc:  # the app must come up, showing what went wrong
-            log.exception("vote replay failed")
-            self.progress.error = f"{type(exc).__name__}: {exc}"
-            files, used, votes = [], {}, None
-        with self.vote_log.lock:  # votes cast during the replay were queued: apply them now
-            rebuild = False
-            for vote in self._pending:
-                rebuild |= self.detector.observe(vote) and not vote.flags
-                self.live[vote.arena].apply(vote)
-            self._pending.clear()
-            if rebuild:
-                self._rebuild()
-            self.progress.files = len(files)
-            self.progress.votes_used = used
-            self.progress.skipped = Counter(votes.skipped) if votes is not None else Counter()
-            self.progress.seconds = time.perf_counter() - start
-            self.progress.done = True
-        log.info("replayed %d vote files in %.2f s: used %s, skipped %s; anomalous voters: %d",
-                 len(files), self.progress.seconds, used, dict(self.progress.skipped),
-                 len(self.detector.flagged))  # fmt: skip
-        return self.progress
+        return self.replay.load()
 
     def reload(self) -> LoadProgress | None:
         """Replay every vote file again, this process's shard included, when votes arrive
-        after start-up (the Hub answered late). None if the start-up replay has not run yet:
-        it will read them.
-
-        Runs under the log's lock (which must be reentrant, as ``HubSync.lock`` is): votes
-        wait meanwhile, so none is counted twice or missed and the live board stays equal
-        to a replay of the files.
-        """
-        with self._replaying:
-            if not self.progress.done:
-                return None
-            start = time.perf_counter()
-            with self.vote_log.lock:
-                files, votes, used = self._rebuild()
-                self._restore_sessions(votes)
-                if len(votes):  # later votes are stamped after the newest one replayed
-                    self.vote_log.advance_to(int(votes.ts_us.max()))
-                self.progress.files, self.progress.votes_used = len(files), used
-                self.progress.error = None
-                self.progress.seconds = time.perf_counter() - start
-        log.info("replayed %d vote files again in %.2f s: used %s", len(files),
-                 self.progress.seconds, used)  # fmt: skip
-        return self.progress
-
-    def _restore_limiter(self, votes: VoteTable) -> None:
-        """Give the rate limiter the votes each voter had counted in the last window."""
-        if "voter" not in votes.table.column_names or not len(votes):
-            return
-        now_us = int(self._wall_clock().timestamp() * 1_000_000)
-        recent = np.flatnonzero(votes.ts_us > now_us - int(self.limiter.window * 1_000_000))
-        rows = votes.table.take(pa.array(recent)).select(["voter", "flags", "voter_kind"])
-        counted = [
-            (row["voter"], (now_us - int(ts)) / 1_000_000)
-            for row, ts in zip(rows.to_pylist(), votes.ts_us[recent], strict=True)
-            if row["voter"] and (row["voter_kind"] or "human") == "human"
-            and RATE_LIMITED not in (row["flags"] or ())
-        ]  # fmt: skip
-        log.info("rate limiter restored with %d recent votes", self.limiter.restore(counted))
-
-    def _restore_sessions(self, votes: VoteTable) -> None:
-        """Give the session counter every session's votes in the log (``sessions.py``)."""
-        now_us = int(self._wall_clock().timestamp() * 1_000_000)
-        log.info("session order restored for %d sessions",
-                 self.sessions.restore(session_counts(votes, now_us)))  # fmt: skip
-
-    def _sessions_ready(self) -> bool:
-        """Whether every earlier vote has been replayed: the start-up replay is done, and the
-        Hub's votes, when there is a Hub, were downloaded and replayed too."""
-        return self.progress.done and (self.sync is None or self.sync.uploader is not None)
-
-    def _rebuild(self) -> tuple[list, VoteTable, dict[str, int]]:
-        """Replay every board, and the anomalous-voter test, from every vote file, this
-        process's shard included; returns the files, the votes and the votes used per arena.
-
-        The caller holds the log's lock: when a voter has just been flagged (their earlier
-        votes leave the ratings, exactly as a replay of the log leaves them out), and when
-        the Hub's votes arrive late (:meth:`reload`).
-        """
-        start = time.perf_counter()
-        files = self._vote_files()
-        # Inside a group commit, the batch's later votes are on disk already but not yet
-        # applied; they are applied (and counted) after this rebuild, so it leaves them out.
-        votes = read_votes(files).without(self.vote_log.unapplied)
-        self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
-        used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
-        self.progress.skipped = Counter(votes.skipped)
-        self.rebuilds.cancel()  # this one is newer than any running in the background
-        log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
-                 len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
-        return files, votes, used
-
-    def _vote_files(self) -> list:
-        return [p for source in (self.vote_log.folder, *self.replay_sources)
-                for p, _ in vote_files(source)]  # fmt: skip
+        after start-up (the Hub answered late); None before the start-up replay has run
+        (see :meth:`VoteReplay.reload`)."""
+        return self.replay.reload()
 
     def start_loading(self) -> threading.Thread:
         """Replay in the background so visitors can battle while it runs."""
-        thread = threading.Thread(target=self.load, name="vote-replay", daemon=True)
-        thread.start()
-        return thread
+        return self.replay.start_loading()
+
+    @property
+    def detector(self) -> AnomalyDetector:
+        """The anomalous-voter test as of the last vote (each full replay replaces it)."""
+        return self.replay.detector
 
     # -- battles ----------------------------------------------------------------------
 
@@ -386,17 +275,6 @@ class ArenaService:
 
     def _version(self, arena_id: str, model_id: str) -> str | None:
         return self.pools[arena_id].model_version(model_id)
-
-    def _apply(self, vote: Vote) -> tuple[Vote, EloStep | None]:
-        """Runs under the log's lock, right after the vote is on disk."""
-        if not self.progress.done:
-            self._pending.append(vote)
-            return vote, None
-        self.rebuilds.record(vote)
-        if self.detector.observe(vote) and not vote.flags:  # its voter was just flagged
-            self.rebuilds.request()  # their earlier votes leave the boards (rebuild.py)
-            return vote, None
-        return vote, self.live[vote.arena].apply(vote)
 
     # -- boards -----------------------------------------------------------------------
 

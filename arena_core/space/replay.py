@@ -1,0 +1,217 @@
+"""The live boards kept equal to a replay of the vote files.
+
+Whatever happened since the process started, the Space's boards must be what a replay
+of every vote file would give, each acknowledged vote counted once. :class:`VoteReplay`
+holds the rules that keep it so, all under the vote log's lock:
+
+* **Start-up.** The votes already on disk (earlier shards, the Hub download) are
+  replayed in the background while visitors battle; votes cast meanwhile are queued and
+  applied once it is done. The rate limiter and the sessions' vote order are restored
+  from the same votes.
+* **Late votes.** When the Hub answers after start-up, every file is replayed again
+  (:meth:`VoteReplay.reload`), with votes waiting meanwhile.
+* **Flagged voters.** A vote that flags its voter takes their earlier votes out of the
+  boards: by a rebuild in the background (:mod:`arena_core.space.rebuild`), or by a full
+  one under the lock when the vote was queued during the start-up replay.
+
+It also holds the anomalous-voter test, which each full replay recomputes. Kept apart
+from :class:`~arena_core.space.service.ArenaService` because these rules share their
+state (the queue, the detector, the progress) with each other and with nothing else:
+the battles, the desks that take votes and the boards reach it only through
+:meth:`VoteReplay.apply`, :meth:`VoteReplay.sessions_ready`, ``detector`` and ``progress``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+
+from arena_core.integrity.anomaly import detection_of
+from arena_core.integrity.detector import AnomalyDetector
+from arena_core.integrity.limiter import RateLimiter
+from arena_core.ratings.elo import EloStep
+from arena_core.space.live import LiveArena
+from arena_core.space.rebuild import BackgroundRebuild
+from arena_core.space.sessions import SessionCounter, session_counts
+from arena_core.space.views import LoadProgress
+from arena_core.space.voting import RATE_LIMITED
+from arena_core.votes.clean import VoteTable
+from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes, vote_files
+from arena_core.votes.schema import Vote
+
+log = logging.getLogger(__name__)
+
+
+class VoteReplay:
+    """Replays of the vote files into a service's live boards, and each vote applied after.
+
+    Parameters
+    ----------
+    live : dict of arena id to LiveArena
+        The service's live boards.
+    vote_log : VoteLog
+        This process's shard; its lock (reentrant, as ``HubSync.lock``) orders the
+        replays and the votes.
+    replay_sources : list of paths
+        The service's list of more vote folders (the Hub download), read at each replay.
+    limiter, sessions : RateLimiter, SessionCounter
+        The service's, restored from the replayed votes.
+    sync : HubSync, optional
+        Until it has the Hub's votes, a session's place in its order is unknown.
+    wall_clock : callable returning the current UTC datetime; ages the log's recent votes
+        when the rate limiter is restored (injected for tests).
+    """
+
+    def __init__(self, live: Mapping[str, LiveArena], vote_log: VoteLog, replay_sources: list,
+                 limiter: RateLimiter, sessions: SessionCounter, *, sync=None,
+                 wall_clock: Callable[[], datetime] | None = None):  # fmt: skip
+        self.live, self.vote_log, self.replay_sources = live, vote_log, replay_sources
+        self.limiter, self.sessions, self.sync = limiter, sessions, sync
+        self.detector = AnomalyDetector()
+        self.rebuilds = BackgroundRebuild(self.live, vote_log.lock, self._vote_files,
+                                          lambda voter: self.detector.is_flagged(voter))  # fmt: skip
+        self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
+        self.progress = LoadProgress()
+        self._pending: list[Vote] = []
+        self._replaying = threading.Lock()  # one replay at a time: load, then any reload
+
+    def load(self) -> LoadProgress:
+        """Replay the votes already in the log folder (all shards but this process's own)."""
+        with self._replaying:
+            return self._load()
+
+    def _load(self) -> LoadProgress:
+        start = time.perf_counter()
+        try:
+            own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
+            files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
+            votes = read_votes(files)
+            self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
+            used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+            self._restore_limiter(votes)
+            self._restore_sessions(votes)
+            if len(votes):
+                self.vote_log.advance_to(int(votes.ts_us.max()))
+        except Exception as exc:  # the app must come up, showing what went wrong
+            log.exception("vote replay failed")
+            self.progress.error = f"{type(exc).__name__}: {exc}"
+            files, used, votes = [], {}, None
+        with self.vote_log.lock:  # votes cast during the replay were queued: apply them now
+            rebuild = False
+            for vote in self._pending:
+                rebuild |= self.detector.observe(vote) and not vote.flags
+                self.live[vote.arena].apply(vote)
+            self._pending.clear()
+            if rebuild:
+                self._rebuild()
+            self.progress.files = len(files)
+            self.progress.votes_used = used
+            self.progress.skipped = Counter(votes.skipped) if votes is not None else Counter()
+            self.progress.seconds = time.perf_counter() - start
+            self.progress.done = True
+        log.info("replayed %d vote files in %.2f s: used %s, skipped %s; anomalous voters: %d",
+                 len(files), self.progress.seconds, used, dict(self.progress.skipped),
+                 len(self.detector.flagged))  # fmt: skip
+        return self.progress
+
+    def reload(self) -> LoadProgress | None:
+        """Replay every vote file again, this process's shard included, when votes arrive
+        after start-up (the Hub answered late). None if the start-up replay has not run yet:
+        it will read them.
+
+        Runs under the log's lock (which must be reentrant, as ``HubSync.lock`` is): votes
+        wait meanwhile, so none is counted twice or missed and the live board stays equal
+        to a replay of the files.
+        """
+        with self._replaying:
+            if not self.progress.done:
+                return None
+            start = time.perf_counter()
+            with self.vote_log.lock:
+                files, votes, used = self._rebuild()
+                self._restore_sessions(votes)
+                if len(votes):  # later votes are stamped after the newest one replayed
+                    self.vote_log.advance_to(int(votes.ts_us.max()))
+                self.progress.files, self.progress.votes_used = len(files), used
+                self.progress.error = None
+                self.progress.seconds = time.perf_counter() - start
+        log.info("replayed %d vote files again in %.2f s: used %s", len(files),
+                 self.progress.seconds, used)  # fmt: skip
+        return self.progress
+
+    def _restore_limiter(self, votes: VoteTable) -> None:
+        """Give the rate limiter the votes each voter had counted in the last window."""
+        if "voter" not in votes.table.column_names or not len(votes):
+            return
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        recent = np.flatnonzero(votes.ts_us > now_us - int(self.limiter.window * 1_000_000))
+        rows = votes.table.take(pa.array(recent)).select(["voter", "flags", "voter_kind"])
+        counted = [
+            (row["voter"], (now_us - int(ts)) / 1_000_000)
+            for row, ts in zip(rows.to_pylist(), votes.ts_us[recent], strict=True)
+            if row["voter"] and (row["voter_kind"] or "human") == "human"
+            and RATE_LIMITED not in (row["flags"] or ())
+        ]  # fmt: skip
+        log.info("rate limiter restored with %d recent votes", self.limiter.restore(counted))
+
+    def _restore_sessions(self, votes: VoteTable) -> None:
+        """Give the session counter every session's votes in the log (``sessions.py``)."""
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        log.info("session order restored for %d sessions",
+                 self.sessions.restore(session_counts(votes, now_us)))  # fmt: skip
+
+    def sessions_ready(self) -> bool:
+        """Whether every earlier vote has been replayed: the start-up replay is done, and the
+        Hub's votes, when there is a Hub, were downloaded and replayed too."""
+        return self.progress.done and (self.sync is None or self.sync.uploader is not None)
+
+    def _rebuild(self) -> tuple[list, VoteTable, dict[str, int]]:
+        """Replay every board, and the anomalous-voter test, from every vote file, this
+        process's shard included; returns the files, the votes and the votes used per arena.
+
+        The caller holds the log's lock: when a voter has just been flagged (their earlier
+        votes leave the ratings, exactly as a replay of the log leaves them out), and when
+        the Hub's votes arrive late (:meth:`reload`).
+        """
+        start = time.perf_counter()
+        files = self._vote_files()
+        # Inside a group commit, the batch's later votes are on disk already but not yet
+        # applied; they are applied (and counted) after this rebuild, so it leaves them out.
+        votes = read_votes(files).without(self.vote_log.unapplied)
+        self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
+        used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
+        self.progress.skipped = Counter(votes.skipped)
+        self.rebuilds.cancel()  # this one is newer than any running in the background
+        log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
+                 len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
+        return files, votes, used
+
+    def _vote_files(self) -> list:
+        return [p for source in (self.vote_log.folder, *self.replay_sources)
+                for p, _ in vote_files(source)]  # fmt: skip
+
+    def start_loading(self) -> threading.Thread:
+        """Replay in the background so visitors can battle while it runs."""
+        thread = threading.Thread(target=self.load, name="vote-replay", daemon=True)
+        thread.start()
+        return thread
+
+    def apply(self, vote: Vote) -> tuple[Vote, EloStep | None]:
+        """The live update of a vote (the desks' ``apply``): runs under the log's lock, right
+        after the vote is on disk. Queued while the start-up replay runs."""
+        if not self.progress.done:
+            self._pending.append(vote)
+            return vote, None
+        self.rebuilds.record(vote)
+        if self.detector.observe(vote) and not vote.flags:  # its voter was just flagged
+            self.rebuilds.request()  # their earlier votes leave the boards (rebuild.py)
+            return vote, None
+        return vote, self.live[vote.arena].apply(vote)
