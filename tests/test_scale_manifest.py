@@ -1,4 +1,4 @@
-"""The compaction manifest: DuckDB skips the checks compaction made, and the counts stay exact.
+"""The compaction manifest: DuckDB skips the checks compaction made; counts and stream stay exact.
 
 The reference is the same engine told to ignore manifests (``trust_manifest=False``),
 itself checked against the in-process reader in ``test_scale_engines.py``. Counts
@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from scale_logs import _SCHEMA, NOW_US, _row, damaged_log
 
 import arena_core.scale.manifest as manifest_module
+from arena_core.scale.board import BoardQuery
 from arena_core.scale.duck import DuckVotes
 from arena_core.scale.manifest import MANIFEST_NAME, build_manifest, rules_fingerprint
 from arena_core.scale.sources import Sources, resolve
@@ -31,10 +32,20 @@ def counts(source, *, trust: bool, now_us: int = NOW_US) -> tuple[pa.Table, Duck
     return duck.counts(), duck
 
 
+def stream(duck: DuckVotes, models: tuple[str, ...]) -> list[dict]:
+    """Every board's Elo stream (any voter kind, flagged or not), in replay order."""
+    query = BoardQuery("tts-en", None, None, None, True, models)
+    return [row for batch in duck.stream(query, 0, NOW_US) for row in batch.to_pylist()]
+
+
 def assert_exact(source, *, trusted: int | None = None, now_us: int = NOW_US) -> None:
-    expected, _ = counts(source, trust=False, now_us=now_us)
+    """Counts (and the Elo stream) with the manifest equal those without, table for table."""
+    expected, slow = counts(source, trust=False, now_us=now_us)
     got, duck = counts(source, trust=True, now_us=now_us)
     assert got.equals(expected) and got.schema.metadata == expected.schema.metadata
+    models = tuple(sorted(set(expected.column("model_a").to_pylist())
+                          | set(expected.column("model_b").to_pylist())))  # fmt: skip
+    assert stream(duck, models) == stream(slow, models)
     if trusted is not None:
         assert len(duck.trusted.ranks) == trusted
 
