@@ -107,6 +107,8 @@ class DuckVotes:
         latest_us = now_us + FUTURE_SLACK_US
         #: The files a compaction manifest vouches for (:mod:`~arena_core.scale.manifest`).
         self.trusted = trusted_files(self.files, latest_us) if trust_manifest else Trusted()
+        log.info("%d of %d vote files vouched for by a compaction manifest",
+                 len(self.trusted.ranks), len(self.files))  # fmt: skip
         self._views(latest_us)
 
     # -- opening ---------------------------------------------------------------------
