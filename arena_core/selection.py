@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow.compute as pc
 
 from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.ratings.counts import PairCounts, count_pairs
@@ -23,6 +22,7 @@ from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.elo import EloState, sequential_elo
 from arena_core.ratings.scale import ANCHOR
 from arena_core.registry import Arena
+from arena_core.votes.arrow import nonempty
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import VOTES
@@ -93,8 +93,7 @@ def voter_kind_mask(votes: VoteTable, voter_kind: str) -> np.ndarray:
 
 def flagged_mask(votes: VoteTable) -> np.ndarray:
     """Votes that carry a flag (e.g. rate-limited): left out of ratings unless asked for."""
-    lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
-    return np.nan_to_num(lengths.astype(float)) > 0
+    return nonempty(votes.column("flags"))
 
 
 def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,

@@ -62,6 +62,7 @@ import pyarrow.compute as pc
 from arena_core.integrity.counting import p_value_parts_in_order, running_totals
 from arena_core.integrity.pvalue import FIXED_ONE, chi2_isf_even, terms_of, tiebreak
 from arena_core.ratings.counts import A_WINS, B_WINS, OUTCOME_NAMES
+from arena_core.votes.arrow import nonempty, scalar, to_numpy
 from arena_core.votes.clean import VoteTable
 
 #: Flag written on a vote whose voter the test has already flagged.
@@ -287,8 +288,7 @@ def _human(votes: VoteTable) -> np.ndarray:
 def _flagged(votes: VoteTable) -> np.ndarray:
     if "flags" not in votes.table.column_names:
         return np.zeros(len(votes), dtype=bool)
-    lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
-    return np.nan_to_num(lengths.astype(float)) > 0
+    return nonempty(votes.column("flags"))
 
 
 def _voters(votes: VoteTable) -> tuple[np.ndarray, pa.Array]:
@@ -298,5 +298,7 @@ def _voters(votes: VoteTable) -> tuple[np.ndarray, pa.Array]:
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
     encoded = pc.dictionary_encode(column)
-    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = to_numpy(pc.fill_null(encoded.indices, scalar(-1, encoded.indices.type))).astype(
+        np.int64
+    )
     return codes, encoded.dictionary

@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arena_core.votes.arrow import indices, scalar, to_numpy
+
 #: The canonical timestamp, byte by byte: 'd' is any digit, other bytes are literal.
 CANONICAL_TS = "dddd-dd-ddTdd:dd:dd.dddZ"
 _LOWEST = np.array([ord("0") if c == "d" else ord(c) for c in CANONICAL_TS], dtype=np.uint8)
@@ -77,7 +79,7 @@ def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
         values = (
             column
             if rows is None
-            else pa.chunked_array(chunks, type=pa.string()).take(pa.array(rows))
+            else pa.chunked_array(chunks, type=pa.string()).take(indices(rows))
         )
         return _first_by_dictionary(values)
     prints = np.concatenate([_fingerprints(m) for m in matrices])
@@ -92,7 +94,7 @@ def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
     # Equal fingerprints are candidates only: confirm with the values themselves.
     candidates = np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
     picked = candidates if rows is None else rows[candidates]
-    values = pa.chunked_array(chunks, type=pa.string()).take(pa.array(picked))
+    values = pa.chunked_array(chunks, type=pa.string()).take(indices(picked))
     first = np.ones(n, dtype=bool)
     first[candidates[~_first_by_dictionary(values)]] = False
     return first
@@ -129,7 +131,8 @@ def _first_by_dictionary(column) -> np.ndarray:
     """General path: dictionary codes are assigned in order of first appearance."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    codes = pc.dictionary_encode(column).indices.to_numpy(zero_copy_only=False)
+    codes = pc.dictionary_encode(column).indices
+    codes = to_numpy(pc.fill_null(codes, scalar(-1, codes.type)))  # nulls: one more value
     first = np.zeros(len(codes), dtype=bool)
     first[np.unique(codes, return_index=True)[1]] = True
     return first
@@ -186,5 +189,7 @@ def _chunk_codes(chunk: pa.Array, index: dict[str, int]) -> np.ndarray:
         [-1 if v is None else index.setdefault(v, len(index)) for v in dictionary] + [-1],
         dtype=np.int32,
     )
-    indices = pc.fill_null(chunk.indices, len(dictionary)).to_numpy(zero_copy_only=False)
-    return remap[indices]
+    codes = chunk.indices
+    if codes.null_count:
+        codes = pc.fill_null(codes, scalar(len(dictionary), codes.type))
+    return remap[to_numpy(codes)]
