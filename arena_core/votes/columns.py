@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arena_core.votes.arrow import indices, scalar, to_numpy
+from arena_core.votes.arrow import indices, numeric, scalar, to_numpy
 
 #: The canonical timestamp, byte by byte: 'd' is any digit, other bytes are literal.
 CANONICAL_TS = "dddd-dd-ddTdd:dd:dd.dddZ"
@@ -98,6 +98,38 @@ def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
     first = np.ones(n, dtype=bool)
     first[candidates[~_first_by_dictionary(values)]] = False
     return first
+
+
+#: Buckets of :func:`may_repeat`'s first, coarse count (2^21: a 16 MB count array).
+_BUCKET_BITS = 21
+
+
+def may_repeat(column, limit: int, rows: np.ndarray | None = None) -> bool:
+    """Whether some value may occur ``limit`` times or more among the rows picked by the
+    boolean mask ``rows`` (default: all) of a string column.
+
+    False is certain: equal strings have equal fingerprints, so no value is more frequent
+    than its fingerprint. Only fixed-width columns without nulls among the rows are
+    fingerprinted; anything else, and fingerprints that repeat ``limit`` times (a value
+    that does, or a collision), answer True. Rows are first counted in buckets of their
+    fingerprints' top bits, which takes no sort; only rows of crowded buckets are sorted.
+    """
+    if rows is not None and not rows.all():
+        column = column.filter(numeric(rows))
+    chunks = _chunks(column)
+    matrices = [byte_matrix(chunk) for chunk in chunks if len(chunk)]
+    if not matrices:
+        return False
+    if any(m is None for m in matrices) or len({m.shape[1] for m in matrices}) > 1:
+        return True
+    prints = np.concatenate([_fingerprints(m) for m in matrices])
+    if len(prints) < limit:
+        return False
+    bucket = (prints >> np.uint64(64 - _BUCKET_BITS)).astype(np.intp)
+    crowded = np.bincount(bucket, minlength=1 << _BUCKET_BITS)[bucket] >= limit
+    if not crowded.any():
+        return False
+    return bool(np.unique(prints[crowded], return_counts=True)[1].max() >= limit)
 
 
 def _chunks(column) -> list[pa.Array]:

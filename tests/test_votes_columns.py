@@ -1,0 +1,44 @@
+"""Column helpers of the replay's fast paths, against plain counting in Python."""
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arena_core.votes import columns
+from arena_core.votes.columns import may_repeat
+
+#: Short values of one width (fingerprinted) or of several (always answered True).
+VALUES = st.lists(st.sampled_from(["aaaa", "abcd", "zzzz", "0000", "é€"]), max_size=40)
+
+
+@pytest.mark.parametrize("bits", [columns._BUCKET_BITS, 1])  # 1: every bucket crowded
+@given(values=VALUES, keep=st.lists(st.booleans(), max_size=40), limit=st.integers(1, 6))
+def test_may_repeat_is_false_only_when_no_value_is_that_frequent(bits, values, keep, limit):
+    picked = np.array([k < len(keep) and keep[k] for k in range(len(values))], dtype=bool)
+    column = pa.chunked_array(
+        [pa.array(values[:3], pa.string()), pa.array(values[3:], pa.string())]
+    )
+    most = max(Counter(v for v, p in zip(values, picked, strict=True) if p).values(), default=0)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(columns, "_BUCKET_BITS", bits)
+    try:
+        answer = may_repeat(column, limit, picked)
+    finally:
+        mp.undo()
+    if most >= limit:
+        assert answer
+    chosen = [v for v, p in zip(values, picked, strict=True) if p]
+    if len({len(v.encode()) for v in chosen}) <= 1:  # one width: the fingerprints answer exactly
+        assert answer == (most >= limit)
+
+
+def test_may_repeat_answers_true_when_it_cannot_fingerprint():
+    assert may_repeat(pa.array(["ab", None, "ab"]), 5)  # a null: not fingerprinted
+    assert not may_repeat(pa.array(["ab", None, "cd"]), 2, np.array([True, False, True]))
+    assert may_repeat(pa.array(["a", "bb"]), 5)  # two widths
+    assert not may_repeat(pa.array([], pa.string()), 1)
+    assert not may_repeat(pa.array(["ab", "ab"]), 3)
