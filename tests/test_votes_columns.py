@@ -42,3 +42,20 @@ def test_may_repeat_answers_true_when_it_cannot_fingerprint():
     assert may_repeat(pa.array(["a", "bb"]), 5)  # two widths
     assert not may_repeat(pa.array([], pa.string()), 1)
     assert not may_repeat(pa.array(["ab", "ab"]), 3)
+
+
+@given(
+    values=st.lists(st.sampled_from("abcd"), min_size=0, max_size=4, unique=True),
+    codes=st.lists(st.integers(-1, 3), max_size=30),
+    table=st.dictionaries(st.sampled_from("abcdz"), st.integers(-3, 3)),
+    missing=st.integers(-3, 3),
+)
+def test_map_answers_each_row_from_its_value(values, codes, table, missing):
+    codes = np.array([c for c in codes if c < len(values)], dtype=np.int32)
+    mapped = columns.Encoded(values, codes).map(table, missing=missing)
+    expected = [missing if c < 0 else table.get(values[c], missing) for c in codes.tolist()]
+    assert mapped.dtype == np.int64 and mapped.tolist() == expected
+    allowed = [v for v in values if table.get(v, 0) > 0]
+    assert columns.Encoded(values, codes).isin(allowed).tolist() == [
+        c >= 0 and values[c] in allowed for c in codes.tolist()
+    ]

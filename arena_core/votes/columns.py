@@ -185,7 +185,11 @@ class Encoded:
     def map(self, table: dict, missing=-1, dtype=np.int64) -> np.ndarray:
         """Each row's ``table[value]`` (``missing`` for nulls and absent values)."""
         lut = np.array([table.get(v, missing) for v in self.values] + [missing], dtype=dtype)
-        return lut[self.codes]
+        codes = self.codes
+        # One answer for every row (e.g. a log of one arena): no gather over a million codes.
+        if len(codes) and np.all(lut[:-1] == lut[0]) and (lut[-1] == lut[0] or codes.min() >= 0):
+            return np.full(len(codes), lut[0], dtype=dtype)
+        return lut[codes]
 
     def isin(self, allowed) -> np.ndarray:
         return self.map(dict.fromkeys(allowed, True), missing=False, dtype=bool)
