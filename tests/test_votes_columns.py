@@ -1,9 +1,11 @@
 """Column helpers of the replay's fast paths, against plain counting in Python."""
 
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,3 +61,61 @@ def test_map_answers_each_row_from_its_value(values, codes, table, missing):
     assert columns.Encoded(values, codes).isin(allowed).tolist() == [
         c >= 0 and values[c] in allowed for c in codes.tolist()
     ]
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+INSTANTS = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59))
+
+
+def canonical(moment: datetime) -> str:
+    return (
+        f"{moment.year:04d}-"
+        + moment.strftime("%m-%dT%H:%M:%S.")
+        + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+@given(st.lists(INSTANTS, max_size=30), st.integers(0, 30))
+def test_canonical_us_is_arrows_cast_and_pythons_arithmetic(moments, cut):
+    texts = [canonical(m) for m in moments]
+    column = pa.chunked_array([texts[:cut], texts[cut:]], type=pa.string())
+    us = columns.canonical_us(column)
+    by_arrow = pc.cast(column, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+    by_python = [
+        (m.replace(microsecond=m.microsecond // 1000 * 1000, tzinfo=UTC) - EPOCH)
+        // timedelta(microseconds=1)
+        for m in moments
+    ]
+    assert us.dtype == np.int64 and us.tolist() == by_arrow == by_python
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-02-29T00:00:00.000Z", "2100-02-29T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
+     "0000-01-01T00:00:00.000Z", "2026-11-29T17:34:36.123+", "2026-11-29 17:34:36.123Z"],
+)  # fmt: skip
+def test_canonical_us_leaves_unreal_days_and_other_forms_to_arrow(text):
+    assert columns.canonical_us(pa.array(["2024-02-29T23:59:59.999Z", text])) is None
+    assert columns.canonical_us(pa.array(["2024-02-29T23:59:59.999Z"])).tolist() == [
+        1709251199999000
+    ]
+
+
+CHUNK = st.lists(st.one_of(st.none(), st.sampled_from(["x", "y", "z", "é"])), max_size=12)
+
+
+@given(a=st.lists(CHUNK, max_size=3), b=st.lists(CHUNK, max_size=3), encoded=st.booleans())
+def test_encode_gives_each_row_its_own_value_over_one_shared_list(a, b, encoded):
+    def column(chunks):
+        arrays = [pa.array(c, pa.string()) for c in chunks]
+        if encoded:
+            arrays = [pc.dictionary_encode(x) for x in arrays]
+        kind = pa.dictionary(pa.int32(), pa.string()) if encoded else pa.string()
+        return pa.chunked_array(arrays, type=kind)
+
+    first, second = columns.encode(column(a), column(b))
+    assert first.values is second.values or first.values == second.values
+    for got, chunks in ((first, a), (second, b)):
+        rows = [v for c in chunks for v in c]
+        assert [None if k < 0 else got.values[k] for k in got.codes.tolist()] == rows
+    assert len(set(first.values)) == len(first.values)
