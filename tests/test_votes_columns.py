@@ -1,7 +1,6 @@
 """Column helpers of the replay's fast paths, against plain counting in Python."""
 
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -60,44 +59,6 @@ def test_map_answers_each_row_from_its_value(values, codes, table, missing):
     allowed = [v for v in values if table.get(v, 0) > 0]
     assert columns.Encoded(values, codes).isin(allowed).tolist() == [
         c >= 0 and values[c] in allowed for c in codes.tolist()
-    ]
-
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-INSTANTS = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59))
-
-
-def canonical(moment: datetime) -> str:
-    return (
-        f"{moment.year:04d}-"
-        + moment.strftime("%m-%dT%H:%M:%S.")
-        + f"{moment.microsecond // 1000:03d}Z"
-    )
-
-
-@given(st.lists(INSTANTS, max_size=30), st.integers(0, 30))
-def test_canonical_us_is_arrows_cast_and_pythons_arithmetic(moments, cut):
-    texts = [canonical(m) for m in moments]
-    column = pa.chunked_array([texts[:cut], texts[cut:]], type=pa.string())
-    us = columns.canonical_us(column)
-    by_arrow = pc.cast(column, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
-    by_python = [
-        (m.replace(microsecond=m.microsecond // 1000 * 1000, tzinfo=UTC) - EPOCH)
-        // timedelta(microseconds=1)
-        for m in moments
-    ]
-    assert us.dtype == np.int64 and us.tolist() == by_arrow == by_python
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["2026-02-29T00:00:00.000Z", "2100-02-29T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
-     "0000-01-01T00:00:00.000Z", "2026-11-29T17:34:36.123+", "2026-11-29 17:34:36.123Z"],
-)  # fmt: skip
-def test_canonical_us_leaves_unreal_days_and_other_forms_to_arrow(text):
-    assert columns.canonical_us(pa.array(["2024-02-29T23:59:59.999Z", text])) is None
-    assert columns.canonical_us(pa.array(["2024-02-29T23:59:59.999Z"])).tolist() == [
-        1709251199999000
     ]
 
 

@@ -17,13 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arena_core.votes.arrow import indices, mask, numeric, strings, to_numpy
-from arena_core.votes.columns import (
-    Encoded,
-    canonical_timestamps,
-    canonical_us,
-    encode,
-    first_occurrences,
-)
+from arena_core.votes.columns import Encoded, canonical_timestamps, encode, first_occurrences
 from arena_core.votes.reasons import (
     BAD_TS,
     BAD_VOTE,
@@ -176,17 +170,12 @@ def _mask(values) -> np.ndarray:
 def _parse_timestamps(ts: pa.ChunkedArray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Microseconds since the epoch, and which rows' ``ts`` is accepted.
 
-    Only ``candidates`` (rows still valid) are parsed. A column of canonical values
-    naming real days is converted from its bytes (:func:`~arena_core.votes.columns.canonical_us`,
-    the same integers as Arrow's cast). Otherwise canonical values skip the regular
-    expression (they satisfy it by construction) and Arrow converts the accepted
-    strings; if it refuses one (30 February), Python's parser
+    Only ``candidates`` (rows still valid) are parsed. Canonical values skip
+    the regular expression (they satisfy it by construction). Arrow converts the
+    accepted strings; if it refuses one (30 February), Python's parser
     (:func:`~arena_core.votes.schema.parse_ts`) takes the whole column, and the
     two agree on everything else, so a row's fate never depends on its neighbours.
     """
-    fast = canonical_us(ts)
-    if fast is not None:  # every year 1 to 9999: all in range
-        return np.where(candidates, fast, 0), candidates.copy()
     if canonical_timestamps(ts):
         good = candidates.copy()
     else:

@@ -55,69 +55,19 @@ def canonical_timestamps(column) -> bool:
     expression can be skipped for them. Checked chunk by chunk, as bytes
     against the lowest and highest byte allowed at each position.
     """
-    return all(_canonical_matrix(chunk) is not None for chunk in _chunks(column))
-
-
-def canonical_us(column) -> np.ndarray | None:
-    """Microseconds since the epoch of every value, when all are canonical and name real
-    days of years 1 to 9999 (None otherwise: Arrow's parser decides those, see
-    ``votes.clean``). The same integers as Arrow's cast to a UTC timestamp, worked out
-    from the digits' bytes, without parsing a million strings."""
-    parts = []
     for chunk in _chunks(column):
-        m = _canonical_matrix(chunk)
-        if m is None:
-            return None
-        if not len(m):
-            continue
-        digits = m.astype(np.int32) - 48
-        year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
-        month, day = _two(digits, 5), _two(digits, 8)
-        if year.min() < 1 or np.any(day > _month_days(year, month)):  # e.g. 30 February
-            return None
-        seconds = _two(digits, 11) * 3600 + _two(digits, 14) * 60 + _two(digits, 17)
-        millis = digits[:, 20] * 100 + digits[:, 21] * 10 + digits[:, 22]
-        days = _days_from_civil(year.astype(np.int64), month, day)
-        parts.append((days * 86_400 + seconds) * 1_000_000 + millis * 1000)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
-def _canonical_matrix(chunk: pa.Array) -> np.ndarray | None:
-    """The chunk's byte matrix if every value is canonical; an empty chunk is."""
-    if len(chunk) == 0:
-        return np.zeros((0, len(CANONICAL_TS)), dtype=np.uint8)
-    m = byte_matrix(chunk)
-    if m is None or m.shape[1] != len(CANONICAL_TS):
-        return None
-    if not ((m >= _LOWEST) & (m <= _HIGHEST)).all():
-        return None
-    for start, low, high in _FIELD_RANGES:  # the same limits as the accepted pattern
-        value = (m[:, start].astype(np.int16) - 48) * 10 + (m[:, start + 1].astype(np.int16) - 48)
-        if value.min() < low or value.max() > high:
-            return None
-    return m
-
-
-def _two(digits: np.ndarray, start: int) -> np.ndarray:
-    return digits[:, start] * 10 + digits[:, start + 1]
-
-
-def _month_days(year: np.ndarray, month: np.ndarray) -> np.ndarray:
-    """Days in each month of the proleptic Gregorian calendar."""
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    days = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int32)[month]
-    return days + (leap & (month == 2))
-
-
-def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
-    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's days_from_civil,
-    https://howardhinnant.github.io/date_algorithms.html), on int64 arrays."""
-    y = year - (month <= 2)
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146_097 + doe - 719_468
+        m = byte_matrix(chunk)
+        if m is None or m.shape[1] != len(CANONICAL_TS):
+            return False
+        if not ((m >= _LOWEST) & (m <= _HIGHEST)).all():
+            return False
+        for start, low, high in _FIELD_RANGES:  # the same limits as the accepted pattern
+            value = (m[:, start].astype(np.int16) - 48) * 10 + (
+                m[:, start + 1].astype(np.int16) - 48
+            )
+            if value.min() < low or value.max() > high:
+                return False
+    return True
 
 
 def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
