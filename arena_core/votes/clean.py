@@ -117,8 +117,10 @@ def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *
 
 
 def _encode(table: pa.Table) -> dict[str, Encoded]:
+    # Each column over its own values (a dictionary as Parquet delivers it is then used
+    # as it is); only model_a and model_b share theirs, to be compared by code.
     names = [n for n in table.column_names if n in CATEGORICAL and n not in ("model_a", "model_b")]
-    out = dict(zip(names, encode(*(table.column(n) for n in names)), strict=True))
+    out = {name: encode(table.column(name))[0] for name in names}
     out["model_a"], out["model_b"] = encode(table.column("model_a"), table.column("model_b"))
     return out
 
