@@ -5,7 +5,6 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,25 +15,31 @@ from arena_core.votes.columns import may_repeat
 VALUES = st.lists(st.sampled_from(["aaaa", "abcd", "zzzz", "0000", "é€"]), max_size=40)
 
 
-@pytest.mark.parametrize("bits", [columns._BUCKET_BITS, 1])  # 1: every bucket crowded
 @given(values=VALUES, keep=st.lists(st.booleans(), max_size=40), limit=st.integers(1, 6))
-def test_may_repeat_is_false_only_when_no_value_is_that_frequent(bits, values, keep, limit):
+def test_may_repeat_is_false_only_when_no_value_is_that_frequent(values, keep, limit):
     picked = np.array([k < len(keep) and keep[k] for k in range(len(values))], dtype=bool)
     column = pa.chunked_array(
         [pa.array(values[:3], pa.string()), pa.array(values[3:], pa.string())]
     )
-    most = max(Counter(v for v, p in zip(values, picked, strict=True) if p).values(), default=0)
-    mp = pytest.MonkeyPatch()
-    mp.setattr(columns, "_BUCKET_BITS", bits)
-    try:
-        answer = may_repeat(column, limit, picked)
-    finally:
-        mp.undo()
+    chosen = [v for v, p in zip(values, picked, strict=True) if p]
+    most = max(Counter(chosen).values(), default=0)
+    answer = may_repeat(column, limit, picked)
     if most >= limit:
         assert answer
-    chosen = [v for v, p in zip(values, picked, strict=True) if p]
     if len({len(v.encode()) for v in chosen}) <= 1:  # one width: the fingerprints answer exactly
         assert answer == (most >= limit)
+
+
+@given(st.lists(st.binary(min_size=13, max_size=13), min_size=1, max_size=30), st.integers(1, 13))
+def test_fingerprints_of_equal_rows_are_equal_whatever_the_width(rows, width):
+    """Rows shorter than a word, whole words, and a last word overlapping the one before."""
+    m = np.frombuffer(b"".join(r[:width] for r in rows), dtype=np.uint8).reshape(len(rows), width)
+    prints = columns._fingerprints(m)
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            if rows[i][:width] == rows[j][:width]:
+                assert prints[i] == prints[j]
+    assert len(set(prints.tolist())) == len({r[:width] for r in rows})  # no collision here
 
 
 def test_may_repeat_answers_true_when_it_cannot_fingerprint():
