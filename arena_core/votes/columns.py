@@ -26,6 +26,8 @@ _HIGHEST = np.array([ord("9") if c == "d" else ord(c) for c in CANONICAL_TS], dt
 #: Two-digit fields of the canonical form: (position, lowest, highest) for the
 #: month, day, hour, minute and second.
 _FIELD_RANGES = ((5, 1, 12), (8, 1, 31), (11, 0, 23), (14, 0, 59), (17, 0, 59))
+#: Positions of the canonical form's literal bytes.
+_SEPARATORS = tuple(k for k, c in enumerate(CANONICAL_TS) if c != "d")
 #: Odd 64-bit multipliers for folding words into a fingerprint (any odd constants do).
 _MULTIPLIERS = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
@@ -66,6 +68,27 @@ def canonical_timestamps(column) -> bool:
                 m[:, start + 1].astype(np.int16) - 48
             )
             if value.min() < low or value.max() > high:
+                return False
+    return True
+
+
+def canonical_layout(column) -> bool:
+    """Whether every value is 24 bytes with the canonical form's separators in place
+    (``----T::.Z`` at 4, 7, 10, 13, 16, 19, 23), whatever the other 17 bytes hold.
+
+    A cheap first look (a few strided byte compares, no pass over every byte): of such
+    values, Arrow's timestamp parser accepts exactly the canonical ones naming a real
+    instant (digits in every other place, each field in range), which is the reader's
+    pattern plus real days; ``votes.clean`` relies on that, and the tests pin it.
+    """
+    for chunk in _chunks(column):
+        if not len(chunk):
+            continue
+        m = byte_matrix(chunk)
+        if m is None or m.shape[1] != len(CANONICAL_TS):
+            return False
+        for pos in _SEPARATORS:
+            if not np.all(m[:, pos] == _LOWEST[pos]):
                 return False
     return True
 
