@@ -88,3 +88,12 @@ def test_the_leaderboard_command_never_imports_pandas(tmp_path):
                           cwd=ROOT, check=True)  # fmt: skip
     assert done.stderr.split()[-2:] == ["False", "0"], done.stderr
     assert json.loads(done.stdout)["votes_used"] == 12  # 13 rows, one flagged
+
+
+@given(st.lists(st.one_of(st.none(), st.text(max_size=3)), max_size=30), st.integers(0, 9))
+def test_null_or_empty_matches_arrows_own_checks(values, start):
+    column = pa.array(values, pa.string()).slice(min(start, len(values)))
+    chunked = pa.chunked_array([column, pa.array([], pa.string()), column], type=pa.string())
+    expected = [v is None or v == "" for v in values[min(start, len(values)) :]]
+    assert arrow.null_or_empty(column).tolist() == expected
+    assert arrow.null_or_empty(chunked).tolist() == expected * 2

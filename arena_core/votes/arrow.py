@@ -115,3 +115,22 @@ def nonempty(lists) -> np.ndarray:
     """Which rows of a list column hold at least one item (a null list holds none)."""
     lengths = pc.list_value_length(lists)
     return to_numpy(pc.fill_null(lengths, scalar(0, lengths.type))) > 0
+
+
+def null_or_empty(strings_column) -> np.ndarray:
+    """Which rows of a string column are null or the empty string, from its validity
+    bitmap and offsets (no comparison of a million strings)."""
+    chunks = (
+        strings_column.chunks if isinstance(strings_column, pa.ChunkedArray) else [strings_column]
+    )
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in chunks:
+        n, start = len(chunk), chunk.offset
+        if n == 0:
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=start + n + 1)[start:]
+        out = offsets[1:] == offsets[:-1]
+        if chunk.null_count:
+            out |= ~_bits(chunk.buffers()[0], start, n)
+        parts.append(out)
+    return np.concatenate(parts)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arena_core.votes.arrow import indices, mask, numeric, strings, to_numpy
+from arena_core.votes.arrow import indices, mask, null_or_empty, numeric, to_numpy
 from arena_core.votes.columns import (
     Encoded,
     canonical_layout,
@@ -150,9 +150,10 @@ def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter, la
             missing |= (e.codes < 0) | e.isin([""])
         else:
             col = table.column(name)
-            missing |= _mask(pc.is_null(col))
             if pa.types.is_string(col.type):
-                missing |= _mask(pc.equal(col, strings([""])[0]))
+                missing |= null_or_empty(col)
+            else:
+                missing |= _mask(pc.is_null(col))
     mark(missing, MISSING)
     versions = pc.is_in(
         table.column("schema_version"),
