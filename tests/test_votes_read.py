@@ -583,36 +583,3 @@ def test_scan_lines_agrees_with_counting_and_the_pattern_on_the_whole_file(
     path = tmp_path / "votes-h.jsonl"
     path.write_bytes(data)
     assert read._scan_lines(path) == (data.count(b"\n"), has_hazard_line(data))
-
-
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(kinds=st.lists(st.sampled_from(["clean", "damaged", "cut", "parquet", "broken", "dup"]),
-                      min_size=2, max_size=6))  # fmt: skip
-def test_files_read_at_once_give_what_one_reader_gives(tmp_path, monkeypatch, kinds):
-    """Several readers (one per core) against one: the same rows, in the same order, and
-    the same skip counts, in the same order (the warning prints them)."""
-    folder = tmp_path / f"log-{len(list(tmp_path.iterdir()))}"
-    folder.mkdir()
-    for n, kind in enumerate(kinds):
-        rows = [record(10 * n + k, vote="ab"[k % 2]) for k in range(4)]
-        lines = [dumps(r) for r in rows]
-        if kind == "parquet":
-            pq.write_table(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), folder / f"{n}.parquet")
-        elif kind == "broken":
-            (folder / f"{n}.parquet").write_bytes(b"PAR1 not parquet")
-        else:
-            if kind == "damaged":
-                lines[1] = '{"vote_id": 5'
-            elif kind == "dup":
-                lines[2] = dumps(record(0))
-            text = "\n".join(lines) + ("" if kind == "cut" else "\n")
-            (folder / f"{n}.jsonl").write_text(text[:-3] if kind == "cut" else text)
-    monkeypatch.setattr(read, "_READERS", 1)
-    alone = read_votes(folder)
-    monkeypatch.setattr(read, "_READERS", 3)
-    together = read_votes(folder)
-    assert together.table.equals(alone.table) and np.array_equal(together.ts_us, alone.ts_us)
-    assert list(together.skipped.items()) == list(alone.skipped.items())
-    assert together.files == alone.files == len(kinds)

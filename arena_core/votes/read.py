@@ -16,11 +16,9 @@ and a repeated ``vote_id`` keeps its first (earliest) row.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import mmap
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -42,10 +40,6 @@ log = logging.getLogger(__name__)
 _DICT = pa.dictionary(pa.int32(), pa.string())
 #: Bytes per block of Arrow's parallel JSON parser (4 MiB measured fastest on 2 cores).
 _JSON_BLOCK = 4 << 20
-#: Vote files read at once, one per core: Arrow's streaming JSON reader parses a file on
-#: one core (four JSONL shards took 4 s of CPU one after another on the 2-core bench
-#: machine), and releases the GIL while it does.
-_READERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 #: Bytes of a JSONL file judged at a time before Arrow reads it (see ``_scan_lines``).
 _SCAN_WINDOW = 16 << 20
 _FIELD_TYPES = {f.name: f.type for f in FIELDS}
@@ -81,24 +75,27 @@ def read_votes(
     """
     wanted = _wanted_columns(columns)
     files = vote_files(paths)
-    read = functools.partial(_read_file, wanted=wanted, fastchat_all=fastchat_all,
-                             fastchat_arena=fastchat_arena)  # fmt: skip
-    readers = min(len(files), _READERS)
-    if readers > 1:  # Arrow parses a JSONL file on one core, and frees the GIL meanwhile
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=readers, thread_name_prefix="vote-reader") as pool:
-            results = list(pool.map(read, files))
-    else:
-        results = [read(file) for file in files]
     skipped: Counter = Counter()
     tables = []
-    for table, counts in results:  # in file order: the counts' order is the files'
-        for reason, count in counts.items():
-            skipped[reason] += count
-        if table is not None:
-            tables.append(table)
-    del results
+    for path, kind in files:
+        try:
+            if kind == "parquet":
+                table = _read_parquet(path, wanted)
+            elif kind == "fastchat":
+                table = fastchat.read_export(
+                    path, skipped, keep_all=fastchat_all, arena=fastchat_arena
+                )
+            else:
+                table = _read_jsonl(path, skipped, wanted)
+            tables.append(_categorical(table.select(wanted)))
+            del table
+            # Arrow's allocator keeps freed pages for reuse; hand back the parsed
+            # columns we just dropped, so peak memory stays near what we keep.
+            pa.default_memory_pool().release_unused()
+        except (OSError, pa.ArrowException, ValueError, RecursionError) as exc:
+            log.error("skipping unreadable vote file %s: %s", path, type(exc).__name__ if
+                      isinstance(exc, RecursionError) else exc)  # fmt: skip
+            skipped[UNREADABLE] += 1
     schema = _categorical_schema(wanted)
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     votes = clean(table, skipped, _asked(columns), now_us=now_us)
@@ -106,31 +103,6 @@ def read_votes(
     if skipped:
         log.warning("skipped %d vote rows: %s", sum(skipped.values()), dict(skipped))
     return votes
-
-
-def _read_file(file: tuple[Path, str], *, wanted: list[str], fastchat_all: bool,
-               fastchat_arena: str) -> tuple[pa.Table | None, Counter]:  # fmt: skip
-    """One vote file's wanted columns (None if unreadable) and the rows it skipped."""
-    path, kind = file
-    skipped: Counter = Counter()
-    try:
-        if kind == "parquet":
-            table = _read_parquet(path, wanted)
-        elif kind == "fastchat":
-            table = fastchat.read_export(path, skipped, keep_all=fastchat_all, arena=fastchat_arena)
-        else:
-            table = _read_jsonl(path, skipped, wanted)
-        kept = _categorical(table.select(wanted))
-        del table
-        # Arrow's allocator keeps freed pages for reuse; hand back the parsed
-        # columns we just dropped, so peak memory stays near what we keep.
-        pa.default_memory_pool().release_unused()
-        return kept, skipped
-    except (OSError, pa.ArrowException, ValueError, RecursionError) as exc:
-        log.error("skipping unreadable vote file %s: %s", path, type(exc).__name__ if
-                  isinstance(exc, RecursionError) else exc)  # fmt: skip
-        skipped[UNREADABLE] += 1
-        return None, skipped
 
 
 def _categorical_schema(names) -> pa.Schema:
