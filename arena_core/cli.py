@@ -20,7 +20,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from arena_core.board_row import format_table, write_board
-from arena_core.judges.commands import add_commands as add_judge_commands
 from arena_core.leaderboard import (
     BOARD_COLUMNS,
     METHODS,
@@ -30,8 +29,6 @@ from arena_core.leaderboard import (
     board_from_votes,
 )
 from arena_core.ratings.bt import NotIdentifiableError
-from arena_core.registry import RegistryError, load_registry
-from arena_core.registry.check import add_commands as add_registry_commands
 from arena_core.scale.cli_options import add_counts_command, add_scale_options
 from arena_core.simulation import SCENARIOS, scenario
 from arena_core.snapshots import source as snapshot_source
@@ -72,8 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.run(args)
-    except (RegistryError, FileNotFoundError, NotIdentifiableError, KeyError,
-            ValueError) as exc:  # fmt: skip
+    # RegistryError is a ValueError too (not imported: the registry's loader imports YAML).
+    except (FileNotFoundError, NotIdentifiableError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {message}", file=sys.stderr)
         return 2
@@ -202,6 +199,8 @@ def _parser(every_command: bool = True) -> argparse.ArgumentParser:
     add_counts_command(sub)
     if every_command:
         from arena_core.analysis.commands import add_commands as add_analysis_commands
+        from arena_core.judges.commands import add_commands as add_judge_commands
+        from arena_core.registry.check import add_commands as add_registry_commands
 
         add_judge_commands(sub)
         add_analysis_commands(sub)
@@ -305,7 +304,7 @@ def _leaderboard(args) -> int:
     )
     window = Window.parse(args.since, args.until)
     args = snapshot_source.resolve(args)  # --repo: the revision's votes and registry
-    registry = load_registry(args.registry) if args.registry else None
+    registry = _registry(args.registry)
     if args.style_control:
         return _style_board(args, registry)
     from arena_core.scale.commands import scaled_boards  # DuckDB is imported only when used
@@ -354,6 +353,16 @@ def _style_board(args, registry) -> int:
     else:
         sys.stdout.write(style_table(board, _titles(registry, args.arena)) + "\n")
     return 0
+
+
+def _registry(path: str | None):
+    """The registry at ``path``, or None. Imported here: the loader imports YAML, which a
+    board without a registry does not need."""
+    if path is None:
+        return None
+    from arena_core.registry import load_registry
+
+    return load_registry(path)
 
 
 def _prior_weight(text: str) -> float | None:

@@ -15,21 +15,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow.compute as pc
 
 from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.elo import EloState, sequential_elo
 from arena_core.ratings.scale import ANCHOR
-from arena_core.registry import Arena
+from arena_core.votes.arrow import nonempty
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import VOTES
 from arena_core.window import ALL_TIME, Window
 
-if TYPE_CHECKING:  # the leaderboard imports this module
+if TYPE_CHECKING:  # the leaderboard imports this module; the registry imports YAML
     from arena_core.leaderboard import BoardParams
+    from arena_core.registry import Arena
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,7 @@ def voter_kind_mask(votes: VoteTable, voter_kind: str) -> np.ndarray:
 
 def flagged_mask(votes: VoteTable) -> np.ndarray:
     """Votes that carry a flag (e.g. rate-limited): left out of ratings unless asked for."""
-    lengths = pc.list_value_length(votes.column("flags")).to_numpy(zero_copy_only=False)
-    return np.nan_to_num(lengths.astype(float)) > 0
+    return nonempty(votes.column("flags"))
 
 
 def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
@@ -128,7 +127,7 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
         keep &= ~anomalous
     model_a, model_b = enc["model_a"], enc["model_b"]
     if entrants is None:
-        used = np.union1d(model_a.codes[keep], model_b.codes[keep])
+        used = _models_in(model_a.codes[keep], model_b.codes[keep], len(model_a.values))
         entrants = [Entrant(i, i) for i in sorted(model_a.values[k] for k in used)]
     index = {e.id: k for k, e in enumerate(entrants)}
     a, b = model_a.map(index), model_b.map(index)
@@ -140,3 +139,14 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     outcome = enc["vote"].map({v: k for k, v in enumerate(VOTES)})
     return Selection(list(entrants), a[keep], b[keep], outcome[keep], votes.ts_us[keep],
                      +skipped, window)  # fmt: skip
+
+
+def _models_in(a: np.ndarray, b: np.ndarray, values: int) -> np.ndarray:
+    """The sorted distinct codes of ``a`` and ``b`` (``np.union1d``) without sorting two
+    million codes: they index ``values`` distinct models."""
+    if (len(a) and a.min() < 0) or (len(b) and b.min() < 0):  # nulls: as union1d has them
+        return np.union1d(a, b)
+    present = np.zeros(values, dtype=bool)
+    present[a] = True
+    present[b] = True
+    return np.flatnonzero(present)

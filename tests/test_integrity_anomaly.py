@@ -195,3 +195,13 @@ def test_a_log_without_voters_flags_no_one_and_the_result_is_remembered():
         Counter(),
     )
     assert not anomalous_votes(no_column).any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(vote_rows, max_size=60), first=st.integers(1, 20))
+def test_a_log_where_no_one_reaches_the_first_checkpoint_is_not_tested(rows, first):
+    """anomalous_votes skips the test when no voter can reach the first checkpoint; its
+    mask is the test's own, whether or not it skipped."""
+    params = AnomalyParams(alpha=0.3, checks=(first, first + 1, first + 3))
+    table = table_of(votes_of(rows))
+    assert np.array_equal(anomalous_votes(table, params), detect(table, params).mask)

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arena_core.ratings import ANCHOR, SCALE, expected_score
 from arena_core.ratings.counts import (
@@ -90,3 +92,26 @@ def test_pair_data_lists_each_met_pair_once_with_draws_pooled():
     assert list(zip(pairs.i.tolist(), pairs.j.tolist(), strict=True)) == [(0, 2), (2, 3)]
     assert pairs.win_i.tolist() == [2, 0] and pairs.win_j.tolist() == [1, 0]
     assert pairs.draws.tolist() == [1, 1]
+
+
+@given(
+    votes=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=40)
+)
+def test_count_pairs_tallies_each_vote_in_its_cell(votes):
+    """Against a plain loop over the votes (codes: a wins, b wins, tie, both bad)."""
+    votes = [(a, b, o) for a, b, o in votes if a != b]
+    wins, ties, both = (np.zeros((4, 4), dtype=np.int64) for _ in range(3))
+    for a, b, o in votes:
+        if o == 0:
+            wins[a, b] += 1
+        elif o == 1:
+            wins[b, a] += 1
+        else:
+            drawn = ties if o == 2 else both
+            drawn[a, b] += 1
+            drawn[b, a] += 1
+    arrays = [np.array([v[k] for v in votes], dtype=np.int64) for k in range(3)]
+    counts = count_pairs(4, *arrays)
+    assert counts.wins.dtype.kind == "i"
+    for got, want in ((counts.wins, wins), (counts.ties, ties), (counts.both_bad, both)):
+        assert got.tolist() == want.tolist()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from arena_core.votes import clean as vote_clean
 from arena_core.votes import read, reasons
+from arena_core.votes.lines import has_hazard_line
 from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
@@ -552,7 +553,7 @@ def test_a_bare_null_line_in_memory_is_skipped_too():
 def test_scan_lines_counts_newlines_and_finds_a_bare_null_across_chunks(tmp_path, monkeypatch):
     """In process (mutation testing sees only in-process calls): the scan that routes a file
     with a line beginning with null away from Arrow, with chunks smaller than a line."""
-    monkeypatch.setattr(read, "_JSON_BLOCK", 3)
+    monkeypatch.setattr(read, "_SCAN_WINDOW", 3)
     path = tmp_path / "votes-x.jsonl"
     cases = [(b"", (0, False)), (b'{"a": 1}\n', (1, False)), (b'{"a": 1}\n  null \r\n', (2, True)),
              (b"null", (0, True)), (b'{"x": "null"}\n"null"\n nul\n', (3, False)), (b'{"a": 1}\nnull,\n', (2, True)),
@@ -560,3 +561,25 @@ def test_scan_lines_counts_newlines_and_finds_a_bare_null_across_chunks(tmp_path
     for data, expected in cases:
         path.write_bytes(data)
         assert read._scan_lines(path) == expected, data
+
+
+LINE_PARTS = st.sampled_from([b'{"a": 1}', b"null", b" ", b"\t", b"\r", b"\xef\xbb\xbf", b"\xbf",
+                              b'"null"', b"nul", b"x" * 40, b""])  # fmt: skip
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.lists(LINE_PARTS, max_size=4).map(b"".join), max_size=12),
+    end=st.sampled_from([b"", b"\n"]),
+    window=st.integers(1, 64),
+)
+def test_scan_lines_agrees_with_counting_and_the_pattern_on_the_whole_file(
+    tmp_path, monkeypatch, lines, end, window
+):
+    """The mapped, windowed scan against bytes.count and has_hazard_line on the whole file,
+    windows from one byte (every line longer than its window) to several lines."""
+    monkeypatch.setattr(read, "_SCAN_WINDOW", window)
+    data = b"\n".join(lines) + end
+    path = tmp_path / "votes-h.jsonl"
+    path.write_bytes(data)
+    assert read._scan_lines(path) == (data.count(b"\n"), has_hazard_line(data))

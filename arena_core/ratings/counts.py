@@ -91,13 +91,18 @@ def count_pairs(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
     b = np.asarray(b, dtype=np.int64)
     outcome = np.asarray(outcome, dtype=np.int64)
     cells = n_items * n_items
-    # One bincount per outcome over the flattened (a, b) cell.
     flat = a * n_items + b
-    per = []
-    for k in range(4):
-        chosen = outcome == k
-        w = None if weights is None else np.asarray(weights, dtype=float)[chosen]
-        per.append(np.bincount(flat[chosen], weights=w, minlength=cells).reshape(n_items, n_items))
+    if weights is None:  # one bincount over (cell, outcome): a single pass over the votes
+        both = np.bincount(flat * 4 + outcome, minlength=cells * 4).reshape(n_items, n_items, 4)
+        per = [both[:, :, k] for k in range(4)]
+    else:  # one weighted bincount per outcome over the flattened (a, b) cell
+        per = []
+        for k in range(4):
+            chosen = outcome == k
+            w = np.asarray(weights, dtype=float)[chosen]
+            per.append(
+                np.bincount(flat[chosen], weights=w, minlength=cells).reshape(n_items, n_items)
+            )
     wins = per[A_WINS] + per[B_WINS].T
     return PairCounts(
         wins=wins, ties=per[TIE] + per[TIE].T, both_bad=per[BOTH_BAD] + per[BOTH_BAD].T

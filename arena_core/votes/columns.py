@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arena_core.votes.arrow import indices, numeric, scalar, to_numpy
+
 #: The canonical timestamp, byte by byte: 'd' is any digit, other bytes are literal.
 CANONICAL_TS = "dddd-dd-ddTdd:dd:dd.dddZ"
 _LOWEST = np.array([ord("0") if c == "d" else ord(c) for c in CANONICAL_TS], dtype=np.uint8)
@@ -24,6 +26,8 @@ _HIGHEST = np.array([ord("9") if c == "d" else ord(c) for c in CANONICAL_TS], dt
 #: Two-digit fields of the canonical form: (position, lowest, highest) for the
 #: month, day, hour, minute and second.
 _FIELD_RANGES = ((5, 1, 12), (8, 1, 31), (11, 0, 23), (14, 0, 59), (17, 0, 59))
+#: Positions of the canonical form's literal bytes.
+_SEPARATORS = tuple(k for k, c in enumerate(CANONICAL_TS) if c != "d")
 #: Odd 64-bit multipliers for folding words into a fingerprint (any odd constants do).
 _MULTIPLIERS = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
@@ -68,6 +72,27 @@ def canonical_timestamps(column) -> bool:
     return True
 
 
+def canonical_layout(column) -> bool:
+    """Whether every value is 24 bytes with the canonical form's separators in place
+    (``----T::.Z`` at 4, 7, 10, 13, 16, 19, 23), whatever the other 17 bytes hold.
+
+    A cheap first look (a few strided byte compares, no pass over every byte): of such
+    values, Arrow's timestamp parser accepts exactly the canonical ones naming a real
+    instant (digits in every other place, each field in range), which is the reader's
+    pattern plus real days; ``votes.clean`` relies on that, and the tests pin it.
+    """
+    for chunk in _chunks(column):
+        if not len(chunk):
+            continue
+        m = byte_matrix(chunk)
+        if m is None or m.shape[1] != len(CANONICAL_TS):
+            return False
+        for pos in _SEPARATORS:
+            if not np.all(m[:, pos] == _LOWEST[pos]):
+                return False
+    return True
+
+
 def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
     """For the rows ``rows`` of ``column`` (default: all, in order), which hold a value
     not seen in an earlier one of them."""
@@ -77,7 +102,7 @@ def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
         values = (
             column
             if rows is None
-            else pa.chunked_array(chunks, type=pa.string()).take(pa.array(rows))
+            else pa.chunked_array(chunks, type=pa.string()).take(indices(rows))
         )
         return _first_by_dictionary(values)
     prints = np.concatenate([_fingerprints(m) for m in matrices])
@@ -92,10 +117,34 @@ def first_occurrences(column, rows: np.ndarray | None = None) -> np.ndarray:
     # Equal fingerprints are candidates only: confirm with the values themselves.
     candidates = np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
     picked = candidates if rows is None else rows[candidates]
-    values = pa.chunked_array(chunks, type=pa.string()).take(pa.array(picked))
+    values = pa.chunked_array(chunks, type=pa.string()).take(indices(picked))
     first = np.ones(n, dtype=bool)
     first[candidates[~_first_by_dictionary(values)]] = False
     return first
+
+
+def may_repeat(column, limit: int, rows: np.ndarray | None = None) -> bool:
+    """Whether some value may occur ``limit`` times or more among the rows picked by the
+    boolean mask ``rows`` (default: all) of a string column.
+
+    False is certain: equal strings have equal fingerprints, so no value is more frequent
+    than its fingerprint. Only fixed-width columns without nulls among the rows are
+    fingerprinted; anything else, and fingerprints that repeat ``limit`` times (a value
+    that does, or a collision), answer True.
+    """
+    if rows is not None and not rows.all():
+        column = column.filter(numeric(rows))
+    chunks = _chunks(column)
+    matrices = [byte_matrix(chunk) for chunk in chunks if len(chunk)]
+    if not matrices:
+        return False
+    if any(m is None for m in matrices) or len({m.shape[1] for m in matrices}) > 1:
+        return True
+    prints = np.concatenate([_fingerprints(m) for m in matrices])
+    if len(prints) < limit:
+        return False
+    ordered = np.sort(prints)  # numpy sorts a million 64-bit keys in about 10 ms
+    return bool(np.any(ordered[limit - 1 :] == ordered[: len(ordered) - limit + 1]))
 
 
 def _chunks(column) -> list[pa.Array]:
@@ -106,22 +155,30 @@ def _fingerprints(m: np.ndarray) -> np.ndarray:
     """Fold each row of bytes into a 64-bit number (wrapping arithmetic).
 
     Rows are read as 8-byte words straight from the buffer (a strided view, no
-    copy); the last partial word is read byte by byte.
+    copy); a partial last word is read as the row's last eight bytes (overlapping the
+    word before it), or byte by byte in rows shorter than a word.
     """
     m = np.ascontiguousarray(m)
     n, width = m.shape
-    full = width // 8
     out = np.zeros(n, dtype=np.uint64)
+    starts = list(range(0, width - 7, 8))
+    if width % 8 and width > 8:
+        starts.append(width - 8)
     with np.errstate(over="ignore"):
-        for k in range(full + (width % 8 > 0)):
-            if k < full:
-                word = np.ndarray((n,), "<u8", buffer=m, offset=8 * k, strides=(width,))
-            else:
-                word = np.zeros(n, dtype=np.uint64)
-                for j, byte in enumerate(range(8 * full, width)):
-                    word |= m[:, byte].astype(np.uint64) << np.uint64(8 * j)
-            out = (out ^ word) * _MULTIPLIERS[k % len(_MULTIPLIERS)]
-            out ^= out >> np.uint64(29)
+        for k, start in enumerate(starts):
+            word = np.ndarray((n,), "<u8", buffer=m, offset=start, strides=(width,))
+            out = _fold(out, word, k)
+        if width < 8:
+            word = np.zeros(n, dtype=np.uint64)
+            for j in range(width):
+                word |= m[:, j].astype(np.uint64) << np.uint64(8 * j)
+            out = _fold(out, word, 0)
+    return out
+
+
+def _fold(out: np.ndarray, word: np.ndarray, k: int) -> np.ndarray:
+    out = (out ^ word) * _MULTIPLIERS[k % len(_MULTIPLIERS)]
+    out ^= out >> np.uint64(29)
     return out
 
 
@@ -129,7 +186,8 @@ def _first_by_dictionary(column) -> np.ndarray:
     """General path: dictionary codes are assigned in order of first appearance."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    codes = pc.dictionary_encode(column).indices.to_numpy(zero_copy_only=False)
+    codes = pc.dictionary_encode(column).indices
+    codes = to_numpy(pc.fill_null(codes, scalar(-1, codes.type)))  # nulls: one more value
     first = np.zeros(len(codes), dtype=bool)
     first[np.unique(codes, return_index=True)[1]] = True
     return first
@@ -150,7 +208,11 @@ class Encoded:
     def map(self, table: dict, missing=-1, dtype=np.int64) -> np.ndarray:
         """Each row's ``table[value]`` (``missing`` for nulls and absent values)."""
         lut = np.array([table.get(v, missing) for v in self.values] + [missing], dtype=dtype)
-        return lut[self.codes]
+        codes = self.codes
+        # One answer for every row (e.g. a log of one arena): no gather over a million codes.
+        if len(codes) and np.all(lut[:-1] == lut[0]) and (lut[-1] == lut[0] or codes.min() >= 0):
+            return np.full(len(codes), lut[0], dtype=dtype)
+        return lut[codes]
 
     def isin(self, allowed) -> np.ndarray:
         return self.map(dict.fromkeys(allowed, True), missing=False, dtype=bool)
@@ -186,5 +248,9 @@ def _chunk_codes(chunk: pa.Array, index: dict[str, int]) -> np.ndarray:
         [-1 if v is None else index.setdefault(v, len(index)) for v in dictionary] + [-1],
         dtype=np.int32,
     )
-    indices = pc.fill_null(chunk.indices, len(dictionary)).to_numpy(zero_copy_only=False)
-    return remap[indices]
+    codes = chunk.indices
+    if codes.null_count:
+        codes = pc.fill_null(codes, scalar(len(dictionary), codes.type))
+    elif np.array_equal(remap[:-1], np.arange(len(dictionary))):  # codes already: no gather
+        return to_numpy(codes).astype(np.int32, copy=False)
+    return remap[to_numpy(codes)]

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 _DICT = pa.dictionary(pa.int32(), pa.string())
 #: Bytes per block of Arrow's parallel JSON parser (4 MiB measured fastest on 2 cores).
 _JSON_BLOCK = 4 << 20
+#: Bytes of a JSONL file judged at a time before Arrow reads it (see ``_scan_lines``).
+_SCAN_WINDOW = 16 << 20
 _FIELD_TYPES = {f.name: f.type for f in FIELDS}
 
 
@@ -215,17 +219,43 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
 
 def _scan_lines(path: Path) -> tuple[int, bool]:
     """The file's newlines, and whether a line must never start a block of Arrow's parser
-    (:func:`~arena_core.votes.tolerant.has_hazard_line`)."""
-    count, tail, null_line = 0, b"", False
-    with path.open("rb") as f:
-        while chunk := f.read(_JSON_BLOCK):
-            count += chunk.count(b"\n")
-            if not null_line:  # complete lines only; a line cut by the chunk waits for its end
-                window = tail + chunk
-                cut = window.rfind(b"\n") + 1
-                null_line = has_hazard_line(window, 0, cut)
-                tail = window[cut:]
-    return count, null_line or has_hazard_line(tail)
+    (:func:`~arena_core.votes.tolerant.has_hazard_line`).
+
+    The file is mapped, not read: no copy of its bytes is made, newlines are counted by
+    numpy, and the pattern runs over the mapping. It goes window by window, each ending
+    after a newline (so every line is judged whole, from its start), and each window's
+    pages leave the process's memory once judged.
+    """
+    if path.stat().st_size == 0:
+        return 0, False
+    count, null_line = 0, False
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        size, start = len(mapped), 0
+        while start < size:
+            end = mapped.rfind(b"\n", start, start + _SCAN_WINDOW) + 1
+            if end <= start:  # a line longer than the window: the window takes it whole
+                end = mapped.find(b"\n", start + _SCAN_WINDOW) + 1 or size
+            count += _newlines(mapped, start, end)
+            null_line = null_line or has_hazard_line(mapped, start, end)
+            _forget(mapped, start, end)
+            start = end
+    return count, null_line
+
+
+def _newlines(mapped: mmap.mmap, start: int, end: int) -> int:
+    view = np.frombuffer(mapped, dtype=np.uint8, count=end - start, offset=start)
+    try:
+        return int(np.count_nonzero(view == ord("\n")))
+    finally:
+        del view  # the map cannot close while numpy holds its buffer
+
+
+def _forget(mapped: mmap.mmap, start: int, end: int) -> None:
+    """Drop the mapped pages of ``[start, end)`` from the process (the file's pages stay in
+    the page cache for Arrow), so a mapped shard never adds its size to peak memory."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:

@@ -1,0 +1,136 @@
+"""Arrow arrays to and from numpy through their buffers, without importing pandas.
+
+``pa.array``, ``pa.scalar`` and compute functions handed a Python value all ask
+pyarrow's pandas shim whether the input is a pandas object, and ``to_numpy``
+goes through Arrow's pandas conversion; the first of either imports pandas:
+0.25 to 0.35 s of a fresh ``leaderboard`` run on the 2-core bench machine, for a
+library the replay never uses. The arrays a replay moves across are row indices,
+masks, codes and short lists of allowed values, so they cross here through their
+buffers (``pa.Array.from_buffers``, ``np.frombuffer``), which asks pyarrow
+nothing. Values are the same as ``pa.array`` and ``to_numpy`` give (tests compare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_NUMERIC = {
+    np.dtype(np.int8): pa.int8(),
+    np.dtype(np.int16): pa.int16(),
+    np.dtype(np.int32): pa.int32(),
+    np.dtype(np.int64): pa.int64(),
+    np.dtype(np.uint8): pa.uint8(),
+    np.dtype(np.uint16): pa.uint16(),
+    np.dtype(np.uint32): pa.uint32(),
+    np.dtype(np.uint64): pa.uint64(),
+    np.dtype(np.float32): pa.float32(),
+    np.dtype(np.float64): pa.float64(),
+}
+
+
+def numeric(values: np.ndarray) -> pa.Array:
+    """A 1-D numeric numpy array as an Arrow array of the same type, no nulls (zero copy
+    when ``values`` is contiguous); booleans become a bit-packed boolean array."""
+    values = np.ascontiguousarray(values)
+    if values.ndim != 1:
+        raise ValueError(f"expected a 1-D array, got shape {values.shape}")
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    try:
+        kind = _NUMERIC[values.dtype]
+    except KeyError:
+        raise TypeError(f"no Arrow type for numpy dtype {values.dtype}") from None
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def indices(rows) -> pa.Array:
+    """Row positions (any integer array) as Arrow int64, for ``take``."""
+    return numeric(np.asarray(rows, dtype=np.int64))
+
+
+def strings(values: Sequence[str]) -> pa.Array:
+    """A short list of Python strings as an Arrow string array (e.g. a ``value_set``)."""
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(v) for v in encoded], out=offsets[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), data])
+
+
+def scalar(value, kind: pa.DataType) -> pa.Scalar:
+    """A numeric Arrow scalar of type ``kind`` (e.g. the fill value of ``pc.fill_null``)."""
+    return numeric(np.array([value], dtype=kind.to_pandas_dtype()))[0]
+
+
+def to_numpy(values) -> np.ndarray:
+    """A numeric or boolean Arrow array (or chunked array) without nulls, as numpy: a
+    read-only view of the buffer when it has one chunk, booleans unpacked to ``bool``."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if len(chunks) == 1:
+        return _chunk_numpy(chunks[0])
+    kind = np.bool_ if pa.types.is_boolean(values.type) else values.type.to_pandas_dtype()
+    return np.concatenate([np.zeros(0, dtype=kind), *(_chunk_numpy(c) for c in chunks)])
+
+
+def mask(values) -> np.ndarray:
+    """A boolean Arrow array (or chunked array) as a numpy mask, nulls as False."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = [_chunk_numpy(c, nulls_false=True) for c in chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate([np.zeros(0, dtype=bool), *parts])
+
+
+def _chunk_numpy(arr: pa.Array, *, nulls_false: bool = False) -> np.ndarray:
+    boolean = pa.types.is_boolean(arr.type)
+    if arr.null_count and not (nulls_false and boolean):
+        raise ValueError("the array has nulls")
+    if nulls_false and not boolean:
+        raise TypeError(f"expected a boolean array, got {arr.type}")
+    n, start = len(arr), arr.offset
+    if boolean:
+        out = _bits(arr.buffers()[1], start, n)
+        if arr.null_count:
+            out &= _bits(arr.buffers()[0], start, n)
+        return out
+    if n == 0:
+        return np.zeros(0, dtype=arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dtype=arr.type.to_pandas_dtype(), count=start + n)[
+        start:
+    ]
+
+
+def _bits(buffer, start: int, n: int) -> np.ndarray:
+    """``n`` bits of an Arrow bitmap from bit ``start``, as bools."""
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    packed = np.frombuffer(buffer, dtype=np.uint8, count=(start + n + 7) // 8)
+    return np.unpackbits(packed, bitorder="little", count=start + n)[start:].astype(bool)
+
+
+def nonempty(lists) -> np.ndarray:
+    """Which rows of a list column hold at least one item (a null list holds none)."""
+    lengths = pc.list_value_length(lists)
+    return to_numpy(pc.fill_null(lengths, scalar(0, lengths.type))) > 0
+
+
+def null_or_empty(strings_column) -> np.ndarray:
+    """Which rows of a string column are null or the empty string, from its validity
+    bitmap and offsets (no comparison of a million strings)."""
+    chunks = (
+        strings_column.chunks if isinstance(strings_column, pa.ChunkedArray) else [strings_column]
+    )
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in chunks:
+        n, start = len(chunk), chunk.offset
+        if n == 0:
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=start + n + 1)[start:]
+        out = offsets[1:] == offsets[:-1]
+        if chunk.null_count:
+            out |= ~_bits(chunk.buffers()[0], start, n)
+        parts.append(out)
+    return np.concatenate(parts)
