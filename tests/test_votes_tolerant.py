@@ -140,6 +140,23 @@ def test_only_lines_arrow_alone_can_refuse_restart_the_stream(monkeypatch):
     assert streams == 1 + 10
 
 
+def test_a_line_arrow_refuses_by_naming_the_next_row_costs_one_restart(monkeypatch):
+    # Arrow names the row after "{...} 5}" (the 5 starts a row of its own): the line
+    # before the named one is judged apart too, or each later line would be, one restart
+    # each, until the stream ran out.
+    lines = [line(k) for k in range(30)]
+    lines[7] = line(7) + b" 5}"
+    opened = []
+    open_json = tolerant.pj.open_json
+    monkeypatch.setattr(
+        tolerant.pj, "open_json", lambda *a, **k: opened.append(1) or open_json(*a, **k)
+    )
+    skipped = Counter()
+    table = read_damaged(b"\n".join(lines) + b"\n", skipped, ALL)
+    assert table.num_rows == 29 and skipped == {"invalid_json": 1}
+    assert len(opened) == 2 + 1  # two streams, and the reference reader asking Arrow once
+
+
 def test_a_line_of_two_objects_is_judged_apart_and_the_stream_keeps_its_count(monkeypatch):
     # Arrow reads "{...}{...}" as two rows: left in the stream it would shift every later
     # row onto the wrong line, so it goes to the reference reader before streaming starts.

@@ -61,11 +61,9 @@ def read_damaged(data: bytes, skipped: Counter, wanted: list[str]) -> pa.Table:
     The blocks of :func:`_task_bounds` are read on a thread pool (:func:`_read_task`)
     and put back in order.
     """
-    cuts = _task_bounds(data)
-    tasks = list(pairwise(cuts))
-    workers = min(pa.cpu_count(), len(tasks))
-    if workers > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+    tasks = list(pairwise(_task_bounds(data)))
+    if len(tasks) > 1:
+        with ThreadPoolExecutor(max_workers=min(pa.cpu_count(), len(tasks))) as pool:
             done = list(pool.map(lambda task: _read_task(data, *task, wanted), tasks))
     else:
         done = [_read_task(data, lo, hi, wanted) for lo, hi in tasks]
