@@ -10,7 +10,8 @@ from arena_core.votes.prescan import line_bounds, lines_apart
 
 #: Bytes close to JSON objects and to the ways they go wrong.
 TOKENS = st.sampled_from([b"{", b"}", b" ", b"\t", b"\r", b"null", b"n", b'"a"', b":", b"1",
-                          b",", b"\x00", b"\x0b", b"\x1f", b"[", b"]", b"\xef\xbb\xbf"])  # fmt: skip
+                          b",", b"\x00", b"\x0b", b"\x1f", b"[", b"]", b"\xef\xbb\xbf", b"\xc3\xa9",
+                          b"\xc3", b"\xff", b"\xc0", b"\xf5", b"\xed\xa0\x80"])  # fmt: skip
 SPACES = st.lists(st.sampled_from([b" ", b"\t", b"\r"]), max_size=3).map(b"".join)
 LINE = st.one_of(
     st.lists(TOKENS, max_size=8).map(b"".join),
@@ -24,15 +25,20 @@ DATA = st.tuples(st.lists(LINE, max_size=8), st.booleans()).map(
 
 # The definition, written independently of the numpy passes: a line goes to Arrow only if
 # it is "{...}" with at most two spaces, tabs or carriage returns on either side, holds no
-# control byte, and no "}" in it is followed (past at most two of those) by "{" or "n", or
-# by a third one of them.
+# control byte nor one that never occurs in UTF-8, and no "}" in it is followed (past at
+# most two of those) by "{" or "n", or by a third one of them.
 ONE_OBJECT = re.compile(rb"[ \t\r]{0,2}\{.*\}[ \t\r]{0,2}", re.DOTALL)
 CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 SECOND_ROW = re.compile(rb"\}(?:[{n]|[ \t\r][{n]|[ \t\r]{2}[{n \t\r])")
 
 
+NEVER_UTF8 = re.compile(rb"[\xf5-\xff]")
+
+
 def expected_apart(line: bytes) -> bool:
-    return not ONE_OBJECT.fullmatch(line) or bool(CONTROL.search(line) or SECOND_ROW.search(line))
+    return not ONE_OBJECT.fullmatch(line) or any(
+        p.search(line) for p in (CONTROL, SECOND_ROW, NEVER_UTF8)
+    )
 
 
 def lines_from(data: bytes, lo: int) -> list[bytes]:

@@ -9,10 +9,11 @@ import sys
 import threading
 from collections import Counter
 
+import numpy as np
 import pytest
 from test_votes_tolerant import ALL, ROOT, both, line
 
-from arena_core.votes import tolerant
+from arena_core.votes import prescan, tolerant
 from arena_core.votes.lines import read_lines
 from arena_core.votes.prescan import line_bounds, lines_apart
 from arena_core.votes.tolerant import read_damaged
@@ -29,9 +30,9 @@ def padded(raw: bytes) -> bytes:
     return raw[:-1] + b" " * room + b"}" if raw.endswith(b"}") else raw + b" " * room
 
 
-#: Bad lines of each kind: set apart by the look at the bytes (cut short, a list, blank),
-#: refused by Arrow naming the row (wrong types), let through by Arrow and caught by the
-#: batch's UTF-8 check (a bad byte in a known field).
+#: Bad lines of each kind: set apart by the look at the bytes (cut short, a list, blank, a
+#: byte that is not UTF-8, which Arrow would mostly let through), or refused by Arrow
+#: naming the row (wrong types).
 KINDS = {
     "cut short": padded(line(500)[:100]),
     "a list": padded(b"[" + line(501, model_a_duration_s=1) + b"]"),
@@ -60,6 +61,20 @@ def test_a_bad_line_at_any_place_of_a_task_and_of_an_arrow_block(monkeypatch, ki
     assert len(tolerant._task_bounds(data)) - 1 == len(lines) // 5
     new, ref = both(data)
     assert new == ref and sum(ref[1].values()) == (0 if kind == "blank" else 24)
+
+
+@pytest.mark.parametrize("block", [WIDTH + 1, 1 << 16])
+def test_bytes_that_are_not_utf8_are_still_caught_in_the_batch_if_not_before(monkeypatch, block):
+    # The batch's own check stays behind the look at the bytes: blind it to UTF-8, and the
+    # rows of the lines Arrow let through are still set apart, the others kept.
+    monkeypatch.setattr(prescan, "never_utf8", lambda *a: np.zeros(0, dtype=np.int64))
+    monkeypatch.setattr(tolerant, "STREAM_BLOCK", block)
+    no_fallback(monkeypatch)
+    bad = [KINDS["bad byte"], line(505, flags=["xQy"]).replace(b"Q", b"\xff"),
+           line(506, voter="Q").replace(b"Q", b"\xe9")]  # fmt: skip
+    lines = [*GOOD[:10], bad[0], *GOOD[10:20], bad[1], bad[2], *GOOD[20:30]]
+    new, ref = both(b"\n".join(lines) + b"\n")
+    assert new == ref and ref[1] == {"invalid_json": 3}
 
 
 @pytest.mark.parametrize("task", [1, 3 * WIDTH, 1 << 20])
@@ -112,7 +127,7 @@ HAZARDS = """
 import json, sys
 from collections import Counter
 sys.path.insert(0, {root!r})
-from arena_core.votes import tolerant
+from arena_core.votes import prescan, tolerant
 from arena_core.votes.lines import read_lines
 from arena_core.votes.lines import read_lines
 tolerant.TASK_BYTES, tolerant.STREAM_BLOCK = {task}, {block}

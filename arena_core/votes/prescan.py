@@ -31,6 +31,9 @@ _CONTROL[[ord("\t"), ord("\n"), ord("\r")]] = False
 #: Spaces, tabs or carriage returns looked past at either end of a line and after each
 #: ``}``; a line with more is judged apart (a CRLF line ending needs one).
 SPACES_LOOKED = 2
+#: The bytes from which on a byte is never part of UTF-8 (0xC0 and 0xC1 neither, but they
+#: are left to the check of each batch, as are other bad sequences).
+_NEVER_UTF8 = 0xF5
 _OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
 
 
@@ -56,28 +59,68 @@ def lines_apart(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray
     start with ``null`` or a byte of a byte-order mark, which Arrow must never see at a
     block's start), holds no control byte, and no ``}`` in it is followed by a value
     that Arrow would read as a second row (``{`` or ``null``). Such a line gives Arrow
-    exactly one row, or an error naming its row or the next.
+    exactly one row, or an error naming its row or the next. Lines with a byte that is
+    never UTF-8 (0xF5 to 0xFF) are set apart too: Arrow reads most of them, and finding
+    them in a batch (:func:`~arena_core.votes.tolerant._not_utf8`) costs more.
+
+    The bytes looked for one by one (control bytes, braces) are first counted: where the
+    count is what the newlines, the closing braces and the lines already set apart
+    account for, there is nothing to find.
     """
-    apart = np.ones(len(starts), dtype=bool)
     if not len(starts):
-        return apart
+        return np.zeros(0, dtype=bool)
     view = np.frombuffer(data, dtype=np.uint8)
+    apart, closed = _not_one_object(view, starts, ends)
+    lo, hi = int(starts[0]), int(ends[-1])
+    region = view[lo:hi]
+    odd = np.flatnonzero(apart).tolist()
+
+    def unexplained(test, explained: int) -> bool:
+        """Whether more bytes pass ``test`` than the lines set apart and ``explained``."""
+        explained += sum(int(np.count_nonzero(test(view[starts[k] : ends[k]]))) for k in odd)
+        return int(np.count_nonzero(test(region))) > explained
+
+    found = []
+    if unexplained(lambda b: b < 32, len(starts) - 1):  # more than the newlines
+        low = np.flatnonzero(region < 32) + lo
+        found.append(low[_CONTROL[view[low]]])
+    if unexplained(lambda b: b == _CLOSE, int(np.count_nonzero(closed & ~apart))):
+        found.append(_second_rows(view, lo, hi))  # some "}" does not end its line
+    found.append(never_utf8(view, lo, hi))
+    if found:
+        apart[np.searchsorted(starts, np.concatenate(found), side="right") - 1] = True
+    return apart
+
+
+def _not_one_object(view: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """Lines that, past a few spaces, do not begin with ``{`` and end with ``}``, and the
+    lines that end with ``}``."""
     top = len(view) - 1
     head, tail = starts.copy(), ends - 1
     for _ in range(SPACES_LOOKED):
         head += (head < ends) & _SPACE[view[np.minimum(head, top)]]
         tail -= (tail >= starts) & _SPACE[view[np.clip(tail, 0, top)]]
     whole = head <= tail
-    apart[whole] = (view[head[whole]] != _OPEN) | (view[tail[whole]] != _CLOSE)
-    lo, hi = int(starts[0]), int(ends[-1])
-    region = view[lo:hi]
-    low = np.flatnonzero(region < 32) + lo
-    suspects = [low[_CONTROL[view[low]]]]
-    after = np.flatnonzero(region == _CLOSE) + lo + 1
+    closed = np.zeros(len(starts), dtype=bool)
+    closed[whole] = view[tail[whole]] == _CLOSE
+    apart = np.ones(len(starts), dtype=bool)
+    apart[whole] = (view[head[whole]] != _OPEN) | ~closed[whole]
+    return apart, closed
+
+
+def never_utf8(view: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Offsets in ``view[lo:hi]`` of the bytes never part of UTF-8 (:data:`_NEVER_UTF8`)."""
+    if view[lo:hi].max(initial=0) < _NEVER_UTF8:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(view[lo:hi] >= _NEVER_UTF8) + lo
+
+
+def _second_rows(view: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Offsets of the bytes in ``view[lo:hi]`` that follow a ``}`` (past a few spaces) and
+    begin a second row (:data:`_SECOND_ROW`)."""
+    top = len(view) - 1
+    after = np.flatnonzero(view[lo:hi] == _CLOSE) + lo + 1
     for _ in range(SPACES_LOOKED):
         after += (after < hi) & _SPACE[view[np.minimum(after, top)]]
     after = after[after < hi]
-    suspects.append(after[_SECOND_ROW[view[after]]])
-    found = np.concatenate(suspects)
-    apart[np.searchsorted(starts, found, side="right") - 1] = True
-    return apart
+    return after[_SECOND_ROW[view[after]]]
