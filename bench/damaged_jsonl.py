@@ -135,7 +135,8 @@ def main() -> None:
     ranks = [[r["model_id"] for r in json.loads(found[k]["boards"][0])["rows"]] for k in found]
     print(f"{args.votes:,} votes in {args.shards} JSONL file(s), median of {args.repeat} fresh "
           f"processes each, taking turns; load average {load_before:.2f} before, "
-          f"{load_after:.2f} after; same ranking damaged and clean: {ranks[0] == ranks[1]}\n")  # fmt: skip
+          f"{load_after:.2f} after; same ranking damaged and clean: {ranks[0] == ranks[1]}",
+          end="\n\n")  # fmt: skip
     print("| stage | seconds | note |\n|---|---:|---|")
     for row in table(found, args):
         print("| " + " | ".join(row) + " |")

@@ -80,7 +80,8 @@ def both(data: bytes, wanted=ALL):
 @pytest.mark.parametrize("path", ["streamed", "pieces"])
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LINES, max_size=40), st.booleans(), st.sampled_from([1, 60, 300, 2000, 1 << 16]),
-       st.sampled_from([1, 500, 1 << 20]), st.sampled_from([ALL, ["vote_id", "vote", "flags"]]))  # fmt: skip
+       st.sampled_from([1, 500, 1 << 20]),
+       st.sampled_from([ALL, ["vote_id", "vote", "flags"]]))  # fmt: skip
 def test_damaged_data_reads_exactly_what_the_line_by_line_reader_reads(
     path, lines, last_newline, block, task, wanted
 ):

@@ -8,8 +8,9 @@ block a vectorised look at the bytes (:func:`~arena_core.votes.prescan.lines_apa
 sets apart the lines that are plainly not one JSON object (and those Arrow could read
 as two rows), and the block is streamed through Arrow with those emptied (Arrow skips
 empty lines); a bad line only Arrow can see (a wrong type, say) is emptied once Arrow
-names it ("... in row N"), the stream restarting at the Arrow block that held it. The lines set
-apart are judged by :func:`~arena_core.votes.lines.judge_line`, the reference reader.
+names it ("... in row N"), the stream restarting at the Arrow block that held it. The
+lines set apart are judged by :func:`~arena_core.votes.lines.judge_line`, the reference
+reader.
 Where the stream could lose track of which line a row came from (Arrow refusing a
 block without naming a row), the block is read in pieces instead: Arrow on runs of
 lines, a refused run split at the row Arrow names, or halved, down to single lines.
@@ -101,11 +102,12 @@ def _read_streamed(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.Ta
 
     The lines of :func:`lines_apart` are judged apart first, and blanked (turned into
     empty lines, which Arrow skips, and which, unlike a run of spaces, never make a
-    line longer than its blocks): every line left gives Arrow one row or an error. When Arrow names a bad row, its line (and the one
-    before: Arrow may name the row after a line holding an object and then something
-    else) is judged apart and blanked, and the stream restarts where the failing block
-    began. A block with bytes that are not UTF-8 keeps its other rows. Rows map to the
-    lines not blanked, in order. A line longer than two blocks doubles the block size.
+    line longer than its blocks): every line left gives Arrow one row or an error. When
+    Arrow names a bad row, its line (and the one before: Arrow may name the row after a
+    line holding an object and then something else) is judged apart and blanked, and the
+    stream restarts where the failing block began. A batch with bytes that are not UTF-8
+    (those :func:`lines_apart` missed) keeps its other rows. Rows map to the lines not
+    blanked, in order. A line longer than two blocks doubles the block size.
     """
     stream = _Stream(data, starts, ends, skipped)
     stream.set_aside(np.flatnonzero(lines_apart(data, starts, ends)))
