@@ -1,13 +1,19 @@
-"""Damaged JSONL: Arrow reads the good lines, the line-by-line reader judges the rest.
+"""Damaged JSONL: Arrow reads the good lines on every core, the line-by-line reader the rest.
 
 One bad line makes Arrow refuse a whole file, and reading a refused file line by line
-in Python cost about seven times Arrow's time per vote. Instead the file is streamed
-through Arrow with each bad line blanked out (whitespace, which Arrow skips) once
-Arrow names it ("... in row N"), the stream restarting at the block that held it; the
-lines blanked out are judged by :func:`~arena_core.votes.lines.read_lines`, the
-reference reader. Where the stream could lose track of which line a row came from, the
-file is read in pieces instead: Arrow on runs of lines, a refused run split at the row
-Arrow names, or halved, down to single lines for the reference reader.
+in Python cost about seven times Arrow's time per vote. Instead the file is cut into
+blocks of whole lines (:data:`TASK_BYTES`), read on a thread pool (Arrow and numpy let
+go of the GIL, so a damaged file is parsed on every core, as a clean one is). In each
+block a vectorised look at the bytes (:func:`~arena_core.votes.prescan.lines_apart`)
+sets apart the lines that are plainly not one JSON object (and those Arrow could read
+as two rows), and the block is streamed through Arrow with those emptied (Arrow skips
+empty lines); a bad line only Arrow can see (a wrong type, say) is emptied once Arrow
+names it ("... in row N"), the stream restarting at the Arrow block that held it. The
+lines set apart are judged by :func:`~arena_core.votes.lines.judge_line`, the reference
+reader.
+Where the stream could lose track of which line a row came from (Arrow refusing a
+block without naming a row), the block is read in pieces instead: Arrow on runs of
+lines, a refused run split at the row Arrow names, or halved, down to single lines.
 
 Either way every line ends up read by Arrow as exactly one row (rows = lines, every
 contract column valid UTF-8) or judged by the reference reader, which accepts exactly
@@ -19,6 +25,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -26,62 +34,88 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from arena_core.votes.lines import PARSE_OPTIONS, judge_line, parse_json, read_lines, special_lines
+from arena_core.votes.prescan import line_bounds, lines_apart
 from arena_core.votes.schema import ARROW_SCHEMA
 
-#: Bytes handed to Arrow at a time in a damaged file. A refused piece is parsed again up
-#: to its bad line, so smaller pieces waste less per bad line, and larger ones pay Arrow's
-#: per-call cost less often: 64 KiB measured best with 0.2% of lines damaged.
+#: Bytes of a damaged file read by one task of the thread pool (whole lines). Each task
+#: opens its own Arrow stream (about 0.3 ms), and the last task to finish leaves the
+#: other cores idle: a few MiB is long enough for the first, short enough for the second.
+TASK_BYTES = 4 << 20
+#: Bytes per block of a task's Arrow stream. After a bad line the stream restarts at the
+#: block that held it, so a smaller block parses less twice, and a larger one pays
+#: Arrow's per-block cost less often.
+STREAM_BLOCK = 256 << 10
+#: Bytes handed to Arrow at a time where a block is read in pieces. A refused piece is
+#: parsed again up to its bad line, so smaller pieces waste less per bad line, and larger
+#: ones pay Arrow's per-call cost less often.
 PIECE_BYTES = 64 << 10
-#: Bytes per block when a damaged file is streamed through Arrow. After a bad line the
-#: stream restarts at the block that held it, so a smaller block parses less twice, and a
-#: larger one pays Arrow's per-block cost less often.
-STREAM_BLOCK = 128 << 10
-#: Bytes of the file searched for newlines at a time (bounds the temporary mask).
-_SCAN_BYTES = 16 << 20
-#: Two objects back to back, which Arrow reads as two rows of one line (the line is then
-#: refused). Kept away from the stream too, so that every line it reads gives exactly one
-#: row or an error (a match inside a string only sends a good line the slower way).
-_TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
 #: Where Arrow's JSON errors say the bad row is, counted from the start of the block.
 _ERROR_ROW = re.compile(r" in row (\d+)$")
+#: Arrow's error for a line longer than two of its blocks (pyarrow 26.0.1).
+_STRADDLING = "straddles two block boundaries"
 
 
 def read_damaged(data: bytes, skipped: Counter, wanted: list[str]) -> pa.Table:
     """The lines of ``data`` (split at ``\\n``) as a contract table of the ``wanted``
     columns, in file order, with what :func:`read_lines` would read and skip.
 
-    Streamed through Arrow with each bad line blanked out as Arrow names it
-    (:func:`_read_streamed`); in pieces (:func:`_read_in_pieces`) where the stream
-    cannot tell which line a row came from (a line holding two objects).
+    The blocks of :func:`_task_bounds` are read on a thread pool (:func:`_read_task`)
+    and put back in order.
     """
-    starts, ends = _line_bounds(data)
+    tasks = list(pairwise(_task_bounds(data)))
+    if len(tasks) > 1:
+        with ThreadPoolExecutor(max_workers=min(pa.cpu_count(), len(tasks))) as pool:
+            done = list(pool.map(lambda task: _read_task(data, *task, wanted), tasks))
+    else:
+        done = [_read_task(data, lo, hi, wanted) for lo, hi in tasks]
+    for _, counts in done:
+        skipped.update(counts)
+    tables = [table for table, _ in done if table.num_rows]
+    return pa.concat_tables(tables) if tables else _empty(wanted)
+
+
+def _task_bounds(data: bytes) -> list[int]:
+    """Offsets cutting ``data`` into blocks of whole lines of about :data:`TASK_BYTES`."""
+    cuts = [0]
+    while cuts[-1] < len(data):
+        newline = data.find(b"\n", cuts[-1] + TASK_BYTES - 1)
+        cuts.append(len(data) if newline < 0 else newline + 1)
+    return cuts
+
+
+def _read_task(data: bytes, lo: int, hi: int, wanted) -> tuple[pa.Table, Counter]:
+    """The lines of ``data[lo:hi]`` as a table, and what was skipped: streamed
+    (:func:`_read_streamed`), or in pieces (:func:`_read_in_pieces`) if the stream lost
+    track of its lines."""
+    starts, ends = line_bounds(data, lo, hi)
     counts: Counter = Counter()
     table = _read_streamed(data, starts, ends, counts, wanted)
     if table is None:
         counts = Counter()
         table = _read_in_pieces(data, starts, ends, counts, wanted)
-    skipped.update(counts)
-    return table
+    return table, counts
 
 
 def _read_streamed(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.Table | None:
-    """One stream of blocks of :data:`STREAM_BLOCK` through Arrow, or None if the rows and
-    the lines stopped matching (then :func:`_read_in_pieces` reads the file).
+    """The lines through one Arrow stream of blocks of :data:`STREAM_BLOCK`, or None if
+    the rows and the lines stopped matching.
 
-    Lines that Arrow could read as no row or as two (blank, hazard, two objects) are judged
-    apart first, and blanked: Arrow skips whitespace, so every line left gives one row or
-    an error. When Arrow names a bad row, its line (and the one before, in case that line
-    held an object and then something else) is judged apart and blanked, and the stream
-    restarts where the failing block began. A block with bytes that are not UTF-8 keeps
-    its other rows. Rows map to the lines not blanked, in order.
+    The lines of :func:`lines_apart` are judged apart first, and blanked (turned into
+    empty lines, which Arrow skips, and which, unlike a run of spaces, never make a
+    line longer than its blocks): every line left gives Arrow one row or an error. When
+    Arrow names a bad row, its line (and the one before: Arrow may name the row after a
+    line holding an object and then something else) is judged apart and blanked, and the
+    stream restarts where the failing block began. A batch with bytes that are not UTF-8
+    (those :func:`lines_apart` missed) keeps its other rows. Rows map to the lines not
+    blanked, in order. A line longer than two blocks doubles the block size.
     """
     stream = _Stream(data, starts, ends, skipped)
-    suspects = special_lines(data) + [m.start() for m in _TWO_OBJECTS.finditer(data)]
-    stream.set_aside(np.searchsorted(starts, np.array(suspects, dtype=np.int64), "right") - 1)
+    stream.set_aside(np.flatnonzero(lines_apart(data, starts, ends)))
     tables, table_lines = [], []
-    while len(stream.next_lines(1)):  # each pass ends the stream or judges a line apart
-        source = pa.BufferReader(stream.buffer.slice(int(starts[stream.at])))
-        options = pj.ReadOptions(block_size=STREAM_BLOCK, use_threads=False)
+    block = STREAM_BLOCK
+    while len(stream.next_lines(1)):  # each pass ends the stream, or judges a line apart
+        source = pa.BufferReader(stream.buffer.slice(int(starts[stream.at] - starts[0])))
+        options = pj.ReadOptions(block_size=block, use_threads=False)
         try:
             for batch in pj.open_json(source, read_options=options, parse_options=PARSE_OPTIONS):
                 lines = stream.next_lines(batch.num_rows)
@@ -97,6 +131,9 @@ def _read_streamed(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.Ta
                 stream.at = int(lines[-1]) + 1 if len(lines) else stream.at
             break
         except pa.ArrowInvalid as exc:
+            if _STRADDLING in str(exc) and block < len(stream.buffer):
+                block *= 2  # a line longer than a block: Arrow needs larger ones
+                continue
             named = _ERROR_ROW.search(str(exc))
             lines = stream.next_lines(int(named.group(1)) + 1) if named else []
             if not named or len(lines) <= int(named.group(1)):
@@ -108,20 +145,23 @@ def _read_streamed(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.Ta
 
 
 class _Stream:
-    """A damaged file being streamed: its text with the lines judged apart blanked, the
-    first line not read yet (``at``), and the rows :func:`read_lines` gave those lines."""
+    """Lines of a damaged file being streamed: their text with the lines judged apart
+    blanked (copied on the first), the first line not read yet (``at``, an index into
+    ``starts``), and the rows :func:`judge_line` gave the lines judged apart."""
 
     def __init__(self, data: bytes, starts, ends, skipped: Counter):
         self.data, self.starts, self.ends, self.skipped = data, starts, ends, skipped
-        self.text = bytearray(data)
-        self.buffer = pa.py_buffer(self.text)
+        self.lo = int(starts[0]) if len(starts) else 0
+        self.hi = min(int(ends[-1]) + 1, len(data)) if len(starts) else 0
+        self.text: bytearray | None = None
+        self.buffer = pa.py_buffer(data).slice(self.lo, self.hi - self.lo)
         self.blank = np.zeros(len(starts), dtype=bool)
         self.at = 0
         self.rows: list[dict] = []
         self.row_lines: list[int] = []
 
     def next_lines(self, n: int) -> np.ndarray:
-        """The next ``n`` lines not blanked, from ``at`` (fewer at the end of the data)."""
+        """The next ``n`` lines not blanked, from ``at`` (fewer at the end)."""
         width = max(n, 1)
         while True:
             lines = np.flatnonzero(~self.blank[self.at : self.at + width])[:n] + self.at
@@ -139,7 +179,10 @@ class _Stream:
             if row is not None:
                 self.rows.append(row)
                 self.row_lines.append(line)
-            self.text[begin:end] = b" " * (end - begin)
+            if self.text is None:
+                self.text = bytearray(memoryview(self.data)[self.lo : self.hi])
+                self.buffer = pa.py_buffer(self.text)
+            self.text[begin - self.lo : end - self.lo] = b"\n" * (end - begin)
             self.blank[line] = True
 
     def in_line_order(self, tables, table_lines, wanted) -> pa.Table:
@@ -198,28 +241,16 @@ def _read_in_pieces(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.T
     buffer = pa.py_buffer(data)
     pieces: list[pa.Table] = []
     done = 0
-    for line in np.searchsorted(starts, np.array(special_lines(data), dtype=np.int64)).tolist():
+    if not len(starts):
+        return _empty(wanted)
+    special = special_lines(data, int(starts[0]), min(int(ends[-1]) + 1, len(data)))
+    for line in np.searchsorted(starts, np.array(special, dtype=np.int64)).tolist():
         _read_run(buffer, starts, ends, done, line, wanted, skipped, pieces)
         pieces.append(read_lines(data[starts[line] : ends[line]], skipped))
         done = line + 1
     _read_run(buffer, starts, ends, done, len(starts), wanted, skipped, pieces)
     pieces = [p.select(wanted) for p in pieces if p.num_rows]
-    schema = pa.schema([ARROW_SCHEMA.field(c) for c in wanted])
-    return pa.concat_tables(pieces).combine_chunks() if pieces else schema.empty_table()
-
-
-def _line_bounds(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (excluding the newline) of each line: the pieces of
-    ``data.split(b"\\n")`` less an empty one after a final newline."""
-    view = np.frombuffer(data, dtype=np.uint8)
-    newlines = [np.flatnonzero(view[k : k + _SCAN_BYTES] == 10) + k
-                for k in range(0, len(view), _SCAN_BYTES)]  # fmt: skip
-    at = np.concatenate([np.zeros(0, dtype=np.int64), *newlines]).astype(np.int64)
-    starts = np.concatenate([[0], at + 1]).astype(np.int64)
-    ends = np.concatenate([at, [len(data)]]).astype(np.int64)
-    if starts[-1] == len(data):  # nothing after the last newline (or no data at all)
-        starts, ends = starts[:-1], ends[:-1]
-    return starts, ends
+    return pa.concat_tables(pieces).combine_chunks() if pieces else _empty(wanted)
 
 
 def _read_run(buffer, starts, ends, first: int, stop: int, wanted, skipped, pieces) -> None:
