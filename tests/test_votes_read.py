@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from arena_core.votes import clean as vote_clean
 from arena_core.votes import read, reasons
-from arena_core.votes.lines import has_hazard_line
+from arena_core.votes.lines import special_lines
 from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
@@ -576,10 +576,24 @@ LINE_PARTS = st.sampled_from([b'{"a": 1}', b"null", b" ", b"\t", b"\r", b"\xef\x
 def test_scan_lines_agrees_with_counting_and_the_pattern_on_the_whole_file(
     tmp_path, monkeypatch, lines, end, window
 ):
-    """The mapped, windowed scan against bytes.count and has_hazard_line on the whole file,
+    """The mapped, windowed scan against bytes.count and special_lines on the whole file,
     windows from one byte (every line longer than its window) to several lines."""
     monkeypatch.setattr(read, "_SCAN_WINDOW", window)
     data = b"\n".join(lines) + end
     path = tmp_path / "votes-h.jsonl"
     path.write_bytes(data)
-    assert read._scan_lines(path) == (data.count(b"\n"), has_hazard_line(data))
+    assert read._scan_lines(path) == (data.count(b"\n"), bool(special_lines(data)))
+
+
+@pytest.mark.parametrize("joint", [b" null", b"", b" "], ids=["null-between", "glued", "space"])
+@pytest.mark.parametrize("blanks", [b"\n\n", b"\n \t\n", b"\n\r\n"], ids=["empty", "spaces", "cr"])
+def test_a_line_of_several_objects_is_not_hidden_by_blank_lines(tmp_path, joint, blanks):
+    """Arrow reads ``{...} null{...}`` as three rows and a blank line as none: with two blank
+    lines the row count matched the line count, and the fast path kept the rows of a
+    line the reference reader refuses (and shifted which line each row came from)."""
+    lines = [dumps(record(k)).encode() for k in range(4)]
+    data = lines[0] + b"\n" + lines[1] + joint + lines[2] + blanks + lines[3] + b"\n"
+    (tmp_path / "votes-x.jsonl").write_bytes(data)
+    for votes in (read_votes(tmp_path), read.parse_jsonl(data, Counter())):
+        assert ids(votes) == [record(0)["vote_id"], record(3)["vote_id"]]
+    assert read_votes(tmp_path).skipped == {reasons.INVALID_JSON: 1}

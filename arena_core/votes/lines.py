@@ -61,7 +61,8 @@ def parse_json(source, wanted: list[str], lines: int, block_size: int) -> pa.Tab
 
     Arrow refuses bad JSON and wrong types itself; we also refuse what it lets
     through: invalid UTF-8 in a known field, and a line holding two objects
-    (caught as more or fewer rows than lines; blank lines also take the slow path).
+    (caught as more rows than lines: callers keep blank lines, Arrow's row fewer, away
+    from it with :func:`special_lines`, else one could hide the other).
     """
     schema = pa.schema([ARROW_SCHEMA.field(c) for c in wanted])
     # "Empty JSON" is refused too: Arrow says it of blank data, but also of a line of stray

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from arena_core.votes import fastchat
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
-from arena_core.votes.lines import has_hazard_line, parse_json
+from arena_core.votes.lines import parse_json, special_lines
 from arena_core.votes.reasons import TRUNCATED, UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, REQUIRED
 from arena_core.votes.tolerant import read_damaged
@@ -208,7 +208,7 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
     wanted = [f.name for f in FIELDS]
     if not data or data.isspace():
         return ARROW_SCHEMA.empty_table()
-    if has_hazard_line(data):
+    if special_lines(data):
         return read_damaged(data, skipped, wanted)
     try:
         lines = data.count(b"\n") + (not data.endswith(b"\n"))
@@ -218,8 +218,10 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
 
 
 def _scan_lines(path: Path) -> tuple[int, bool]:
-    """The file's newlines, and whether a line must never start a block of Arrow's parser
-    (:func:`~arena_core.votes.tolerant.has_hazard_line`).
+    """The file's newlines, and whether a line must be kept from Arrow's parser
+    (:func:`~arena_core.votes.lines.special_lines`): one that must never start a block, or
+    a blank one. A blank line is Arrow's row fewer; with none, ``rows == lines`` proves each
+    line gave one row (a line holding two objects could otherwise hide behind a blank one).
 
     The file is mapped, not read: no copy of its bytes is made, newlines are counted by
     numpy, and the pattern runs over the mapping. It goes window by window, each ending
@@ -236,7 +238,7 @@ def _scan_lines(path: Path) -> tuple[int, bool]:
             if end <= start:  # a line longer than the window: the window takes it whole
                 end = mapped.find(b"\n", start + _SCAN_WINDOW) + 1 or size
             count += _newlines(mapped, start, end)
-            null_line = null_line or has_hazard_line(mapped, start, end)
+            null_line = null_line or bool(special_lines(mapped, start, end))
             _forget(mapped, start, end)
             start = end
     return count, null_line
