@@ -85,15 +85,16 @@ class Visit:
     def paused(self, side: str) -> bool:
         return self.page.evaluate(f"s => ({MEDIA})(s).paused", side)
 
-    def listen_to_both(self) -> None:
-        """Play A then B (the P key), fast, until the page says both were heard."""
+    def listen_to_both(self) -> int:
+        """Play A then B (the P key), fast, until the page says both were heard; returns how
+        many times they were played."""
         ready = self.page.locator('#gate .gate[data-ready="yes"]')
         for attempt in range(2):
             self.speed_up()
             self.key("p")
             try:
                 ready.wait_for(timeout=20_000)
-                return
+                return attempt + 1
             except sync_api.TimeoutError:
                 # A loaded machine may skip part of a fast clip, which then does not count
                 # as heard (as for a visitor who skips): listen once more.

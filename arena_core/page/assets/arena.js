@@ -37,11 +37,17 @@
     return null;
   }
 
+  function playedSeconds(audio) {
+    // Media seconds the element has played, by its own record (a replay is not counted
+    // twice there: the ranges merge).
+    let seconds = 0;
+    for (let i = 0; i < audio.played.length; i++) seconds += audio.played.end(i) - audio.played.start(i);
+    return seconds;
+  }
+
   function playedShare(audio) {
     if (!audio || !isFinite(audio.duration) || audio.duration <= 0) return 1;
-    let played = 0;
-    for (let i = 0; i < audio.played.length; i++) played += audio.played.end(i) - audio.played.start(i);
-    return played / audio.duration;
+    return playedSeconds(audio) / audio.duration;
   }
 
   function advance(side, audio) {
@@ -58,8 +64,16 @@
     const audio = media(side);
     if (!audio || audio.arenaWatched) return;
     audio.arenaWatched = true;
+    // Gradio's player may make its element only once asked to play, and the render that
+    // finds it can come a quarter second later: what it played before then counts too.
+    played[side] += playedSeconds(audio);
+    mark[side] = audio.paused || audio.seeking ? null : audio.currentTime;
     const start = () => { mark[side] = audio.currentTime; };
-    audio.addEventListener("playing", start);
+    // "play" marks where playback starts; "playing" (after buffering) only if nothing did:
+    // on a busy machine its event can arrive after the clip has already advanced, and
+    // marking there again dropped that first stretch from the seconds played.
+    audio.addEventListener("play", start);
+    audio.addEventListener("playing", () => { if (mark[side] === null) start(); });
     audio.addEventListener("seeked", () => { if (!audio.paused) start(); });
     audio.addEventListener("seeking", () => { mark[side] = null; });
     audio.addEventListener("emptied", () => { mark[side] = null; });
@@ -71,6 +85,7 @@
   function play(side) {
     // The player follows its media element's events, in any language of its labels.
     const audio = media(side);
+    watch(side);
     if (audio) audio.play();
     else {
       const button = $(`#audio-${side} button.play-pause-button`);
@@ -146,6 +161,7 @@
     // A player's event, from its js hook: "play", "pause" or "stop" (played to the end).
     event(side, kind) {
       const other = side === "A" ? "B" : "A";
+      watch(side);
       if (kind === "play") {
         st.playing[side] = true;
         if (side === "B") st.next = null;
