@@ -205,14 +205,19 @@ class DuckVotes:
         con = self.con
         con.execute("""CREATE OR REPLACE TEMP TABLE dup_hashes AS
             SELECT hash(vote_id) AS h FROM raw GROUP BY h HAVING count(*) > 1""")
-        candidates = "(SELECT r.* FROM raw r SEMI JOIN dup_hashes d ON hash(r.vote_id) = d.h)"
-        con.execute(f"""CREATE OR REPLACE TEMP TABLE dropped AS
-            SELECT file_rank, row_no FROM (
-                SELECT file_rank, row_no, row_number() OVER (
-                    PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
-                FROM ({judged(candidates)}) WHERE reason IS NULL)
-            WHERE k > 1""")  # noqa: S608
+        repeated = "(SELECT r.* FROM raw r SEMI JOIN dup_hashes d ON hash(r.vote_id) = d.h)"
+        self._drop_repeats(judged(repeated))
         self.skipped[DUPLICATE] += con.execute("SELECT count(*) FROM dropped").fetchall()[0][0]
+
+    def _drop_repeats(self, candidates: str) -> None:
+        """``dropped``: the valid rows among ``candidates`` (judged rows, SQL) that repeat an
+        earlier ``vote_id`` in replay order (time, then file and row order)."""
+        self.con.execute(f"""CREATE OR REPLACE TEMP TABLE dropped AS
+            SELECT file_rank, row_no, vote_id FROM (
+                SELECT file_rank, row_no, vote_id, row_number() OVER (
+                    PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
+                FROM ({candidates}) WHERE reason IS NULL)
+            WHERE k > 1""")  # noqa: S608
 
     def _dedup_trusted(self, judged) -> None:
         """:meth:`_dedup` when a manifest vouches for some files (its duplicate groups stand
@@ -228,14 +233,10 @@ class DuckVotes:
         con.execute(f"CREATE OR REPLACE TEMP TABLE t_hits AS SELECT * FROM {hits}")  # noqa: S608
         con.execute("""CREATE OR REPLACE TEMP TABLE dup_hashes AS
             SELECT h FROM u_hashes WHERE n > 1 UNION SELECT hash(vote_id) FROM t_hits""")
-        candidates = """(SELECT r.* FROM raw_u r SEMI JOIN dup_hashes d ON hash(r.vote_id) = d.h
-            UNION ALL SELECT * FROM t_hits)"""
-        con.execute(f"""CREATE OR REPLACE TEMP TABLE dropped AS
-            SELECT file_rank, row_no, vote_id FROM (
-                SELECT file_rank, row_no, vote_id, row_number() OVER (
-                    PARTITION BY vote_id ORDER BY ts_us, file_rank, row_no) AS k
-                FROM ({judged(candidates)}) WHERE reason IS NULL)
-            WHERE k > 1""")  # noqa: S608
+        self._drop_repeats(
+            judged("""(SELECT r.* FROM raw_u r SEMI JOIN dup_hashes d
+            ON hash(r.vote_id) = d.h UNION ALL SELECT * FROM t_hits)""")
+        )
         ranked = {r[0] for r in con.execute("SELECT DISTINCT vote_id FROM t_hits").fetchall()}
         losers = [[rank, row] for vote_id, members in self.trusted.groups if vote_id not in ranked
                   for _, rank, row in sorted((ts, rank, row) for rank, row, ts in members)[1:]]  # fmt: skip

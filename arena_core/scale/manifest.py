@@ -38,6 +38,7 @@ from pathlib import Path
 
 from arena_core.scale.rules import DUCKDB, READ_COLUMNS, flagged_sql, reason_sql, ts_us_sql
 from arena_core.scale.sources import is_remote
+from arena_core.snapshots.revision import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +46,12 @@ log = logging.getLogger(__name__)
 MANIFEST_NAME = "MANIFEST.json"
 #: Version of the manifest's layout.
 MANIFEST_VERSION = 1
-#: Bytes read at a time when hashing a part.
-_CHUNK = 1 << 24
 
 
 def rules_fingerprint() -> str:
     """A digest of the rules rows are judged by: changing any rule changes it."""
     text = "\n".join([reason_sql(0), ts_us_sql(DUCKDB), flagged_sql(DUCKDB), *READ_COLUMNS])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes (hashlib releases the GIL: parts hash in parallel)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def digests(paths: list[Path]) -> list[str]:

@@ -97,10 +97,12 @@ def board_settings(params: BoardParams, *, arena: str, category: str | None = No
 
 
 def file_sha256(path: Path | None) -> str | None:
-    """SHA-256 of a file (the registry: names, priors and which models count)."""
+    """SHA-256 of a file (the registry; a compacted vote file), read in chunks: hashlib
+    lets go of the GIL meanwhile, so several files hash in parallel."""
     if path is None:
         return None
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 @dataclass
