@@ -1,5 +1,6 @@
 """Test doubles shared by several test modules: a tiny registry, a clock, a fake model."""
 
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
 from arena_core.backends import Availability, Backend, Output
@@ -36,6 +37,23 @@ class Clock:
         self.now = 100.0
 
     def __call__(self):
+        return self.now
+
+
+class SteadyVoteClock:
+    """A vote log's clock that starts at a fixed past instant and steps 1 ms per call.
+
+    The anomalous-voter test breaks ties in its p-values with each vote's timestamp, so
+    with the wall clock an honest voter is flagged now and then (about one run in a few
+    hundred here). Tests that assert exactly who is flagged stamp votes with this clock,
+    which makes the outcome the same on every run.
+    """
+
+    def __init__(self, start=datetime(2026, 1, 1, tzinfo=UTC)):
+        self.now = start
+
+    def __call__(self):
+        self.now += timedelta(milliseconds=1)
         return self.now
 
 

@@ -14,8 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile
 from hubfake import LocalHubApi
-from test_service import make_service
-from test_service_integrity import campaign
+from test_service_integrity import campaign, campaign_service
 from test_space_style import build
 
 from arena_core.dataset.audio import (
@@ -131,7 +130,7 @@ def test_the_publisher_waits_for_the_hub(tmp_path):
 
 
 def test_compacted_files_carry_the_boards_own_verdict(tmp_path):
-    service, _ = make_service(tmp_path, rate_limit=1000)
+    service, _ = campaign_service(tmp_path)
     campaign(service)
     assert service.detector.flagged.get("campaign") is not None
     service.close()

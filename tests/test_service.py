@@ -25,13 +25,13 @@ from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS, VOTES
 
 
-def make_service(tmp_path, *, failing=(), clock=None, lock=None, **kwargs):
+def make_service(tmp_path, *, failing=(), clock=None, lock=None, vote_clock=None, **kwargs):
     registry = parse_registry(REGISTRY)
     arena = registry.arenas[0]
     backends = {m.id: FakeBackend(m, fail=m.id in failing) for m in arena.models}
     clock = clock or Clock()
     pool = ModelPool(arena, backends, clock=clock, settings=PoolSettings(failures_before_pause=2))
-    votes = VoteLog(tmp_path / "votes", lock=lock)
+    votes = VoteLog(tmp_path / "votes", lock=lock, clock=vote_clock)
     service = ArenaService(registry, {"speech": pool}, votes, clock=clock,
                            rng=np.random.default_rng(0), **kwargs)  # fmt: skip
     service.load()

@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from fakes import REGISTRY, FakeBackend
+from fakes import REGISTRY, FakeBackend, SteadyVoteClock
 from test_hub import PROMPTS
 from test_hub import REGISTRY as SPEECH_REGISTRY
 from test_service import logged, make_service
@@ -33,6 +33,12 @@ def battle(service, a, b):
                                   prompt_id="p1", category="en")  # fmt: skip
     service.book.delivered(handle)
     return handle
+
+
+def campaign_service(tmp_path, **kwargs):
+    """A service for :func:`campaign`: no rate limit in the way, and votes stamped by a steady
+    clock so the test flags the same voters on every run (see ``SteadyVoteClock``)."""
+    return make_service(tmp_path, rate_limit=1000, vote_clock=SteadyVoteClock(), **kwargs)
 
 
 def campaign(service, rounds=240, seed=1):
@@ -65,7 +71,7 @@ def replayed(tmp_path, category=None):
 
 
 def test_a_flagged_voter_leaves_the_live_board_exactly_as_the_replay_leaves_them_out(tmp_path):
-    service, _ = make_service(tmp_path, rate_limit=1000)
+    service, _ = campaign_service(tmp_path)
     reveals = campaign(service)
     at = service.detector.flagged.get("campaign")
     assert at is not None and set(service.detector.flagged) == {"campaign"}
@@ -85,10 +91,10 @@ def test_a_flagged_voter_leaves_the_live_board_exactly_as_the_replay_leaves_them
 
 
 def test_a_restart_remembers_the_flagged_voters(tmp_path):
-    first, _ = make_service(tmp_path, rate_limit=1000)
+    first, _ = campaign_service(tmp_path)
     campaign(first)
     assert first.rebuilds.wait(60)
-    restarted, _ = make_service(tmp_path, rate_limit=1000)
+    restarted, _ = campaign_service(tmp_path)
     assert restarted.detector.flagged == first.detector.flagged
     assert restarted.board("speech").to_json() == first.board("speech").to_json()
     reveal = restarted.vote(battle(restarted, "m2", "m0"), "a", voter="campaign")
@@ -96,7 +102,7 @@ def test_a_restart_remembers_the_flagged_voters(tmp_path):
 
 
 def test_votes_cast_while_loading_by_a_flagged_voter_leave_the_board_too(tmp_path):
-    first, _ = make_service(tmp_path, rate_limit=1000)
+    first, _ = campaign_service(tmp_path)
     campaign(first)
     registry = parse_registry(REGISTRY)
     arena = registry.arenas[0]
@@ -141,7 +147,7 @@ def test_a_flag_raised_inside_a_group_commit_counts_the_rest_of_the_batch_once(t
     holds the batch's later votes: they must not be counted by the rebuild and again when
     applied. Batches are formed by holding the log's lock while threads queue their votes."""
 
-    service, _ = make_service(tmp_path, rate_limit=1000)
+    service, _ = campaign_service(tmp_path)
     rng = np.random.default_rng(1)
     votes = []
     for k in range(240):

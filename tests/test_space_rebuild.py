@@ -7,8 +7,7 @@ rebuilt again)."""
 
 import threading
 
-from test_service import make_service
-from test_service_integrity import battle, campaign, replayed
+from test_service_integrity import battle, campaign, campaign_service, replayed
 
 import arena_core.space.rebuild as rebuild_module
 from arena_core.votes.read import read_votes
@@ -28,7 +27,7 @@ def held_reads(monkeypatch):
 
 
 def test_votes_are_answered_while_the_boards_rebuild_and_caught_up_after(tmp_path, monkeypatch):
-    service, _ = make_service(tmp_path, rate_limit=1000)
+    service, _ = campaign_service(tmp_path)
     reading, release = held_reads(monkeypatch)
     campaign(service, rounds=240)
     assert "campaign" in service.detector.flagged
@@ -45,7 +44,7 @@ def test_votes_are_answered_while_the_boards_rebuild_and_caught_up_after(tmp_pat
 
 
 def test_a_voter_flagged_during_a_rebuild_gets_one_of_their_own(tmp_path, monkeypatch):
-    service, _ = make_service(tmp_path, rate_limit=1000)
+    service, _ = campaign_service(tmp_path)
     reading, release = held_reads(monkeypatch)
     campaign(service, rounds=240)
     assert reading.wait(10)
@@ -65,7 +64,7 @@ def test_a_voter_flagged_during_a_rebuild_gets_one_of_their_own(tmp_path, monkey
 def test_a_full_rebuild_makes_the_one_in_flight_obsolete(tmp_path, monkeypatch):
     # reload() runs under the log's lock and takes it again: the Space's lock is HubSync's
     # reentrant one, so this log gets one too.
-    service, _ = make_service(tmp_path, rate_limit=1000, lock=threading.RLock())
+    service, _ = campaign_service(tmp_path, lock=threading.RLock())
     reading, release = held_reads(monkeypatch)
     campaign(service, rounds=240)
     assert reading.wait(10)
