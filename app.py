@@ -11,6 +11,7 @@ import functools
 import importlib.util
 import logging
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -61,12 +62,17 @@ def _refusal(exc: ArenaError | IdentityError) -> gr.Error:
     return gr.Error(str(exc), print_exception=False)
 
 
-def build_demo(service: ArenaService, settings: Settings, clips: ClipStore) -> gr.Blocks:
+def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
+               loading: threading.Thread | None = None) -> gr.Blocks:  # fmt: skip
     """The whole page: Arena, Leaderboard and About. Launch it with :func:`launch_options`
-    for the same ``clips``: they hold the battles' audio, and their route serves it."""
+    for the same ``clips``: they hold the battles' audio, and their route serves it.
+    ``loading`` is the start-up replay's thread: once it ends, the boards' revision is read
+    in the background, so the first visitor of the Leaderboard does not wait for it."""
     statuses = {a.id: service.pools[a.id].status() for a in service.registry.arenas}
     offer = battle.offer(service.registry.arenas, statuses)
     boards = LiveBoards(service)  # the Leaderboard tab's and the API's, with their revisions
+    if loading is not None:
+        boards.warm(loading)
     with gr.Blocks(title=ui_text.TITLE, analytics_enabled=settings.analytics,
                    delete_cache=DELETE_CACHE) as demo:  # fmt: skip
         with gr.Row(elem_id="top"):
@@ -266,14 +272,14 @@ def main() -> None:
     service = build_service(settings)
     if service.sync is not None:
         service.sync.flush_on_sigterm()
-    service.start_loading()
+    loading = service.start_loading()
     if service.warmup is not None:
         service.warmup.start()
     start_judges(service, settings)
     start_audio_publisher(service, settings)
     start_snapshots(service, settings)
     clips = clip_store(settings)
-    demo = build_demo(service, settings, clips)
+    demo = build_demo(service, settings, clips, loading)
     FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
     demo.queue(default_concurrency_limit=8).launch(**launch_options(settings, clips))
 

@@ -7,13 +7,17 @@ files, injected into the Space (``build_service(hf_api=...)``) and into the comm
 """
 
 import json
+import threading
 
 import pytest
 from hubfake import REPO
 from hubhistory import synced_space
+from test_service import make_service
 
 from arena_core import cli
+from arena_core.snapshots import revision as revision_module
 from arena_core.snapshots import source
+from arena_core.snapshots.live import LiveBoards
 from arena_core.snapshots.page import reproduce_command
 from arena_core.snapshots.revision import (
     LiveRevisions,
@@ -157,3 +161,31 @@ def test_a_hub_out_of_reach_is_one_line_not_a_traceback(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert f"could not download {REPO} at abc123: ConnectionError" in err
     assert "Traceback" not in err
+
+
+def test_the_revision_is_read_once_the_start_up_replay_ends_not_at_the_first_view(
+    tmp_path, monkeypatch
+):
+    """``LiveBoards.warm``: the first board view after a restart finds the files read."""
+    earlier = VoteLog(tmp_path / "votes")
+    ids = [earlier.append(arena="speech", model_a="m0", model_b="m1", vote="a").vote_id
+           for _ in range(3)]  # fmt: skip
+    earlier.close()
+    service, _ = make_service(tmp_path)  # a new process on the same folder
+    loading = threading.Event()
+    replay = threading.Thread(target=loading.wait)  # stands in for the start-up replay
+    replay.start()
+    reads = []
+    real = revision_module._read_file
+    monkeypatch.setattr(revision_module, "_read_file",
+                        lambda path, size: reads.append(path) or real(path, size))  # fmt: skip
+    boards = LiveBoards(service)
+    warming = boards.warm(replay)
+    warming.join(0.2)
+    assert warming.is_alive() and not reads  # waits for the replay: it reads the same files
+    loading.set()
+    warming.join(30)
+    assert not warming.is_alive() and reads == [earlier.path]
+    _, revision = boards.board("speech")
+    assert reads == [earlier.path]  # the view found them read
+    assert revision == Revision(votes_read=3, last_vote_id=ids[-1])
