@@ -86,6 +86,12 @@ def test_auto_replays_in_process_what_the_counts_cannot_answer(log_dir, capsys, 
     assert board["since"] == "2025-06-02T00:00:00.000000Z"
 
 
+def test_a_missing_counts_file_is_named_as_missing(log_dir, tmp_path, capsys):
+    missing = tmp_path / "counts.parquet"
+    assert main(["leaderboard", "--votes", str(log_dir), "--counts", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: no counts file at {missing}\n"
+
+
 def test_duckdb_refuses_jsonl_with_the_engine_to_use(tmp_path, capsys):
     (tmp_path / "shard.jsonl").write_text("")
     assert main(["counts", "--votes", str(tmp_path), "--out", str(tmp_path / "c.parquet")]) == 2

@@ -87,6 +87,8 @@ def write_counts(table: pa.Table, path: str | Path) -> Path:
 
 def read_counts(path: str | Path) -> pa.Table:
     """Read a counts file, checking its layout version and columns."""
+    if "://" not in str(path) and not Path(path).is_file():  # pyarrow would name the path alone
+        raise FileNotFoundError(f"no counts file at {path}")
     table = pq.read_table(path)
     version = (table.schema.metadata or {}).get(VERSION_KEY)
     if version is None or int(version) != COUNTS_VERSION:
