@@ -70,15 +70,18 @@ def serving(service, settings):
 @pytest.fixture(scope="module")
 def running_app(tmp_path_factory):
     """The Space as ``python app.py`` starts it, on a free local port."""
+    from fakes import build_steady_service
+
     from arena_core.space.config import Settings
-    from arena_core.space.startup import build_service
 
     data = tmp_path_factory.mktemp("arena-data")
     # The listening gate is off here so API tests can vote at once; tests of the gate turn
     # it on (service.listen_share) for themselves.
     settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="test-salt",
                         listen_share=0.0)  # fmt: skip
-    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    # Votes are stamped by a steady clock: the tests' one voter is tested for anomalous
+    # voting, and with the wall clock it was flagged now and then (see build_steady_service).
+    service = build_steady_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
     with serving(service, settings) as (url, clips):
         yield SimpleNamespace(url=url, service=service, settings=settings, clips=clips)
