@@ -47,6 +47,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Ports :func:`launch_on_free_port` tries before it gives up.
+LAUNCH_ATTEMPTS = 5
+
+
+def launch_on_free_port(demo, **options) -> str:
+    """Launch the Gradio ``demo`` on a free port of 127.0.0.1 (without blocking); its URL.
+
+    A port found free can be taken before the server binds it (a client connection of any
+    process draws its own port from the same range), and Gradio then raises OSError: the
+    launch is tried again on a fresh port, so the race cannot fail a test.
+    """
+    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        port = free_port()
+        try:
+            demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port,
+                        quiet=True, **options)  # fmt: skip
+        except OSError:
+            if attempt == LAUNCH_ATTEMPTS:
+                raise
+        else:
+            return f"http://127.0.0.1:{port}/"
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def serving(service, settings):
     """The page of ``service`` served on a free local port, as ``python app.py`` serves it:
@@ -55,13 +79,9 @@ def serving(service, settings):
 
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
-    port = free_port()
     try:
-        demo.queue(default_concurrency_limit=8).launch(
-            prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-            **launch_options(settings, clips),
-        )  # fmt: skip
-        yield f"http://127.0.0.1:{port}/", clips
+        demo.queue(default_concurrency_limit=8)
+        yield launch_on_free_port(demo, **launch_options(settings, clips)), clips
     finally:
         demo.close()
         service.close()

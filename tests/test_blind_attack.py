@@ -26,7 +26,7 @@ import gradio_client.client
 import httpx
 import pytest
 import yaml
-from conftest import ROOT, free_port
+from conftest import ROOT, launch_on_free_port
 from gradio_client import Client
 
 from arena_core.space.fingerprint import FingerprintTable, Sighting, clip_features, score
@@ -97,12 +97,8 @@ def _launch(service, settings):
 
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-        **launch_options(settings, clips),
-    )  # fmt: skip
-    return demo, f"http://127.0.0.1:{port}/"
+    demo.queue(default_concurrency_limit=8)
+    return demo, launch_on_free_port(demo, **launch_options(settings, clips))
 
 
 @pytest.fixture(scope="module")
