@@ -108,11 +108,12 @@ def test_slow_service_times_out(server):
 
 
 def test_unreachable_service_is_reported_unavailable():
-    with socket.socket() as sock:  # a port nobody listens on
+    # A port bound but not listened on: refused, and held so no other server can take it.
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with pytest.raises(BackendUnavailable, match="cannot reach the service"):
-        hf("audio", f"http://127.0.0.1:{port}/tts").generate("Hello", TIMEOUT)
+        backend = hf("audio", f"http://127.0.0.1:{sock.getsockname()[1]}/tts")
+        with pytest.raises(BackendUnavailable, match="cannot reach the service"):
+            backend.generate("Hello", TIMEOUT)
 
 
 def test_an_answer_that_is_not_audio_is_a_clear_error(server):
