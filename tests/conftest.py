@@ -47,6 +47,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Ports :func:`launch_on_free_port` tries before it gives up.
+LAUNCH_ATTEMPTS = 5
+
+
+def launch_on_free_port(demo, **options) -> str:
+    """Launch the Gradio ``demo`` on a free port of 127.0.0.1 (without blocking); its URL.
+
+    A port found free can be taken before the server binds it (a client connection of any
+    process draws its own port from the same range), and Gradio then raises OSError: the
+    launch is tried again on a fresh port, so the race cannot fail a test.
+    """
+    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        port = free_port()
+        try:
+            demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port,
+                        quiet=True, **options)  # fmt: skip
+        except OSError:
+            if attempt == LAUNCH_ATTEMPTS:
+                raise
+        else:
+            return f"http://127.0.0.1:{port}/"
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def serving(service, settings):
     """The page of ``service`` served on a free local port, as ``python app.py`` serves it:
@@ -55,13 +79,9 @@ def serving(service, settings):
 
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
-    port = free_port()
     try:
-        demo.queue(default_concurrency_limit=8).launch(
-            prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-            **launch_options(settings, clips),
-        )  # fmt: skip
-        yield f"http://127.0.0.1:{port}/", clips
+        demo.queue(default_concurrency_limit=8)
+        yield launch_on_free_port(demo, **launch_options(settings, clips)), clips
     finally:
         demo.close()
         service.close()
@@ -70,15 +90,18 @@ def serving(service, settings):
 @pytest.fixture(scope="module")
 def running_app(tmp_path_factory):
     """The Space as ``python app.py`` starts it, on a free local port."""
+    from fakes import build_steady_service
+
     from arena_core.space.config import Settings
-    from arena_core.space.startup import build_service
 
     data = tmp_path_factory.mktemp("arena-data")
     # The listening gate is off here so API tests can vote at once; tests of the gate turn
     # it on (service.listen_share) for themselves.
     settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="test-salt",
                         listen_share=0.0)  # fmt: skip
-    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    # Votes are stamped by a steady clock: the tests' one voter is tested for anomalous
+    # voting, and with the wall clock it was flagged now and then (see build_steady_service).
+    service = build_steady_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
     with serving(service, settings) as (url, clips):
         yield SimpleNamespace(url=url, service=service, settings=settings, clips=clips)

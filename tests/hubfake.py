@@ -204,7 +204,12 @@ class HubServer:
 
     def __init__(self, root: Path):
         self.store = LocalHubApi(root)
-        self.port = free_port()  # closed until start(): connections are refused
+        # The port is bound now and listened on from start(): until then connections are
+        # refused, and no other socket can take the port (a port merely found free was
+        # taken now and then by a client connection of a parallel test, and start() failed).
+        self._reserved = socket.socket()
+        self._reserved.bind(("127.0.0.1", 0))
+        self.port = self._reserved.getsockname()[1]
         self.requests: list[tuple[str, str]] = []
         self.failing_reads: int | None = None
         self._server: ThreadingHTTPServer | None = None
@@ -214,7 +219,11 @@ class HubServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self),
+                                           bind_and_activate=False)  # fmt: skip
+        self._server.socket.close()
+        self._server.socket = self._reserved  # already bound to self.port
+        self._server.server_activate()
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
@@ -223,6 +232,7 @@ class HubServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        self._reserved.close()
 
 
 def _handler(hub: HubServer):

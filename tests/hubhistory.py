@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+from fakes import build_steady_service
 from hubfake import PROMPTS, REGISTRY, REPO, LocalHubApi, _files, row, seed_repo
 
 
@@ -66,7 +67,6 @@ def synced_space(tmp_path: Path, monkeypatch, earlier_votes: int):
     ``leaderboard --repo`` pointed at the same stand-in. Yields (service, api, settings)."""
     from arena_core.snapshots import source
     from arena_core.space.config import Settings
-    from arena_core.space.startup import build_service
 
     (tmp_path / "registry.yaml").write_text(REGISTRY)
     (tmp_path / "prompts.yaml").write_text(PROMPTS)
@@ -75,7 +75,8 @@ def synced_space(tmp_path: Path, monkeypatch, earlier_votes: int):
     seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, earlier_votes + 1)])
     settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data", voter_salt="s",
                         dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
-    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
+    # The tests' voter casts five votes or more: stamped steadily, it is never flagged.
+    service = build_steady_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
     try:
         service.load()
         monkeypatch.setattr(source, "API_FACTORY", lambda: api)

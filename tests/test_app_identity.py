@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import free_port
+from conftest import launch_on_free_port
 from fakes import REGISTRY, Clock, FakeBackend
 from gradio_client import Client
 
@@ -49,13 +49,10 @@ def running(tmp_path, *, auth=None, **settings):
     settings = Settings(data_dir=tmp_path, voter_salt=SALT, trusted_proxies=1, **settings)
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, auth=auth,
-        **launch_options(settings, clips),
-    )  # fmt: skip
+    demo.queue(default_concurrency_limit=8)
+    url = launch_on_free_port(demo, auth=auth, **launch_options(settings, clips))
     try:
-        yield SimpleNamespace(url=f"http://127.0.0.1:{port}/", data=tmp_path)
+        yield SimpleNamespace(url=url, data=tmp_path)
     finally:
         demo.close()
         service.close()

@@ -34,6 +34,11 @@ PAUSE = 300.0
 SETTINGS = PoolSettings(timeout=5.0, failures_before_pause=3, pause_seconds=PAUSE)
 
 
+#: Seconds to wait for what takes milliseconds: generous, as a busy CI machine can stall a
+#: thread for seconds, and a wait that is met returns at once.
+PATIENCE = 60
+
+
 class Clock:
     """A clock the test moves by hand."""
 
@@ -157,7 +162,7 @@ def test_failures_on_typed_prompts_never_pause_a_model():
         for _ in range(12):
             with pytest.raises(BackendError):
                 pool.generate("picky", "\u200d", trusted=False)
-        pool._prober.submit(lambda: None).result(timeout=5)  # the probe has finished
+        pool._prober.submit(lambda: None).result(timeout=PATIENCE)  # the probe has finished
         status = pool.status()["picky"]
         assert status.state == "available" and status.consecutive_failures == 0
         assert ("Hello", None) in picky.calls  # the probe asked for the arena's own prompt
@@ -173,7 +178,7 @@ def test_a_probe_that_fails_counts_like_a_failure_on_a_known_prompt():
         for _ in range(2):
             with pytest.raises(BackendError):
                 pool.generate("dead", "a typed prompt", trusted=False)
-            pool._prober.submit(lambda: None).result(timeout=5)
+            pool._prober.submit(lambda: None).result(timeout=PATIENCE)
             clock.advance(31)  # probes are at most one per probe_interval
         assert pool.status()["dead"].state == "paused"  # two failed probes, two failures
         assert [text for text, _ in dead.calls].count("Hello") == 2
@@ -186,7 +191,7 @@ def test_probes_are_rate_limited():
         for _ in range(5):
             with pytest.raises(BackendError):
                 pool.generate("dead", "typed", trusted=False)
-            pool._prober.submit(lambda: None).result(timeout=5)
+            pool._prober.submit(lambda: None).result(timeout=PATIENCE)
         assert [text for text, _ in dead.calls].count("Hello") == 1
         assert pool.status()["dead"].consecutive_failures == 1
 
@@ -263,7 +268,7 @@ def test_a_hanging_backend_times_out_and_counts_as_a_failure():
 
 def test_both_sides_of_a_pair_run_at_the_same_time():
     """Each side waits for the other at a barrier: run one after the other, they would time out."""
-    barrier = threading.Barrier(2, timeout=10)
+    barrier = threading.Barrier(2, timeout=PATIENCE)
 
     def meet(text, language):
         barrier.wait()

@@ -19,6 +19,7 @@ import time
 from types import MappingProxyType
 
 import pytest
+from conftest import launch_on_free_port
 from hosted_server import SLOW_SECONDS, TONE_RATE, allow_loopback, serving, tone
 
 from arena_core.backends import BackendError, BackendTimeout, BackendUnavailable, make_backend
@@ -107,11 +108,12 @@ def test_slow_service_times_out(server):
 
 
 def test_unreachable_service_is_reported_unavailable():
-    with socket.socket() as sock:  # a port nobody listens on
+    # A port bound but not listened on: refused, and held so no other server can take it.
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with pytest.raises(BackendUnavailable, match="cannot reach the service"):
-        hf("audio", f"http://127.0.0.1:{port}/tts").generate("Hello", TIMEOUT)
+        backend = hf("audio", f"http://127.0.0.1:{sock.getsockname()[1]}/tts")
+        with pytest.raises(BackendUnavailable, match="cannot reach the service"):
+            backend.generate("Hello", TIMEOUT)
 
 
 def test_an_answer_that_is_not_audio_is_a_clear_error(server):
@@ -195,12 +197,6 @@ def test_token_present_makes_hosted_models_available_without_any_request(server)
 # -- gradio_client against a local Gradio app ------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def gradio_app():
     """A tiny Gradio app with the endpoints a TTS or chat Space would have."""
@@ -230,9 +226,7 @@ def gradio_app():
         button.click(echo, text, answer, api_name="echo")
         button.click(fail, text, answer, api_name="fail")
         button.click(slow, text, answer, api_name="slow")
-    port = _free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
+    yield launch_on_free_port(demo)
     demo.close()
     monkeypatch.undo()
 

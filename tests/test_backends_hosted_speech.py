@@ -214,13 +214,11 @@ def spaces():
                     gr.Slider(1.0, 2.0, value=1.1), gr.Slider(100, 2000, value=1200, step=100)]  # fmt: skip
         gr.Button().click(generate_orpheus, [gr.Textbox(), speaker, *sampling], gr.Audio(type="numpy"),
                           api_name="generate_speech")  # fmt: skip
-    from conftest import free_port
+    from conftest import launch_on_free_port
 
-    urls = {}
-    for name, app in (("pocket", demo), ("orpheus", orpheus)):
-        port = free_port()
-        app.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-        urls[name] = f"http://127.0.0.1:{port}/"
+    urls = {
+        name: launch_on_free_port(app) for name, app in (("pocket", demo), ("orpheus", orpheus))
+    }
     yield urls, calls
     demo.close()
     orpheus.close()

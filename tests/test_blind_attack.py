@@ -18,6 +18,7 @@ four set prompts) whose set prompts the warm-up pre-generates first.
 """
 
 import json
+import math
 import os
 import time
 
@@ -25,7 +26,7 @@ import gradio_client.client
 import httpx
 import pytest
 import yaml
-from conftest import ROOT, free_port
+from conftest import ROOT, launch_on_free_port
 from gradio_client import Client
 
 from arena_core.space.fingerprint import FingerprintTable, Sighting, clip_features, score
@@ -37,13 +38,31 @@ MODELS = ("espeak-ng/en-us", "espeak-ng/en+klatt", "pico/en-US", "piper/en_US-jo
 #: Set prompts of the reduced arena.
 PROMPTS = 4
 #: Revealed battles the attacker learns from, and fresh battles it names (blinded app).
-TRAIN, FRESH = 40, 40
+TRAIN, FRESH = 40, 120
 #: The same for the undefended app: its URLs give it away within a few battles.
 TRAIN_UNDEFENDED, FRESH_UNDEFENDED = 30, 15
-#: Allowed excess over chance (absolute share of battles) for the blinded app. With
-#: 40 fresh battles and 7 models, chance is 2.4% for both sides and 14% per side; a
-#: guessing attacker passes both margins in over 99% of runs (binomial tails).
+#: Excess over chance (absolute share of battles) the undefended attacker must beat, and
+#: the attacker with everything the client sees may have over a listener.
 BOTH_MARGIN, SIDE_MARGIN = 0.08, 0.12
+#: Chance that an attacker who merely guesses fails the blinded test. Its hits are then
+#: binomial, and the test allows any count a guesser reaches with at least this chance:
+#: with 120 fresh battles and 7 models that is up to 14 of 120 named both (chance 2.4%, so
+#: 9.3 points over it) and 62 of 240 sides (chance 14.3%, 11.5 points over). With 40 fresh
+#: battles and fixed margins of 8 and 12 points, a guesser failed about one run in 250.
+GUESSER_FAILS = 1e-6
+
+
+def binomial_tail(n: int, p: float, k: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), summed exactly from the probability mass."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def most_a_guesser_hits(n: int, p: float, level: float = GUESSER_FAILS) -> int:
+    """The largest count ``k`` that ``n`` guesses, each right with chance ``p``, reach or
+    pass with probability at least ``level``: a higher count is evidence of a leak."""
+    return next(k for k in range(n + 2) if binomial_tail(n, p, k + 1) < level)
+
+
 #: What the delivery decides, as the attacker's evidence.
 DELIVERY = ("url", "digest", "header", "length", "rate", "seconds")
 
@@ -78,12 +97,8 @@ def _launch(service, settings):
 
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
-    port = free_port()
-    demo.queue(default_concurrency_limit=8).launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-        **launch_options(settings, clips),
-    )  # fmt: skip
-    return demo, f"http://127.0.0.1:{port}/"
+    demo.queue(default_concurrency_limit=8)
+    return demo, launch_on_free_port(demo, **launch_options(settings, clips))
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +189,8 @@ def test_the_attacker_does_no_better_than_chance_on_blinded_battles(arenas, monk
         _report(f"blinded, {'+'.join(use)}", _attack(played, TRAIN, use))
     result = _attack(played, TRAIN)
     _report("blinded, delivery", result)
-    assert result.both_rate <= result.both_chance + BOTH_MARGIN, result
-    assert result.side_rate <= result.side_chance + SIDE_MARGIN, result
+    assert result.both <= most_a_guesser_hits(result.battles, result.both_chance), result
+    assert result.sides <= most_a_guesser_hits(2 * result.battles, result.side_chance), result
     everything = _attack(played, TRAIN, FingerprintTable.ALL)
     listener = _attack(played, TRAIN, FingerprintTable.LISTENER)
     _report("blinded, everything the client sees", everything)

@@ -97,8 +97,11 @@ def test_every_control_is_named_focus_shows_and_the_keyboard_alone_votes(running
     visit.shot("focus-on-vote")
     page.keyboard.press("Enter")
     expect(page.locator("#side-B .side-head.picked")).to_be_visible(timeout=20_000)
-    for tab in ("Leaderboard", "About"):
+    # Each tab is checked once its content is drawn: after a fixed half second, a busy
+    # machine could leave the check looking at a half-drawn tab.
+    shown = {"Leaderboard": "#board-tab #chart-ratings .main-svg", "About": "#about-tab h2"}
+    for tab, drawn in shown.items():
         page.get_by_role("tab", name=tab).click()
-        page.wait_for_timeout(500)
+        expect(page.locator(drawn).first).to_be_visible(timeout=20_000)
         assert page.evaluate(UNNAMED_CONTROLS) == [], tab
     page.close()

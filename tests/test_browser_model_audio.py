@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from browser import LAPTOP, Visit, expect
 from conftest import serving
+from fakes import build_steady_service
 from hubfake import PROMPTS, REGISTRY
 
 from arena_core.page.model_audio import AUDIO_BATTLES, heard_battles
@@ -25,14 +26,14 @@ PLAYER = """id => { const box = document.getElementById(id);
 @pytest.fixture(scope="module")
 def audio_app(tmp_path_factory):
     from arena_core.space.config import Settings
-    from arena_core.space.startup import build_service
 
     root = tmp_path_factory.mktemp("model-audio")
     (root / "registry.yaml").write_text(REGISTRY)
     (root / "prompts.yaml").write_text(PROMPTS)
     settings = Settings(registry=root / "registry.yaml", data_dir=root / "data",
                         voter_salt="salt", listen_share=0.0, warmup=False)  # fmt: skip
-    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    # Eight votes of one voter: stamped steadily, the anomalous-voter test never flags them.
+    service = build_steady_service(settings, env={"PATH": os.environ.get("PATH", "")})
     service.load()
     for k in range(8):
         view = service.new_battle("speech", ("Good morning.", "One two three.")[k % 2])

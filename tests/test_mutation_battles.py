@@ -192,6 +192,6 @@ def test_racing_votes_on_one_battle_let_exactly_one_through(book):
 def test_the_default_clock_is_monotonic_time():
     book = BattleBook(TTL)
     handle, battle = book.open(**fields())
-    assert abs(battle.created - time.monotonic()) < 5.0
+    assert abs(battle.created - time.monotonic()) < 60.0  # wall-clock time would be decades off
     book.delivered(handle)
     assert book.close_for_vote(handle) is battle

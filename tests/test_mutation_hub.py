@@ -280,7 +280,9 @@ class StrictHubApi(LocalHubApi):
     same name is a model repo), answers 409 to a second ``create_repo`` unless
     ``exist_ok``, and serves the files of the commit ``revision`` names. LocalHubApi
     ignores these arguments; here a call without them fails as it would on the Hub.
-    ``block`` makes commits (or ``create_repo``) hang for that many seconds.
+    ``block_commit`` (``block_create``) makes commits (``create_repo``) hang for that many
+    seconds, or until ``release`` is set: a test that asserts a caller gave up first sets a
+    block far longer than any stall of a busy machine, then releases the call at its end.
     """
 
     def __init__(self, root):
@@ -288,6 +290,7 @@ class StrictHubApi(LocalHubApi):
         self.calls: list[tuple[str, dict]] = []
         self.block_commit = 0.0
         self.block_create = 0.0
+        self.release = threading.Event()
         self.fail_create_after: int | None = None
 
     def _check(self, name, repo_type, **kwargs):
@@ -297,7 +300,7 @@ class StrictHubApi(LocalHubApi):
 
     def create_repo(self, repo_id, *, repo_type=None, exist_ok=False, **kwargs):
         self._check("create_repo", repo_type)
-        time.sleep(self.block_create)
+        self.release.wait(self.block_create)
         if not exist_ok and self.repo_dir(repo_id).is_dir():
             raise HubDownError("409 Conflict: You already created this dataset repo")
         if self.fail_create_after is not None and len(self.created) >= self.fail_create_after:
@@ -316,7 +319,7 @@ class StrictHubApi(LocalHubApi):
 
     def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, **kwargs):
         self._check("create_commit", repo_type)
-        time.sleep(self.block_commit)
+        self.release.wait(self.block_commit)
         return super().create_commit(repo_id, operations, commit_message=commit_message,
                                      repo_type=repo_type, **kwargs)  # fmt: skip
 
@@ -422,15 +425,25 @@ def test_a_live_neighbours_shard_is_left_to_it(tmp_path):
     assert len(votes) == 2 and not votes.skipped  # no copy adopted by the second process
 
 
+#: How long the Hub hangs in the flush tests (until the test releases it): far longer than
+#: any stall of a busy CI machine, so a flush that waited for the Hub is told from one that
+#: gave up at its timeout (0.2 s) by :data:`GAVE_UP`, with no race. (A 1 s hang against a
+#: 0.8 s bound failed whenever the machine stalled the test for 0.6 s.)
+HUNG = 120.0
+#: Seconds within which a flush with a 0.2 s timeout has returned, however busy the machine.
+GAVE_UP = 30.0
+
+
 def test_flush_gives_up_at_its_timeout(tmp_path):
     api = StrictHubApi(tmp_path / "hub")
     sync, log = writer(tmp_path / "data", api)
     settled(sync)
     append(log)
-    api.block_commit = 1.0
+    api.block_commit = HUNG
     started = time.monotonic()
     sync.flush(timeout=0.2)
-    assert time.monotonic() - started < 0.8
+    assert time.monotonic() - started < GAVE_UP  # not HUNG: it gave up, at 0.2 s plus a stall
+    api.release.set()
 
 
 def test_flush_gives_up_reaching_a_hanging_hub_at_its_timeout(tmp_path):
@@ -438,10 +451,11 @@ def test_flush_gives_up_reaching_a_hanging_hub_at_its_timeout(tmp_path):
     api.down = HubDownError("refused")
     sync = HubSync(REPO, tmp_path / "data", hf_api=api, retry_seconds=3600)
     sync.start("votes-me.jsonl")
-    api.down, api.block_create = None, 0.5  # twice: connect, then the scheduler
+    api.down, api.block_create = None, HUNG  # twice: connect, then the scheduler
     started = time.monotonic()
     sync.flush(timeout=0.2)
-    assert time.monotonic() - started < 0.8
+    assert time.monotonic() - started < GAVE_UP
+    api.release.set()
     while sync.uploader is None:  # the attempt goes on in the background: let it end
         time.sleep(0.05)
     sync.uploader.stop()

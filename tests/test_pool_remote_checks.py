@@ -27,6 +27,11 @@ class RemoteFake(FakeBackend):
     remote = True
 
 
+#: Seconds to wait for what takes milliseconds: generous, as a busy CI machine can stall a
+#: thread for seconds, and a wait that is met returns at once.
+PATIENCE = 60
+
+
 def pool_with(*backends, clock) -> ModelPool:
     models = tuple(Model(id=b.model_id, name=b.model_id, backend=BackendSpec("fake"))
                    for b in backends)  # fmt: skip
@@ -36,7 +41,7 @@ def pool_with(*backends, clock) -> ModelPool:
 
 
 def drain(pool: ModelPool) -> None:
-    pool._prober.submit(lambda: None).result(timeout=5)
+    pool._prober.submit(lambda: None).result(timeout=PATIENCE)
 
 
 def test_hosted_models_are_held_back_until_their_check_passes():
@@ -53,7 +58,7 @@ def test_hosted_models_are_held_back_until_their_check_passes():
         with pytest.raises(BackendUnavailable, match=CHECKING):
             pool.generate("hosted", "Hi.")
         gate.open()
-        futures["hosted"].result(timeout=5)
+        futures["hosted"].result(timeout=PATIENCE)
         assert pool.pairable() == ["hosted", "local"]
         assert pool.status()["hosted"].pause_reason == ""
     assert hosted.calls == [("Hi.", None)]  # the arena's shortest prompt, once
@@ -63,7 +68,7 @@ def test_a_hosted_model_that_fails_its_check_is_paused_with_the_reason_and_reche
     clock = Clock()
     hosted = RemoteFake("hosted", broken)
     with pool_with(hosted, FakeBackend("local", answer), clock=clock) as pool:
-        pool.probe_remote()["hosted"].result(timeout=5)
+        pool.probe_remote()["hosted"].result(timeout=PATIENCE)
         status = pool.status()["hosted"]
         assert status.state == "paused"  # after one failure, not three
         assert status.pause_reason == "HTTP 503 from the service"
@@ -136,5 +141,5 @@ class _Gate:
         self._event.set()
 
     def __call__(self, text, language):
-        assert self._event.wait(timeout=5)
+        assert self._event.wait(timeout=PATIENCE)
         return answer(text, language)

@@ -31,7 +31,7 @@ def test_votes_are_answered_while_the_boards_rebuild_and_caught_up_after(tmp_pat
     reading, release = held_reads(monkeypatch)
     campaign(service, rounds=240)
     assert "campaign" in service.detector.flagged
-    assert reading.wait(10) and service.rebuilds.running
+    assert reading.wait(60) and service.rebuilds.running
     # The rebuild is stuck reading: votes still go through, honest ones counted at once.
     for k in range(30):
         assert service.vote(battle(service, "m0", "m1"), "a", voter=f"h{k % 8}").counted
@@ -47,7 +47,7 @@ def test_a_voter_flagged_during_a_rebuild_gets_one_of_their_own(tmp_path, monkey
     service, _ = campaign_service(tmp_path)
     reading, release = held_reads(monkeypatch)
     campaign(service, rounds=240)
-    assert reading.wait(10)
+    assert reading.wait(60)
     # A second voter who always picks m2, while the first rebuild is held.
     for k in range(90):
         a, b = ("m2", "m0") if k % 2 else ("m1", "m2")
@@ -67,7 +67,7 @@ def test_a_full_rebuild_makes_the_one_in_flight_obsolete(tmp_path, monkeypatch):
     service, _ = campaign_service(tmp_path, lock=threading.RLock())
     reading, release = held_reads(monkeypatch)
     campaign(service, rounds=240)
-    assert reading.wait(10)
+    assert reading.wait(60)
     service.reload()  # as when the Hub's votes arrive: everything replayed under the lock
     assert not service.rebuilds.running
     service.vote(battle(service, "m0", "m1"), "a", voter="h3")

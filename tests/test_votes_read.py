@@ -18,6 +18,11 @@ from arena_core.votes.lines import special_lines
 from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
+#: The health checks the suite's profile suppresses (tests/conftest.py): a test that names
+#: its own list replaces the profile's, so it names these again (without too_slow, a busy
+#: machine can trip it: Hypothesis calls data generation too slow past a wall-clock limit).
+PROFILE_SUPPRESSES = tuple(settings.default.suppress_health_check)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -245,7 +250,9 @@ LINE = st.one_of(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[*PROFILE_SUPPRESSES, HealthCheck.function_scoped_fixture],
 )
 @given(st.lists(LINE, max_size=25))
 def test_any_mangled_log_is_read_without_crashing(tmp_path, lines):
@@ -567,7 +574,10 @@ LINE_PARTS = st.sampled_from([b'{"a": 1}', b"null", b" ", b"\t", b"\r", b"\xef\x
                               b'"null"', b"nul", b"x" * 40, b""])  # fmt: skip
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    suppress_health_check=[*PROFILE_SUPPRESSES, HealthCheck.function_scoped_fixture],
+)
 @given(
     lines=st.lists(st.lists(LINE_PARTS, max_size=4).map(b"".join), max_size=12),
     end=st.sampled_from([b"", b"\n"]),
