@@ -3,6 +3,7 @@
     python bench/scale.py                          # 100M votes under /tmp/arena-100m
     python bench/scale.py --votes 10000000 --data /tmp/arena-10m --repeat 3
     python bench/scale.py --stages manifest counts       # the manifest's saving alone
+    python bench/scale.py --stages counts-voters --voters-votes 10000000   # with voter hashes
 
 Generates the log once (arena_core/scale/synthetic.py: numpy and Arrow, not
 VoteLog; cached under --data with a spec file), then runs each stage in a fresh
@@ -17,6 +18,9 @@ DuckDB's memory included):
   check, one counting pass). Targets: <= 30 s, <= 2 GB.
 * ``counts-checked``: the same without the manifest: every row judged, every id
   hashed for duplicates (what a log without a manifest costs).
+* ``counts-voters``: ``counts`` on another log whose votes carry voter hashes
+  (--voters repeat voters, 20 of them campaigners; --voters-votes votes, default 10M),
+  so the anomalous-voter test runs (its own time: ``flag_s``; ``flagged`` voters).
 * ``elo``: the default board's sequential Elo, month by month in replay order
   (the open repeats the dedup pass the stream needs).
 * ``board from counts``: selection, pair counts and the fit, from the counts file.
@@ -46,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from arena_core.scale.synthetic import SynthSpec, generate  # noqa: E402
 
 #: The stages, in the order they run (``counts`` and ``elo`` need the manifest and the counts).
-STAGES = ("manifest", "counts", "counts-checked", "elo", "board", "equality")
+STAGES = ("manifest", "counts", "counts-checked", "counts-voters", "elo", "board", "equality")
 #: Where each stage's measurements come back from its child process.
 _RESULT = "BENCH_RESULT "
 
@@ -82,19 +86,29 @@ def stage_manifest(data: Path, now_us: int) -> dict:
     return {"seconds": time.perf_counter() - start, "bytes": path.stat().st_size}
 
 
-def stage_counts(data: Path, now_us: int, out: Path, trust: bool) -> dict:
+def stage_counts(data: Path, now_us: int, out: Path, trust: bool, write: bool = True) -> dict:
     from arena_core.scale.contract import write_counts
     from arena_core.scale.duck import DuckVotes, connect
     from arena_core.scale.sources import resolve
 
+    class Timed(DuckVotes):
+        """Times the anomalous-voter test (run while the log is opened)."""
+
+        def flagged_voters(self, *args, **kwargs):
+            begin = time.perf_counter()
+            found = super().flagged_voters(*args, **kwargs)
+            self.flag_seconds, self.flagged = time.perf_counter() - begin, len(found)
+            return found
+
     start = time.perf_counter()
-    duck = DuckVotes(resolve(data), now_us=now_us, con=connect(str(out.parent / "spill")),
-                     trust_manifest=trust)  # fmt: skip
+    duck = Timed(resolve(data), now_us=now_us, con=connect(str(out.parent / "spill")),
+                 trust_manifest=trust)  # fmt: skip
     counts = duck.counts()
     seconds = time.perf_counter() - start
-    if trust:
+    if trust and write:
         write_counts(counts, out)
-    return {"seconds": seconds, "rows": counts.num_rows, "trusted_files": len(duck.trusted.ranks)}
+    return {"seconds": seconds, "rows": counts.num_rows, "trusted_files": len(duck.trusted.ranks),
+            "flag_s": duck.flag_seconds, "flagged": duck.flagged}  # fmt: skip
 
 
 def stage_elo(data: Path, now_us: int, out: Path) -> dict:
@@ -181,6 +195,8 @@ def _child(args) -> None:
         result = stage_manifest(args.data, args.now_us)
     elif args.stage in ("counts", "counts-checked"):
         result = stage_counts(args.data, args.now_us, args.out, trust=args.stage == "counts")
+    elif args.stage == "counts-voters":
+        result = stage_counts(args.data, args.now_us, args.out, trust=True, write=False)
     elif args.stage == "elo":
         result = stage_elo(args.data, args.now_us, args.out)
     elif args.stage == "board":
@@ -208,6 +224,9 @@ def main() -> None:
     parser.add_argument("--months", type=int, default=24)
     parser.add_argument("--check-data", type=Path, default=Path("/tmp/arena-1m-check"))
     parser.add_argument("--check-votes", type=int, default=1_000_000)
+    parser.add_argument("--voters-data", type=Path, default=Path("/tmp/arena-10m-voters"))
+    parser.add_argument("--voters-votes", type=int, default=10_000_000)
+    parser.add_argument("--voters", type=int, default=200_000, help="repeat voters of that log")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each stage (median)")
     parser.add_argument("--spark", action="store_true", help="also check Spark's counts")
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES),
@@ -221,19 +240,38 @@ def main() -> None:
         return
     big = SynthSpec(votes=args.votes, months=args.months)
     check = SynthSpec(votes=args.check_votes, months=12, voters=20_000, campaigners=20, seed=1)
-    made = ensure(big, args.data), ensure(check, args.check_data)
+    voting = SynthSpec(votes=args.voters_votes, months=args.months, voters=args.voters,
+                       campaigners=20, seed=2)  # fmt: skip
+    made = []  # only the logs the chosen stages read are generated
+    if set(args.stages) - {"equality", "counts-voters"}:
+        made.append(ensure(big, args.data))
+    if "equality" in args.stages:
+        made.append(ensure(check, args.check_data))
+    if "counts-voters" in args.stages:
+        made.append(_with_manifest(voting, args.voters_data))
     out = args.data.parent / f"{args.data.name}-counts" / "counts.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for stage in args.stages:
-        data, spec = (args.check_data, check) if stage == "equality" else (args.data, big)
+        data, spec = {"equality": (args.check_data, check),
+                      "counts-voters": (args.voters_data, voting)}.get(stage, (args.data, big))  # fmt: skip
         runs = [run_stage(stage, data, end_us(spec), out, args.spark) for _ in range(args.repeat)]
         rows.append((stage, spec.votes, runs))
     _print(rows, made)
 
 
+def _with_manifest(spec: SynthSpec, folder: Path) -> float:
+    """:func:`ensure`, and the compaction manifest the ``counts`` stage trusts (built once)."""
+    from arena_core.scale.manifest import MANIFEST_NAME, build_manifest
+
+    seconds = ensure(spec, folder)
+    if not (folder / "compacted" / MANIFEST_NAME).exists():
+        build_manifest(folder / "compacted", now_us=end_us(spec))
+    return seconds
+
+
 def _print(rows, made) -> None:
-    print(f"generated in {made[0]:.0f} s / {made[1]:.0f} s (0: cached)")
+    print("generated in " + " / ".join(f"{s:.0f} s" for s in made) + " (0: cached)")
     print(f"{'stage':<14} {'votes':>12} {'wall s':>8} {'peak MB':>8}  details")
     for stage, votes, runs in rows:
         wall = statistics.median(r["seconds"] for r in runs)

@@ -172,15 +172,28 @@ def sequential_test(pair: np.ndarray, outcome: np.ndarray, voter: np.ndarray, el
         term[seq] = terms_of(num, den)
         who = voter[seq]
         j, m = running_totals(who, term[seq])  # each voter's count and statistic so far
-        limits = params.thresholds()
-        checked = np.flatnonzero(np.isin(j, list(limits)))
-        hit = checked[
-            m[checked] >= np.array([limits[x] for x in j[checked].tolist()], dtype=np.int64)
-        ]
-        for code, count in zip(who[hit].tolist(), j[hit].tolist(), strict=True):
-            flagged_at.setdefault(code, count)  # rows are in order: the first hit wins
+        flagged_at = checkpoint_hits(who, j, m, params)
         mask[seq] = np.isin(who, list(flagged_at))
     return Detection(pair, outcome, voter, eligible, term, mask, flagged_at, every_voter)
+
+
+def checkpoint_hits(who: np.ndarray, count: np.ndarray, statistic: np.ndarray,
+                    params: AnomalyParams) -> dict[int, int]:  # fmt: skip
+    """Voter -> the first checkpoint count at which its statistic reached the threshold.
+
+    Rows are tested votes, each voter's in replay order: ``who`` the voter,
+    ``count`` and ``statistic`` its running vote count and ``M_j`` (fixed point)
+    up to and including the row (:func:`~arena_core.integrity.counting.running_totals`).
+    """
+    limits = params.thresholds()
+    checked = np.flatnonzero(np.isin(count, list(limits)))
+    hit = checked[
+        statistic[checked] >= np.array([limits[x] for x in count[checked].tolist()], dtype=np.int64)
+    ]
+    flagged_at: dict[int, int] = {}
+    for code, j in zip(who[hit].tolist(), count[hit].tolist(), strict=True):
+        flagged_at.setdefault(code, j)  # rows are in order: the first hit wins
+    return flagged_at
 
 
 def detect(votes: VoteTable, params: AnomalyParams = AnomalyParams(), *,

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.board import BoardQuery
 from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
-from arena_core.scale.flags import PAIR_SQL, flagged_voters_of
+from arena_core.scale.flags import flagged_in_batches, votes_to_test_sql
 from arena_core.scale.manifest import Trusted, trusted_files
 from arena_core.scale.rules import (
     DUCKDB,
@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 MEMORY_LIMIT = "1500MB"
 #: Rows per record batch of the Elo stream.
 STREAM_ROWS = 1 << 20
+#: Rows per record batch of the anomalous-voter test's tested votes (about 60 MB of columns).
+FLAG_BATCH_ROWS = 1 << 20
 #: Slack of the string prefilter on ``ts`` around a window: a local time written with an
 #: offset is within a day of its UTC time, and the fraction moves order within a second.
 _PREFILTER_SLACK_US = 2 * 86_400 * 1_000_000
@@ -251,24 +253,23 @@ class DuckVotes:
 
     # -- the anomalous-voter test ----------------------------------------------------
 
-    def flagged_voters(self) -> list[str]:
+    def flagged_voters(self, batch_rows: int = FLAG_BATCH_ROWS) -> list[str]:
         """The voters the anomalous-voter test flags, as ``select_votes`` finds them.
 
         Only a voter with at least the first checkpoint's number of human votes can
         be flagged. A first pass reads the ``voter`` column alone: when no voter has
         that many rows at all (or the log has no voters), no one can be flagged. Otherwise
-        the valid human votes are fetched in replay order and the test runs in-process,
-        exactly as the board runs it; that step holds those votes in memory (see the README).
+        DuckDB works out each tested vote's counts of the other voters' earlier votes
+        (window functions, spilling beyond its memory limit) and streams them, by voter,
+        in batches of ``batch_rows`` to the test's own numerics (:mod:`~arena_core.scale.flags`).
         """
         first = int(self.anomaly.checks[0])
         repeat = self.con.execute(f"""SELECT count(*) FROM (SELECT voter FROM raw
             WHERE voter IS NOT NULL GROUP BY voter HAVING count(*) >= {first})""").fetchall()[0][0]  # noqa: S608
         if not repeat:
             return []
-        table = self.con.sql(f"""SELECT {PAIR_SQL} AS pair, vote,
-                model_a > model_b AS swapped, voter, NOT flagged AS eligible, ts_us
-            FROM valid WHERE {HUMAN_SQL} ORDER BY ts_us, vote_id""").to_arrow_table()  # noqa: S608
-        return flagged_voters_of(table, self.anomaly)
+        reader = self.con.sql(votes_to_test_sql("valid", first)).to_arrow_reader(batch_rows)
+        return sorted(flagged_in_batches(reader, self.anomaly))
 
     # -- results ---------------------------------------------------------------------
 

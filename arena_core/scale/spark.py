@@ -5,7 +5,7 @@ rules), duplicates of a ``vote_id`` keep the first valid row in replay order
 (time, ``vote_id``, file order, row in file: ``_metadata.row_index``), and the
 anomalous-voter test is decided as the DuckDB engine decides it
 (:mod:`~arena_core.scale.flags`: settled by one aggregate when no voter reached
-its first checkpoint, else run on the driver over the human votes in order).
+its first checkpoint, else the tested votes and their window counts, by voter, on the driver).
 Only the small counts table comes back to the driver otherwise.
 """
 
@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
-from arena_core.scale.flags import PAIR_SQL, flagged_voters_of
+from arena_core.scale.flags import flagged_in_batches, votes_to_test_sql
 from arena_core.scale.rules import (
     HUMAN_SQL,
     READ_COLUMNS,
@@ -158,10 +158,9 @@ def _flagged(spark, params: AnomalyParams) -> list[str]:
         HAVING count(*) >= {int(params.checks[0])})""").first()[0]  # noqa: S608
     if not repeat:
         return []
-    table = spark.sql(f"""SELECT {PAIR_SQL} AS pair, vote, model_a > model_b AS swapped, voter,
-            NOT flagged AS eligible, ts_us
-        FROM valid WHERE {HUMAN_SQL} ORDER BY ts_us, vote_id""").toArrow()  # noqa: S608
-    return flagged_voters_of(table, params)
+    # The same SQL as DuckDB's (window counts); the tested votes still come to the driver whole.
+    table = spark.sql(votes_to_test_sql("valid", params.checks[0])).toArrow()
+    return sorted(flagged_in_batches(table.to_batches(), params))
 
 
 __all__ = ["counts_with_spark", "session"]
