@@ -103,7 +103,13 @@ def _sorted(table: pa.Table) -> pa.Table:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    # The profile's suppressions too (too_slow on a busy machine): a list of our own replaces them.
+    suppress_health_check=[
+        *settings.default.suppress_health_check,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 @given(rows=random_rows(), parts=st.integers(1, 3), crowd=st.sampled_from([0, 40, 150]))
 def test_any_log_flags_the_voters_the_in_process_test_flags(tmp_path_factory, rows, parts, crowd):

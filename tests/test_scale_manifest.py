@@ -162,7 +162,13 @@ _ROWS = st.builds(lambda vote_id, ts, vote, pair: _row(vote_id, ts, *pair, vote=
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30,
+    deadline=None,
+    # The profile's suppressions too (too_slow on a busy machine): a list of our own replaces them.
+    suppress_health_check=[
+        *settings.default.suppress_health_check,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 @given(parts=st.lists(st.lists(_ROWS, min_size=1, max_size=8), min_size=1, max_size=4),
        tail=st.lists(st.lists(_ROWS, min_size=1, max_size=6), max_size=2),
