@@ -1,10 +1,7 @@
 """Test doubles shared by several test modules: a tiny registry, a clock, a fake model."""
 
-import functools
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-
-import pytest
 
 from arena_core.backends import Availability, Backend, Output
 from arena_core.backends.base import VOICE_OPTIONS
@@ -77,13 +74,9 @@ def build_steady_service(settings, **kwargs):
     its votes then left the board the test checks. With this clock every run stamps, and
     flags, the same.
     """
-    from arena_core.space import startup
-    from arena_core.votes.log import VoteLog
+    from arena_core.space.startup import build_service
 
-    steady = functools.partial(VoteLog, clock=SteadyVoteClock(APP_VOTES_START))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(startup, "VoteLog", steady)
-        return startup.build_service(settings, **kwargs)
+    return build_service(settings, vote_clock=SteadyVoteClock(APP_VOTES_START), **kwargs)
 
 
 class FakeBackend(Backend):

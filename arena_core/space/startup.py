@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from huggingface_hub import HfApi
 
@@ -27,14 +28,16 @@ log = logging.getLogger(__name__)
 
 
 def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
-                  hf_api: HfApi | None = None) -> ArenaService:  # fmt: skip
+                  hf_api: HfApi | None = None,
+                  vote_clock: Callable[[], datetime] | None = None) -> ArenaService:  # fmt: skip
     """Load and check the registry, build the model pools and the vote log.
 
     A bad registry or backend block stops here with one clear error; models
     that cannot run on this machine are listed with their reason and never
     paired. With ``ARENA_DATASET_REPO`` and ``HF_TOKEN`` set, the repo's votes
     are downloaded for the replay and new votes are pushed to it (``hf_api``
-    is injected by tests; the real Hub is used otherwise). A Hub that does
+    is injected by tests; the real Hub is used otherwise; so is ``vote_clock``, the
+    vote log's clock, which stamps each vote's ``ts``). A Hub that does
     not answer does not stop the start: votes go to the local log, and the
     download, the merge into the live boards and the pushes follow once it
     answers. Audio outputs are delivered blind; the set-prompt warm-up is built
@@ -76,7 +79,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     service = ArenaService(
         registry,
         pools,
-        VoteLog(settings.votes_dir, lock=lock, shard_name=shard),
+        VoteLog(settings.votes_dir, lock=lock, shard_name=shard, clock=vote_clock),
         replay_sources=sources,
         sync=sync,
         battle_ttl=settings.battle_ttl,
