@@ -34,7 +34,7 @@ SPACES_LOOKED = 2
 #: The bytes from which on a byte is never part of UTF-8 (0xC0 and 0xC1 neither, but they
 #: are left to the check of each batch, as are other bad sequences).
 _NEVER_UTF8 = 0xF5
-_OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
+_OPEN, _CLOSE, _NEWLINE, _RETURN = ord("{"), ord("}"), ord("\n"), ord("\r")
 
 
 def line_bounds(data: bytes, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -58,8 +58,10 @@ def lines_apart(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray
     either end, it begins with ``{`` and ends with ``}`` (so it is not blank and cannot
     start with ``null`` or a byte of a byte-order mark, which Arrow must never see at a
     block's start), holds no control byte, and no ``}`` in it is followed by a value
-    that Arrow would read as a second row (``{`` or ``null``). Such a line gives Arrow
-    exactly one row, or an error naming its row or the next. Lines with a byte that is
+    that Arrow would read as a second row (``{`` or ``null``), and no carriage return
+    before its last ``}``: Arrow's parser ends a row at one, so a block cut right after it
+    would give ``{...}\r...`` a row and never see the rest of the line. Such a line gives
+    Arrow exactly one row, or an error naming its row or the next. Lines with a byte that is
     never UTF-8 (0xF5 to 0xFF) are set apart too: Arrow reads most of them, and finding
     them in a batch (:func:`~arena_core.votes.tolerant._not_utf8`) costs more.
 
@@ -70,7 +72,7 @@ def lines_apart(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray
     if not len(starts):
         return np.zeros(0, dtype=bool)
     view = np.frombuffer(data, dtype=np.uint8)
-    apart, closed = _not_one_object(view, starts, ends)
+    apart, closed, tail = _not_one_object(view, starts, ends)
     lo, hi = int(starts[0]), int(ends[-1])
     region = view[lo:hi]
     odd = np.flatnonzero(apart).tolist()
@@ -84,6 +86,8 @@ def lines_apart(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray
     if unexplained(lambda b: b < 32, len(starts) - 1):  # more than the newlines
         low = np.flatnonzero(region < 32) + lo
         found.append(low[_CONTROL[view[low]]])
+        returns = low[view[low] == _RETURN]  # those before their line's end (past spaces)
+        found.append(returns[returns < tail[np.searchsorted(starts, returns, "right") - 1]])
     if unexplained(lambda b: b == _CLOSE, int(np.count_nonzero(closed & ~apart))):
         found.append(_second_rows(view, lo, hi))  # some "}" does not end its line
     found.append(never_utf8(view, lo, hi))
@@ -92,9 +96,10 @@ def lines_apart(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray
     return apart
 
 
-def _not_one_object(view: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """Lines that, past a few spaces, do not begin with ``{`` and end with ``}``, and the
-    lines that end with ``}``."""
+def _not_one_object(view: np.ndarray, starts, ends) -> tuple[np.ndarray, ...]:
+    """Lines that, past a few spaces, do not begin with ``{`` and end with ``}``, the
+    lines that end with ``}``, and where each line ends past those spaces (its last
+    byte's offset; before its start if it is all spaces)."""
     top = len(view) - 1
     head, tail = starts.copy(), ends - 1
     for _ in range(SPACES_LOOKED):
@@ -105,7 +110,7 @@ def _not_one_object(view: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndar
     closed[whole] = view[tail[whole]] == _CLOSE
     apart = np.ones(len(starts), dtype=bool)
     apart[whole] = (view[head[whole]] != _OPEN) | ~closed[whole]
-    return apart, closed
+    return apart, closed, tail
 
 
 def never_utf8(view: np.ndarray, lo: int, hi: int) -> np.ndarray:
