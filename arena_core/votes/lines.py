@@ -13,6 +13,7 @@ import math
 import re
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
@@ -35,8 +36,14 @@ _HAZARD_AFTER = re.compile(rb"\n[ \t\r]*(?:null|[\xef\xbb\xbf])")
 #: Lines kept away from Arrow in a damaged file: those above, and blank lines (which Arrow
 #: reads as no row, so a piece holding one is refused for its row count, naming no row).
 #: Whitespace is that of ``bytes.strip``, which is how :func:`read_lines` finds blank lines.
+#: Matched at a line's start (:func:`special_lines_among` finds the starts).
 _SPECIAL_FIRST = re.compile(rb"[ \t\r\x0b\x0c]*(?:null|[\xef\xbb\xbf]|(?=\n|$))")
-_SPECIAL_AFTER = re.compile(rb"\n[ \t\r\x0b\x0c]*(?:null|[\xef\xbb\xbf]|(?=\n|$))")
+#: The newline byte.
+_NEWLINE = ord("\n")
+#: First bytes a line matching ``_SPECIAL_FIRST`` can have: the whitespace it skips, a
+#: newline (a blank line), ``n`` (``null``) and the byte-order mark's bytes.
+_MAY_BEGIN_SPECIAL = np.zeros(256, dtype=bool)
+_MAY_BEGIN_SPECIAL[list(b" \t\r\x0b\x0c\nn\xef\xbb\xbf")] = True
 
 
 def has_hazard_line(data: bytes, start: int = 0, end: int | None = None) -> bool:
@@ -49,10 +56,38 @@ def has_hazard_line(data: bytes, start: int = 0, end: int | None = None) -> bool
 def special_lines(data: bytes, start: int = 0, end: int | None = None) -> list[int]:
     """Start offsets of the blank and hazard lines of ``data[start:end]`` (``start``
     at a line start; the empty remainder after a final newline is not a line)."""
-    end = len(data) if end is None else end
-    found = [start] if start < end and _SPECIAL_FIRST.match(data, start, end) else []
-    found += [m.start() + 1 for m in _SPECIAL_AFTER.finditer(data, start, end)]
-    return [s for s in found if s < end]
+    end = len(data) if end is None else min(end, len(data))
+    return special_lines_among(data, start, end, newline_offsets(data, start, end))
+
+
+def newline_offsets(data, start: int, end: int) -> np.ndarray:
+    """Offsets from ``start`` of the newlines of ``data[start:end]`` (bytes, or a mapping:
+    no copy of the bytes is made)."""
+    view = np.frombuffer(data, dtype=np.uint8, count=max(end - start, 0), offset=start)
+    try:
+        return np.flatnonzero(view == _NEWLINE)
+    finally:
+        del view  # a mapping cannot close while numpy holds its buffer
+
+
+def special_lines_among(data, start: int, end: int, newlines: np.ndarray) -> list[int]:
+    """:func:`special_lines` of ``data[start:end]``, given its :func:`newline_offsets`.
+
+    Every line's first byte is looked at at once; the pattern runs only on the lines whose
+    first byte can begin a blank or hazard line (:data:`_MAY_BEGIN_SPECIAL`), none in a
+    clean log, where every line begins with ``{``. Running the pattern over the whole
+    range instead cost a clean million-vote log about a third of a second.
+    """
+    if end <= start:
+        return []
+    view = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+    try:
+        starts = np.concatenate((np.zeros(1, np.int64), newlines + 1))
+        starts = starts[starts < end - start]
+        maybe = starts[_MAY_BEGIN_SPECIAL[view[starts]]]
+    finally:
+        del view
+    return [start + s for s in maybe.tolist() if _SPECIAL_FIRST.match(data, start + s, end)]
 
 
 def parse_json(source, wanted: list[str], lines: int, block_size: int) -> pa.Table:

@@ -23,14 +23,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arena_core.votes import fastchat
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
-from arena_core.votes.lines import parse_json, special_lines
+from arena_core.votes.lines import (
+    newline_offsets,
+    parse_json,
+    special_lines,
+    special_lines_among,
+)
 from arena_core.votes.reasons import TRUNCATED, UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, REQUIRED
 from arena_core.votes.tolerant import read_damaged
@@ -223,8 +227,8 @@ def _scan_lines(path: Path) -> tuple[int, bool]:
     a blank one. A blank line is Arrow's row fewer; with none, ``rows == lines`` proves each
     line gave one row (a line holding two objects could otherwise hide behind a blank one).
 
-    The file is mapped, not read: no copy of its bytes is made, newlines are counted by
-    numpy, and the pattern runs over the mapping. It goes window by window, each ending
+    The file is mapped, not read: no copy of its bytes is made, and numpy finds the newlines
+    (once, for the count and for the lines' starts). It goes window by window, each ending
     after a newline (so every line is judged whole, from its start), and each window's
     pages leave the process's memory once judged.
     """
@@ -234,22 +238,18 @@ def _scan_lines(path: Path) -> tuple[int, bool]:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         size, start = len(mapped), 0
         while start < size:
-            end = mapped.rfind(b"\n", start, start + _SCAN_WINDOW) + 1
-            if end <= start:  # a line longer than the window: the window takes it whole
-                end = mapped.find(b"\n", start + _SCAN_WINDOW) + 1 or size
-            count += _newlines(mapped, start, end)
-            null_line = null_line or bool(special_lines(mapped, start, end))
+            end = min(start + _SCAN_WINDOW, size)
+            newlines = newline_offsets(mapped, start, end)
+            if end < size and len(newlines):  # the window ends after its last newline
+                end = start + int(newlines[-1]) + 1
+            elif end < size:  # a line longer than the window: the window takes it whole
+                end = mapped.find(b"\n", end) + 1 or size
+                newlines = newline_offsets(mapped, start, end)
+            count += len(newlines)
+            null_line = null_line or bool(special_lines_among(mapped, start, end, newlines))
             _forget(mapped, start, end)
             start = end
     return count, null_line
-
-
-def _newlines(mapped: mmap.mmap, start: int, end: int) -> int:
-    view = np.frombuffer(mapped, dtype=np.uint8, count=end - start, offset=start)
-    try:
-        return int(np.count_nonzero(view == ord("\n")))
-    finally:
-        del view  # the map cannot close while numpy holds its buffer
 
 
 def _forget(mapped: mmap.mmap, start: int, end: int) -> None:
