@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from arena_core.votes import tolerant
-from arena_core.votes.lines import has_hazard_line, read_lines, special_lines
+from arena_core.votes.lines import has_hazard_line, line_breaks, read_lines, special_lines
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS
 from arena_core.votes.tolerant import read_damaged
 
@@ -215,7 +215,7 @@ def test_a_blank_or_null_first_line_and_no_last_newline():
 
 
 #: Every byte a blank or hazard line can begin with, and others.
-BYTES = st.lists(st.sampled_from([b"\n", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"null", b"nul", b"x",
+BYTES = st.lists(st.sampled_from([b"\n", b" ", b"\t", b"\r", b"\r\n", b"\x0b", b"\x0c", b"null", b"nul", b"x",
                                   b"\xef", b"\xbb", b"\xbf", b"{}"]), max_size=12).map(b"".join)  # fmt: skip
 
 
@@ -247,6 +247,17 @@ def test_special_lines_are_the_blank_and_hazard_lines(data):
     assert special_lines(data) == expected
 
 
+@settings(max_examples=500, deadline=None)
+@given(BYTES, st.integers(0, 20), st.integers(0, 40))
+def test_line_breaks_are_the_newlines_and_a_return_without_one(data, start, end):
+    start = min(start, len(data))
+    end = max(start, min(end, len(data)))
+    newlines, lone = line_breaks(data, start, end)
+    region = data[start:end]
+    assert newlines.tolist() == [k for k, byte in enumerate(region) if byte == ord("\n")]
+    assert lone == (re.search(rb"\r(?!\n)", region) is not None)
+
+
 NULL_FIRST = """
 import sys, json
 sys.path.insert(0, {root!r})
@@ -267,6 +278,33 @@ def test_a_line_beginning_with_null_never_crashes_the_reader(tmp_path, first):
     assert done.returncode == 0, done.stderr[-500:]
     reason = "not_an_object" if first == "null" else "invalid_json"
     assert json.loads(done.stdout.splitlines()[-1]) == [1, {reason: 1}]
+
+
+RETURN_NULL = """
+import sys, json
+sys.path.insert(0, {root!r})
+from arena_core.votes import read
+read._JSON_BLOCK = {block}
+votes = read.read_votes({folder!r})
+print(json.dumps([len(votes), dict(votes.skipped)]))
+"""
+
+
+@pytest.mark.parametrize("final_newline", [True, False], ids=["mapped", "in-memory"])
+@pytest.mark.parametrize("cut", [0, 1, -1], ids=["after-return", "after-null", "before-return"])
+def test_a_null_after_a_carriage_return_never_crashes_the_reader(tmp_path, final_newline, cut):
+    # Arrow ends a row at "\r" and may start a block right after one: "{...}\rnull" then
+    # died like a line beginning with null (SIGSEGV, pyarrow 26.0.1) when the clean-file
+    # parse cut a block there. Blocks are cut at that byte here (and beside it); the file
+    # is read mapped (final newline) and from memory (none). In a child process, as above.
+    lines = [line(0), line(1), line(2) + b"\rnull", line(3), line(4)]
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    (tmp_path / "votes-x.jsonl").write_bytes(data)
+    block = data.index(b"\rnull") + 1 + cut
+    code = RETURN_NULL.format(root=str(ROOT), folder=str(tmp_path), block=block)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [4, {"invalid_json": 1}]
 
 
 def test_an_empty_piece_list_gives_the_wanted_columns():

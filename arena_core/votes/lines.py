@@ -38,8 +38,8 @@ _HAZARD_AFTER = re.compile(rb"\n[ \t\r]*(?:null|[\xef\xbb\xbf])")
 #: Whitespace is that of ``bytes.strip``, which is how :func:`read_lines` finds blank lines.
 #: Matched at a line's start (:func:`special_lines_among` finds the starts).
 _SPECIAL_FIRST = re.compile(rb"[ \t\r\x0b\x0c]*(?:null|[\xef\xbb\xbf]|(?=\n|$))")
-#: The newline byte.
-_NEWLINE = ord("\n")
+#: The newline and carriage return bytes.
+_NEWLINE, _RETURN = ord("\n"), ord("\r")
 #: First bytes a line matching ``_SPECIAL_FIRST`` can have: the whitespace it skips, a
 #: newline (a blank line), ``n`` (``null``) and the byte-order mark's bytes.
 _MAY_BEGIN_SPECIAL = np.zeros(256, dtype=bool)
@@ -57,21 +57,35 @@ def special_lines(data: bytes, start: int = 0, end: int | None = None) -> list[i
     """Start offsets of the blank and hazard lines of ``data[start:end]`` (``start``
     at a line start; the empty remainder after a final newline is not a line)."""
     end = len(data) if end is None else min(end, len(data))
-    return special_lines_among(data, start, end, newline_offsets(data, start, end))
+    return special_lines_among(data, start, end, line_breaks(data, start, end)[0])
 
 
-def newline_offsets(data, start: int, end: int) -> np.ndarray:
+def line_breaks(data, start: int, end: int) -> tuple[np.ndarray, bool]:
     """Offsets from ``start`` of the newlines of ``data[start:end]`` (bytes, or a mapping:
-    no copy of the bytes is made)."""
+    no copy of the bytes is made), and whether a carriage return in it is not followed by
+    a newline.
+
+    Arrow's parser ends a row at a carriage return as at a newline, and may start a block
+    right after one: a line ``{...}\rnull`` then kills the process as a line beginning
+    with ``null`` does (pyarrow 26.0.1). No log the app writes holds a lone ``\r`` (JSON
+    escapes it), so the callers send a file with one to the damaged-file path, which never
+    hands Arrow such a line (:func:`~arena_core.votes.prescan.lines_apart`).
+    """
     view = np.frombuffer(data, dtype=np.uint8, count=max(end - start, 0), offset=start)
     try:
-        return np.flatnonzero(view == _NEWLINE)
+        low = np.flatnonzero(view <= _RETURN)  # the breaks, and the rarer tab, \x0b, \x0c
+        kind = view[low]
+        returns = low[kind == _RETURN] + 1
+        lone = bool(len(returns)) and (
+            returns[-1] == len(view) or bool((view[returns[returns < len(view)]] != _NEWLINE).any())
+        )
+        return low[kind == _NEWLINE], lone
     finally:
         del view  # a mapping cannot close while numpy holds its buffer
 
 
 def special_lines_among(data, start: int, end: int, newlines: np.ndarray) -> list[int]:
-    """:func:`special_lines` of ``data[start:end]``, given its :func:`newline_offsets`.
+    """:func:`special_lines` of ``data[start:end]``, given the newlines of :func:`line_breaks`.
 
     Every line's first byte is looked at at once; the pattern runs only on the lines whose
     first byte can begin a blank or hazard line (:data:`_MAY_BEGIN_SPECIAL`), none in a

@@ -30,9 +30,8 @@ import pyarrow.parquet as pq
 from arena_core.votes import fastchat
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
 from arena_core.votes.lines import (
-    newline_offsets,
+    line_breaks,
     parse_json,
-    special_lines,
     special_lines_among,
 )
 from arena_core.votes.reasons import TRUNCATED, UNREADABLE
@@ -212,10 +211,11 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
     wanted = [f.name for f in FIELDS]
     if not data or data.isspace():
         return ARROW_SCHEMA.empty_table()
-    if special_lines(data):
+    newlines, lone_return = line_breaks(data, 0, len(data))
+    if lone_return or special_lines_among(data, 0, len(data), newlines):
         return read_damaged(data, skipped, wanted)
     try:
-        lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        lines = len(newlines) + (not data.endswith(b"\n"))
         return parse_json(pa.BufferReader(data), wanted, lines, _JSON_BLOCK)
     except pa.ArrowInvalid:
         return read_damaged(data, skipped, wanted)
@@ -239,14 +239,15 @@ def _scan_lines(path: Path) -> tuple[int, bool]:
         size, start = len(mapped), 0
         while start < size:
             end = min(start + _SCAN_WINDOW, size)
-            newlines = newline_offsets(mapped, start, end)
+            newlines, lone_return = line_breaks(mapped, start, end)
             if end < size and len(newlines):  # the window ends after its last newline
                 end = start + int(newlines[-1]) + 1
             elif end < size:  # a line longer than the window: the window takes it whole
                 end = mapped.find(b"\n", end) + 1 or size
-                newlines = newline_offsets(mapped, start, end)
+                newlines, lone_return = line_breaks(mapped, start, end)
             count += len(newlines)
-            null_line = null_line or bool(special_lines_among(mapped, start, end, newlines))
+            null_line = (null_line or lone_return
+                         or bool(special_lines_among(mapped, start, end, newlines)))  # fmt: skip
             _forget(mapped, start, end)
             start = end
     return count, null_line
