@@ -571,6 +571,15 @@ def test_scan_lines_counts_newlines_and_finds_a_bare_null_across_chunks(tmp_path
         assert read._scan_lines(path) == expected, data
 
 
+def test_a_crlf_file_cut_between_return_and_newline_keeps_the_fast_path(tmp_path, monkeypatch):
+    # The first window ends right after the second line's "\r": that return is not a lone one (its
+    # newline is in the next window), so the file is not sent to the damaged-file path.
+    monkeypatch.setattr(read, "_SCAN_WINDOW", 19)
+    path = tmp_path / "votes-crlf.jsonl"
+    path.write_bytes(b'{"a": 1}\r\n' * 3)
+    assert read._scan_lines(path) == (3, False)
+
+
 LINE_PARTS = st.sampled_from([b'{"a": 1}', b"null", b" ", b"\t", b"\r", b"\xef\xbb\xbf", b"\xbf",
                               b'"null"', b"nul", b"x" * 40, b""])  # fmt: skip
 
@@ -594,7 +603,7 @@ def test_scan_lines_agrees_with_counting_and_the_pattern_on_the_whole_file(
     data = b"\n".join(lines) + end
     path = tmp_path / "votes-h.jsonl"
     path.write_bytes(data)
-    lone_return = re.search(rb"\r(?!\n)", data) is not None  # Arrow's other row end
+    lone_return = re.search(rb"\r(?!\n|\Z)", data) is not None  # Arrow's other row end
     assert read._scan_lines(path) == (data.count(b"\n"), bool(special_lines(data)) or lone_return)
 
 

@@ -255,7 +255,7 @@ def test_line_breaks_are_the_newlines_and_a_return_without_one(data, start, end)
     newlines, lone = line_breaks(data, start, end)
     region = data[start:end]
     assert newlines.tolist() == [k for k, byte in enumerate(region) if byte == ord("\n")]
-    assert lone == (re.search(rb"\r(?!\n)", region) is not None)
+    assert lone == (re.search(rb"\r(?!\n|\Z)", region) is not None)
 
 
 NULL_FIRST = """

@@ -62,8 +62,8 @@ def special_lines(data: bytes, start: int = 0, end: int | None = None) -> list[i
 
 def line_breaks(data, start: int, end: int) -> tuple[np.ndarray, bool]:
     """Offsets from ``start`` of the newlines of ``data[start:end]`` (bytes, or a mapping:
-    no copy of the bytes is made), and whether a carriage return in it is not followed by
-    a newline.
+    no copy of the bytes is made), and whether a carriage return in it is followed by a
+    byte other than a newline.
 
     Arrow's parser ends a row at a carriage return as at a newline, and may start a block
     right after one: a line ``{...}\rnull`` then kills the process as a line beginning
@@ -75,10 +75,10 @@ def line_breaks(data, start: int, end: int) -> tuple[np.ndarray, bool]:
     try:
         low = np.flatnonzero(view <= _RETURN)  # the breaks, and the rarer tab, \x0b, \x0c
         kind = view[low]
-        returns = low[kind == _RETURN] + 1
-        lone = bool(len(returns)) and (
-            returns[-1] == len(view) or bool((view[returns[returns < len(view)]] != _NEWLINE).any())
-        )
+        after = low[kind == _RETURN] + 1
+        # A return ending the range has no byte after it here: the end of a file (nothing
+        # can follow it), or of a window that the caller cuts back and scans again.
+        lone = bool((view[after[after < len(view)]] != _NEWLINE).any())
         return low[kind == _NEWLINE], lone
     finally:
         del view  # a mapping cannot close while numpy holds its buffer
