@@ -47,7 +47,10 @@ class LeaderboardRow:
     )  # fmt: skip
     ci_low: float | None = _col("95% CI low", 1)
     ci_high: float | None = _col("95% CI high", 1)
-    elo: float = _col("Seq. Elo", 1, "Sequential Elo replayed in vote order.")
+    elo: float | None = _col(
+        "Seq. Elo", 1, "Sequential Elo replayed in vote order; None when the board was computed "
+        "from a counts table alone, which holds no vote order."
+    )  # fmt: skip
     elo_per_m_params: float | None = _col("Elo per M params", 4)
     battles: int = _col("Battles")
     wins: int = _col("Wins")

@@ -306,6 +306,8 @@ def _leaderboard(args) -> int:
     args = snapshot_source.resolve(args)  # --repo: the revision's votes and registry
     registry = _registry(args.registry)
     if args.style_control:
+        if not args.votes:  # its covariates are per vote: a counts table has none
+            raise ValueError("--style-control reads the votes: give --votes or --repo")
         return _style_board(args, registry)
     from arena_core.scale.commands import scaled_boards  # DuckDB is imported only when used
 

@@ -46,10 +46,10 @@ from arena_core.window import ALL_TIME, Window, format_us
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "BOARD_COLUMNS", "COLUMNS", "ESTABLISHED", "METHODS", "PRIOR", "PROVISIONAL", "Board",
-    "BoardParams", "Entrant", "FitSummary", "LeaderboardRow", "Selection", "Standings", "Window",
-    "board_from_votes", "compute_board", "format_us", "make_board", "rounded", "select_votes",
-    "standings",
+    "BOARD_COLUMNS", "COLUMNS", "ESTABLISHED", "METHODS", "NO_VOTE_ORDER", "PRIOR", "PROVISIONAL",
+    "Board", "BoardParams", "Entrant", "FitSummary", "LeaderboardRow", "Selection", "Standings",
+    "Window", "board_from_votes", "compute_board", "format_us", "make_board", "rounded",
+    "select_votes", "standings",
 ]  # fmt: skip
 
 #: Board methods: Bradley-Terry (order-free, with intervals) or sequential Elo.
@@ -60,6 +60,10 @@ PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
 #: ``voter`` for the anomalous-voter test).
 BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "judge",
                  "voter")  # fmt: skip
+#: The warning of a board computed from a counts table alone (``elo`` None in
+#: :func:`standings`): sequential Elo depends on the order of the votes, which counts lose.
+NO_VOTE_ORDER = ("Seq. Elo is left empty: this board was computed from a counts table alone, "
+                 "which holds no vote order; give the votes too (--votes with --counts) for it.")  # fmt: skip
 #: Why an unbounded model has no rating, by its side (see ``arena_core.ratings.graph``).
 UNBOUNDED_NOTES = {
     graph.ABOVE: "never beaten by the rest of its group, directly or through others: no finite "
@@ -188,12 +192,13 @@ class Board:
         }
 
 
-def standings(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts, params: BoardParams,
-              *, fit_counts: PairCounts | None = None,
+def standings(entrants: Sequence[Entrant], elo: EloState | None, counts: PairCounts,
+              params: BoardParams, *, fit_counts: PairCounts | None = None,
               available: Mapping[str, bool] | None = None) -> Standings:  # fmt: skip
     """Rank ``entrants`` from their sequential-Elo state and pair counts.
 
-    ``fit_counts`` (time-decayed counts) replace ``counts`` in the fit; the
+    ``elo`` None: no vote order is known (a counts table alone), so the Bradley-Terry
+    board is given with its Elo column empty, and a warning says why. ``fit_counts`` (time-decayed counts) replace ``counts`` in the fit; the
     tallies shown stay whole votes. ``available`` maps a model id to whether it
     can run here (missing ids count as available): an unavailable model without
     battles is left off the board, one with battles is kept and marked.
@@ -205,11 +210,14 @@ def standings(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts, pa
                     rounds=params.bootstrap_rounds, rng=np.random.default_rng(params.seed))  # fmt: skip
     weights = (votes_information(fitted, fit.rating, fit.dispersion),
                prior_precision(params.prior_weight, fit.spread))  # fmt: skip
+    if elo is None and params.method != "bt":
+        raise ValueError("a sequential-Elo board needs the votes in time order, not counts alone")
     rows = _rows(entrants, elo, counts, fit, params, available or {}, weights)
+    warnings = _warnings(rows, fit, params) + ((NO_VOTE_ORDER,) if elo is None else ())
     summary = FitSummary(prior=params.prior_label, spread=fit.spread, dispersion=fit.dispersion,
                          bootstrap_rounds=fit.rounds if params.prior_weight == 0 else None,
                          bootstrap_dropped=fit.dropped, half_life_days=params.half_life_days)  # fmt: skip
-    return Standings(tuple(rows), _warnings(rows, fit, params), summary)
+    return Standings(tuple(rows), warnings, summary)
 
 
 def compute_board(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts,
@@ -218,11 +226,12 @@ def compute_board(entrants: Sequence[Entrant], elo: EloState, counts: PairCounts
     return list(standings(entrants, elo, counts, params, **kwargs).rows)
 
 
-def _rows(entrants, elo: EloState, counts: PairCounts, fit: BoardFit, params: BoardParams,
+def _rows(entrants, elo: EloState | None, counts: PairCounts, fit: BoardFit, params: BoardParams,
           available: Mapping[str, bool], weights) -> list[LeaderboardRow]:  # fmt: skip
     tally = counts.tallies()
     battles = tally["battles"]
-    elo_ratings = np.asarray(elo.as_array(), dtype=float)
+    elo_ratings = (np.asarray(elo.as_array(), dtype=float) if elo is not None
+                   else np.full(len(entrants), np.nan))  # fmt: skip
     bt = params.method == "bt"
     shown = fit.rating if bt else elo_ratings
     ranked = (battles > 0) & (fit.side == graph.FITTED)
@@ -259,7 +268,7 @@ def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values, band,
         rank=int(band[0]) or None, rank_worst=int(band[1]) or None,
         component=int(fit.component[i]) + 1 if battles else None,
         model=e.name, model_id=e.id, params=e.params, params_m=e.params_m,
-        rating=rating, ci_low=low, ci_high=high, elo=float(elo),
+        rating=rating, ci_low=low, ci_high=high, elo=float(elo) if np.isfinite(elo) else None,
         elo_per_m_params=rating / e.params_m if rating is not None and e.params_m else None,
         battles=battles, wins=int(tally["wins"][i]), losses=int(tally["losses"][i]),
         ties=int(tally["ties"][i]), both_bad=int(tally["both_bad"][i]),

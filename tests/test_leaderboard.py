@@ -7,6 +7,7 @@ test_posterior.py; tallies and ranks are worked out by hand.
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import choix
@@ -16,6 +17,7 @@ from scipy import stats
 from test_posterior import reference
 
 from arena_core.leaderboard import (
+    NO_VOTE_ORDER,
     BoardParams,
     Entrant,
     Window,
@@ -144,6 +146,23 @@ def test_unavailable_models_leave_the_board_unless_they_have_votes():
     rows = {r.model_id: r for r in result.rows}
     assert set(rows) == {"x", "y", "gone"}
     assert rows["gone"].available is False and rows["x"].available and rows["y"].available
+
+
+def test_without_a_vote_order_the_elo_column_is_empty_and_the_rest_unchanged():
+    entrants = [Entrant(i, i) for i in ("x", "y", "z")]
+    counts = PairCounts.zeros(3)
+    for a, b, outcome in [(0, 1, 0), (1, 2, 0), (0, 2, 1), (0, 1, 2), (2, 0, 1)]:
+        counts.add(a, b, outcome)
+    elo = EloState.start(3)
+    for a, b, outcome in [(0, 1, 0), (1, 2, 0), (0, 2, 1), (0, 1, 2), (2, 0, 1)]:
+        elo.step(a, b, outcome)
+    full = standings(entrants, elo, counts, BoardParams())
+    alone = standings(entrants, None, counts, BoardParams())
+    assert all(r.elo is not None for r in full.rows)
+    assert list(alone.rows) == [replace(r, elo=None) for r in full.rows]
+    assert alone.warnings == (*full.warnings, NO_VOTE_ORDER)
+    with pytest.raises(ValueError, match="time order"):
+        standings(entrants, None, counts, BoardParams(method="elo"))
 
 
 def test_groups_that_never_met_are_ranked_apart_and_said_so(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 from scale_logs import damaged_log
 
 from arena_core.cli import main
+from arena_core.leaderboard import NO_VOTE_ORDER
 from arena_core.scale import commands
 from arena_core.scale.contract import read_counts
 from arena_core.snapshots.source import board_part
@@ -96,3 +97,39 @@ def test_duckdb_refuses_jsonl_with_the_engine_to_use(tmp_path, capsys):
     (tmp_path / "shard.jsonl").write_text("")
     assert main(["counts", "--votes", str(tmp_path), "--out", str(tmp_path / "c.parquet")]) == 2
     assert "--engine python" in capsys.readouterr().err
+
+
+def test_the_counts_alone_give_the_bradley_terry_board_without_elo(log_dir, tmp_path, capsys):
+    """A researcher with only the counts file (e.g. Spark's, from votes kept elsewhere) gets
+    the board: every number but sequential Elo, which needs the votes' order, and a warning
+    that says so."""
+    reference = _board(capsys, "--votes", str(log_dir), "--engine", "python")
+    out = tmp_path / "counts.parquet"
+    assert main(["counts", "--engine", "duckdb", "--votes", str(log_dir), "--out", str(out)]) == 0
+    capsys.readouterr()
+    alone = _board(capsys, "--counts", str(out))
+    assert [row["elo"] for row in alone["rows"]] == [None] * len(reference["rows"])
+    assert alone["warnings"] == [*reference["warnings"], NO_VOTE_ORDER]
+    without_elo = [{**row, "elo": None} for row in reference["rows"]]
+    assert {**alone, "warnings": None} == {**reference, "rows": without_elo, "warnings": None}
+    assert main(["leaderboard", "--arena", "tts-en", "--counts", str(out), "--format", "csv"]) == 0
+    header, first, *_ = capsys.readouterr().out.splitlines()
+    assert first.split(",")[header.split(",").index("elo")] == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--method", "elo"], "--method elo needs the votes in time order"),
+     (["--style-control"], "--style-control reads the votes")],
+)  # fmt: skip
+def test_what_the_counts_alone_cannot_answer_is_refused(log_dir, tmp_path, capsys, extra, message):
+    out = tmp_path / "counts.parquet"
+    assert main(["counts", "--engine", "duckdb", "--votes", str(log_dir), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--arena", "tts-en", "--counts", str(out), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_board_needs_votes_a_repo_or_counts(capsys):
+    assert main(["leaderboard"]) == 2
+    assert "give --votes PATH, --repo ID or --counts FILE" in capsys.readouterr().err

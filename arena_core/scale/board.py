@@ -163,14 +163,16 @@ def _index_batches(batches: Iterable[pa.RecordBatch],
                _outcomes(batch.column("vote")))  # fmt: skip
 
 
-def board_from_counts(counts: pa.Table, arena: str, stream: EloStream, *,
+def board_from_counts(counts: pa.Table, arena: str, stream: EloStream | None, *,
                       category: str | None = None, entrants: Sequence[Entrant] | None = None,
                       params: BoardParams | None = None, window: Window = ALL_TIME,
                       available: Mapping[str, bool] | None = None) -> Board:  # fmt: skip
     """The board of ``arena`` from a counts table and a vote stream (see the module docstring).
 
     Arguments as :func:`~arena_core.leaderboard.board_from_votes`; ``stream`` yields the
-    board's votes in replay order for sequential Elo.
+    board's votes in replay order for sequential Elo; None leaves the Elo column empty (a
+    counts table alone: :data:`~arena_core.leaderboard.NO_VOTE_ORDER`), and a board whose
+    rating is Elo is then refused.
     """
     params = params if params is not None else BoardParams()
     if not window.all_time:
@@ -182,9 +184,15 @@ def board_from_counts(counts: pa.Table, arena: str, stream: EloStream, *,
     n = len(sel.entrants)
     battles = counts_.tallies()["battles"]
     prior = [e.prior_rating for e in sel.entrants]
-    elo = streaming_elo(n, _index_batches(stream(sel.query), sel.query.models), prior, params.elo,
-                        int(battles.max(initial=0)))  # fmt: skip
-    if not np.array_equal(np.array(elo.battles), battles):
+    if stream is None:
+        if params.method != "bt":
+            raise CountsError("--method elo needs the votes in time order: give --votes with "
+                              "--counts")  # fmt: skip
+        elo = None
+    else:
+        elo = streaming_elo(n, _index_batches(stream(sel.query), sel.query.models), prior,
+                            params.elo, int(battles.max(initial=0)))  # fmt: skip
+    if elo is not None and not np.array_equal(np.array(elo.battles), battles):
         raise CountsError("the vote stream and the counts table disagree on the votes of this "
                           "board; were they made from the same files?")  # fmt: skip
     result = standings(sel.entrants, elo, counts_, params, available=available)

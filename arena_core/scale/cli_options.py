@@ -40,8 +40,9 @@ def add_scale_options(board: argparse.ArgumentParser) -> None:
                        help="how the votes are counted: duckdb (Parquet, any size, bounded "
                        "memory), python (in-process), or auto (duckdb for large Parquet logs)")  # fmt: skip
     board.add_argument("--counts", metavar="FILE",
-                       help="a counts table written by `counts` (e.g. by Spark); --votes then "
-                       "only feeds the time-ordered Elo stream")  # fmt: skip
+                       help="a counts table written by `counts` (e.g. by Spark): the board "
+                       "from it alone (Bradley-Terry, the Seq. Elo column empty), or with "
+                       "--votes, which then only feed the time-ordered Elo stream")  # fmt: skip
 
 
 def _run_counts(args) -> int:

@@ -128,8 +128,11 @@ def scaled_boards(args, params, window, registry) -> tuple[list, Revision] | Non
 
 
 def _stream_and_counts(args):
-    """The counts (from ``--counts`` or DuckDB) and an Elo stream over ``--votes``."""
+    """The counts (from ``--counts`` or DuckDB) and an Elo stream over ``--votes`` (None
+    with ``--counts`` alone: the board then has no Elo column)."""
     votes = args.votes
+    if not votes:
+        return None, read_counts(args.counts)
     try:
         sources = resolve(votes)
     except SourceError:

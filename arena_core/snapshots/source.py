@@ -52,8 +52,8 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     if args.repo is None:
         if args.revision is not None:
             raise ValueError("--revision needs --repo")
-        if not args.votes:
-            raise ValueError("give --votes PATH or --repo ID")
+        if not args.votes and not getattr(args, "counts", None):
+            raise ValueError("give --votes PATH, --repo ID or --counts FILE")
         return args
     if args.votes:
         raise ValueError("give --votes or --repo, not both")
