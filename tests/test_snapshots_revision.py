@@ -140,7 +140,7 @@ def test_a_board_computed_while_votes_arrive_is_marked_moving(tmp_path):
     ("args", "message"),
     [
         (["--revision", "abc", "--votes", "x"], "--revision needs --repo"),
-        ([], "give --votes PATH or --repo ID"),
+        ([], "give --votes PATH, --repo ID or --counts FILE"),
         (["--votes", "x", "--repo", REPO], "not both"),
     ],
 )
