@@ -27,7 +27,16 @@ from scale_logs import _SCHEMA, NOW_US, _row, damaged_log
 
 from arena_core.integrity.anomaly import AnomalyParams, detect
 from arena_core.scale.duck import DuckVotes
-from arena_core.scale.flags import flagged_in_batches, outcome_sql, votes_to_test_sql
+from arena_core.scale.flags import (
+    MAX_HUMAN_VOTES,
+    TooManyVotesError,
+    check_size,
+    flagged_in_batches,
+    outcome_sql,
+    pair_before_sql,
+    unpack_counts,
+    votes_to_test_sql,
+)
 from arena_core.scale.manifest import build_manifest
 from arena_core.scale.python_engine import counts_from_votes, read_for_counts
 from arena_core.scale.sources import resolve
@@ -168,3 +177,32 @@ def test_outcomes_are_seen_from_the_pairs_first_model(vote, model_a, model_b, co
     got = duckdb.sql(f"SELECT {outcome_sql()} FROM (SELECT ? AS vote, ? AS model_a, ? AS model_b)",
                      params=[vote, model_a, model_b]).fetchall()  # fmt: skip
     assert got == [(code,)]
+
+
+def test_packed_counts_unpack_to_their_words():
+    from decimal import Decimal
+
+    # Hand-worked: counts (3, 5, 7, 2) packed as 3 + 5 * 2^32 + 7 * 2^64 + 2 * 2^96.
+    packed = 3 + 5 * 2**32 + 7 * 2**64 + 2 * 2**96
+    column = pa.array([Decimal(0), Decimal(packed), Decimal(2**32 - 1)], pa.decimal128(38, 0))
+    assert unpack_counts(column).tolist() == [[0, 0, 0, 0], [3, 5, 7, 2], [2**32 - 1, 0, 0, 0]]
+    assert unpack_counts(column.slice(1, 1)).tolist() == [[3, 5, 7, 2]]  # an offset
+    with pytest.raises(TypeError):
+        unpack_counts(pa.array([1, 2]))
+
+
+def test_the_engines_pack_each_outcome_in_its_own_word():
+    import duckdb
+
+    rows = "(VALUES (1, true, 0), (2, true, 1), (3, false, 1), (4, true, 3), (5, true, 3))"
+    sql = f"""SELECT pair_before FROM (SELECT *, 'p' AS pair, 'v' || ts_us AS vote_id,
+        {pair_before_sql()} FROM {rows} t(ts_us, eligible, outcome)) ORDER BY ts_us"""
+    # Before each row, the eligible rows of each outcome (the third row is not eligible).
+    expected = [[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 1]]
+    assert unpack_counts(duckdb.sql(sql).to_arrow_table().column(0)).tolist() == expected
+
+
+def test_a_log_beyond_the_packed_counts_is_refused():
+    check_size(MAX_HUMAN_VOTES - 1)
+    with pytest.raises(TooManyVotesError, match="exact below"):
+        check_size(MAX_HUMAN_VOTES)

@@ -73,7 +73,7 @@ def outcome_sql() -> str:
     return f"CASE {cases} END"
 
 
-def _pair_before() -> str:
+def pair_before_sql() -> str:
     """``pair_before``: the pair's eligible votes before this one, outcome k in word k."""
     weights = " ".join(f"WHEN {k} THEN {1 << (_FIELD_BITS * k)}" for k in range(N_OUTCOMES))
     zero = f"CAST(0 AS {_PACKED})"
@@ -94,7 +94,7 @@ def votes_to_test_sql(valid: str, first_check: int) -> str:
     """
     human = f"{valid} WHERE {HUMAN_SQL}"
     return f"""SELECT voter, ts_us, outcome, eligible, pair, pair_before FROM (
-            SELECT *, {_pair_before()} FROM (
+            SELECT *, {pair_before_sql()} FROM (
                 SELECT {PAIR_SQL} AS pair, {outcome_sql()} AS outcome, voter,
                     NOT flagged AS eligible, ts_us, vote_id FROM {human}) human) counted
         WHERE voter IN (SELECT voter FROM {human} AND voter IS NOT NULL
