@@ -259,10 +259,11 @@ class DuckVotes:
         Only a voter with at least the first checkpoint's number of human votes can
         be flagged. A first pass reads the ``voter`` column alone: when no voter has
         that many rows at all (or the log has no voters), no one can be flagged. Otherwise
-        DuckDB works out each tested vote's counts of all voters' earlier votes on its pair
-        (a window function, spilling beyond its memory limit) and streams them, by voter,
-        in batches of ``batch_rows`` to the test's own numerics, which take the voter's
-        own votes out (:mod:`~arena_core.scale.flags`).
+        DuckDB works out each human vote's counts of all voters' earlier votes on its pair
+        (a window function, spilling beyond its memory limit) and streams the votes that
+        have a voter, by voter, in batches of ``batch_rows`` to the test's own numerics,
+        which take the voter's own votes out (:mod:`~arena_core.scale.flags`); a voter
+        below the first checkpoint never reaches one there.
         """
         first = int(self.anomaly.checks[0])
         repeat, rows = self.con.execute(f"""SELECT
@@ -271,7 +272,7 @@ class DuckVotes:
         if not repeat:
             return []
         check_size(rows)  # every row, an upper bound of the human votes
-        reader = self.con.sql(votes_to_test_sql("valid", first)).to_arrow_reader(batch_rows)
+        reader = self.con.sql(votes_to_test_sql("valid")).to_arrow_reader(batch_rows)
         return sorted(flagged_in_batches(reader, self.anomaly))
 
     # -- results ---------------------------------------------------------------------

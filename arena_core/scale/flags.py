@@ -7,11 +7,12 @@ whether or not those voters end up flagged. Those counts are the pair's eligible
 votes before the vote less the voter's own eligible votes on the pair before it.
 The engine (:func:`votes_to_test_sql`, one text for DuckDB and Spark) counts the
 first with one window function per pair (the four outcomes' counts packed in one
-running sum: each window aggregate costs as much as its sort) and sends out only
-the tested votes (voters with at least the first checkpoint's number of human
-votes), ordered by voter then replay order. :func:`flagged_in_batches` takes the
-voter's own counts in that stream (one voter's votes follow each other) and runs
-the project's own numerics on them batch by batch
+running sum: each window aggregate costs as much as its sort) and sends out every
+human vote that has a voter, ordered by voter then replay order: a voter with fewer
+votes than the first checkpoint never reaches a checkpoint, so it cannot be flagged
+and its votes need no filter (see :func:`votes_to_test_sql` for what one cost).
+:func:`flagged_in_batches` takes the voter's own counts in that stream (one voter's
+votes follow each other) and runs the project's own numerics on them batch by batch
 (:func:`~arena_core.integrity.pvalue.p_value_parts`, the fixed-point
 :func:`~arena_core.integrity.pvalue.terms_of`, each voter's running statistic
 and own counts carried across batch boundaries). Memory stays that of one batch;
@@ -81,24 +82,28 @@ def pair_before_sql() -> str:
     return f"coalesce(sum({step}) OVER (PARTITION BY pair {_BEFORE}), {zero}) AS pair_before"
 
 
-def votes_to_test_sql(valid: str, first_check: int) -> str:
-    """The tested votes of the valid rows ``valid`` (a view with the contract's columns,
-    ``ts_us`` and ``flagged``), ordered by voter, then replay order: ``voter``, ``ts_us``,
-    ``outcome`` (seen from the pair's first model), ``eligible``, ``pair`` and
+def votes_to_test_sql(valid: str) -> str:
+    """The human votes with a voter of the valid rows ``valid`` (a view with the contract's
+    columns, ``ts_us`` and ``flagged``), ordered by voter, then replay order: ``voter``,
+    ``ts_us``, ``outcome`` (seen from the pair's first model), ``eligible``, ``pair`` and
     ``pair_before``, all voters' earlier eligible votes on the pair (packed, see
     :func:`unpack_counts`; the log must hold fewer than :data:`MAX_HUMAN_VOTES` human votes).
 
-    All valid human votes make the pairs' history; a voter's votes are tested when it cast at
-    least ``first_check`` of them. Judges' votes take no part; votes without a voter count in
-    the history and are not tested.
+    All valid human votes make the pairs' history; judges' votes take no part; votes
+    without a voter count in the history and are not sent. The votes of voters below the
+    first checkpoint are sent too (they cannot be flagged): keeping only the voters who
+    reach it took a semi-join, which DuckDB planned with its hash table built on the
+    window's output (a ``RIGHT_SEMI`` join holding every windowed row, strings and all),
+    so under a 500 MB limit that join spilled and the query took 1,050 s instead of 72 s
+    (10M votes; a mark join below the window instead: 122-140 s). The sort by voter
+    carries those voters' rows, one pass of them.
     """
     human = f"{valid} WHERE {HUMAN_SQL}"
     return f"""SELECT voter, ts_us, outcome, eligible, pair, pair_before FROM (
             SELECT *, {pair_before_sql()} FROM (
                 SELECT {PAIR_SQL} AS pair, {outcome_sql()} AS outcome, voter,
                     NOT flagged AS eligible, ts_us, vote_id FROM {human}) human) counted
-        WHERE voter IN (SELECT voter FROM {human} AND voter IS NOT NULL
-            GROUP BY voter HAVING count(*) >= {int(first_check)})
+        WHERE voter IS NOT NULL
         ORDER BY voter, {REPLAY_ORDER}"""  # noqa: S608
 
 
