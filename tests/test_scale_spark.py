@@ -55,7 +55,7 @@ LENIENT = AnomalyParams(alpha=0.9, checks=(5, 6, 7, 8, 10, 12))
 
 @pytest.mark.slow
 def test_spark_flags_the_voters_duckdb_and_the_in_process_test_flag(spark, log_dir):
-    """The 120 repeat voters of the log (two campaigners): Spark's driver takes the tested
+    """The 120 repeat voters of the log (two campaigners): Spark's driver takes the
     votes a partition at a time, in batches of 7 rows (voters split across batches)."""
     spark.conf.set("spark.sql.shuffle.partitions", "3")  # a voter's votes may span partitions
     votes = read_for_counts(log_dir, now_us=NOW_US)

@@ -5,7 +5,7 @@ rules), duplicates of a ``vote_id`` keep the first valid row in replay order
 (time, ``vote_id``, file order, row in file: ``_metadata.row_index``), and the
 anomalous-voter test is decided as the DuckDB engine decides it
 (:mod:`~arena_core.scale.flags`: settled by one aggregate when no voter reached
-its first checkpoint, else the tested votes and their window counts stream to the driver by
+its first checkpoint, else the voters' votes and their window counts stream to the driver by
 voter, a partition at a time). Only the small counts table comes back to the driver otherwise.
 """
 
@@ -51,7 +51,7 @@ _TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
 _EVERY_PARQUET = "/**/*.parquet"
 #: The columns read, in the contract's types (Spark DDL).
 _READ_SCHEMA = ", ".join(f"{name} {_TYPES.get(name, 'STRING')}" for name in READ_COLUMNS)
-#: Rows per Arrow batch of the anomalous-voter test's tested votes on the driver.
+#: Rows per Arrow batch of the anomalous-voter test's votes on the driver.
 FLAG_BATCH_ROWS = 1 << 18
 #: The columns of :func:`~arena_core.scale.flags.votes_to_test_sql`, as the driver batches them.
 _TESTED = pa.schema([("voter", pa.string()), ("ts_us", pa.int64()), ("outcome", pa.int64()),
@@ -163,7 +163,7 @@ def flagged_voters(spark, params: AnomalyParams, batch_rows: int = FLAG_BATCH_RO
     """The voters the anomalous-voter test flags (see :mod:`~arena_core.scale.flags`), from
     the ``valid`` view :func:`counts_with_spark` defines.
 
-    Spark works out the window counts and sorts the tested votes by voter; the driver
+    Spark works out the window counts and sorts the votes that have a voter by voter; the driver
     takes them partition by partition (``toLocalIterator``, the next one fetched while
     this one is tested), in Arrow batches of ``batch_rows``: it holds about two
     partitions of rows, never the whole log.
