@@ -4,6 +4,7 @@
     python bench/scale.py --votes 10000000 --data /tmp/arena-10m --repeat 3
     python bench/scale.py --stages manifest counts       # the manifest's saving alone
     python bench/scale.py --stages counts-voters --voters-votes 10000000   # with voter hashes
+    python bench/scale.py --stages counts-voters --memory-limit 500MB       # DuckDB spilling more
 
 Generates the log once (arena_core/scale/synthetic.py: numpy and Arrow, not
 VoteLog; cached under --data with a spec file), then runs each stage in a fresh
@@ -86,7 +87,8 @@ def stage_manifest(data: Path, now_us: int) -> dict:
     return {"seconds": time.perf_counter() - start, "bytes": path.stat().st_size}
 
 
-def stage_counts(data: Path, now_us: int, out: Path, trust: bool, write: bool = True) -> dict:
+def stage_counts(data: Path, now_us: int, out: Path, trust: bool, write: bool = True,
+                 memory_limit: str | None = None) -> dict:  # fmt: skip
     from arena_core.scale.contract import write_counts
     from arena_core.scale.duck import DuckVotes, connect
     from arena_core.scale.sources import resolve
@@ -100,9 +102,11 @@ def stage_counts(data: Path, now_us: int, out: Path, trust: bool, write: bool = 
             self.flag_seconds, self.flagged = time.perf_counter() - begin, len(found)
             return found
 
+    con = connect(str(out.parent / "spill"))
+    if memory_limit:
+        con.execute(f"SET memory_limit = '{memory_limit}'")
     start = time.perf_counter()
-    duck = Timed(resolve(data), now_us=now_us, con=connect(str(out.parent / "spill")),
-                 trust_manifest=trust)  # fmt: skip
+    duck = Timed(resolve(data), now_us=now_us, con=con, trust_manifest=trust)
     counts = duck.counts()
     seconds = time.perf_counter() - start
     if trust and write:
@@ -196,7 +200,8 @@ def _child(args) -> None:
     elif args.stage in ("counts", "counts-checked"):
         result = stage_counts(args.data, args.now_us, args.out, trust=args.stage == "counts")
     elif args.stage == "counts-voters":
-        result = stage_counts(args.data, args.now_us, args.out, trust=True, write=False)
+        result = stage_counts(args.data, args.now_us, args.out, trust=True, write=False,
+                              memory_limit=args.memory_limit)  # fmt: skip
     elif args.stage == "elo":
         result = stage_elo(args.data, args.now_us, args.out)
     elif args.stage == "board":
@@ -207,9 +212,12 @@ def _child(args) -> None:
     print(_RESULT + json.dumps(result), flush=True)
 
 
-def run_stage(stage: str, data: Path, now_us: int, out: Path, spark: bool = False) -> dict:
+def run_stage(stage: str, data: Path, now_us: int, out: Path, spark: bool = False,
+              memory_limit: str | None = None) -> dict:  # fmt: skip
     cmd = [sys.executable, __file__, "--stage", stage, "--data", str(data), "--now-us",
            str(now_us), "--out", str(out)] + (["--spark"] if spark else [])  # fmt: skip
+    if memory_limit:
+        cmd += ["--memory-limit", memory_limit]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     for line in done.stdout.splitlines():
         if line.startswith(_RESULT):
@@ -229,6 +237,9 @@ def main() -> None:
     parser.add_argument("--voters", type=int, default=200_000, help="repeat voters of that log")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each stage (median)")
     parser.add_argument("--spark", action="store_true", help="also check Spark's counts")
+    parser.add_argument(
+        "--memory-limit", help="DuckDB's memory limit in counts-voters (e.g. 500MB)"
+    )
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES),
                         help="stages to run (default: all)")  # fmt: skip
     parser.add_argument("--stage", help=argparse.SUPPRESS)
@@ -255,7 +266,8 @@ def main() -> None:
     for stage in args.stages:
         data, spec = {"equality": (args.check_data, check),
                       "counts-voters": (args.voters_data, voting)}.get(stage, (args.data, big))  # fmt: skip
-        runs = [run_stage(stage, data, end_us(spec), out, args.spark) for _ in range(args.repeat)]
+        runs = [run_stage(stage, data, end_us(spec), out, args.spark, args.memory_limit)
+                for _ in range(args.repeat)]  # fmt: skip
         rows.append((stage, spec.votes, runs))
     _print(rows, made)
 

@@ -13,12 +13,13 @@ import shutil
 import pytest
 from scale_logs import NOW_US, damaged_log
 
+from arena_core.integrity.anomaly import AnomalyParams, detect
 from arena_core.leaderboard import board_from_votes
 from arena_core.scale.board import board_from_counts
 from arena_core.scale.duck import DuckVotes
 from arena_core.scale.python_engine import counts_from_votes, read_for_counts
 from arena_core.scale.sources import SourceError, resolve
-from arena_core.scale.spark import counts_with_spark
+from arena_core.scale.spark import counts_with_spark, flagged_voters
 
 pytest.importorskip("pyspark")
 if shutil.which("java") is None:
@@ -46,6 +47,30 @@ def log_dir(tmp_path_factory):
 
 def _sorted(table):
     return table.sort_by([(name, "ascending") for name in table.column_names])
+
+
+#: Settings under which honest voters are flagged too: each count moves some voter's result.
+LENIENT = AnomalyParams(alpha=0.9, checks=(5, 6, 7, 8, 10, 12))
+
+
+@pytest.mark.slow
+def test_spark_flags_the_voters_duckdb_and_the_in_process_test_flag(spark, log_dir):
+    """The 120 repeat voters of the log (two campaigners): Spark's driver takes the
+    votes a partition at a time, in batches of 7 rows (voters split across batches)."""
+    spark.conf.set("spark.sql.shuffle.partitions", "3")  # a voter's votes may span partitions
+    votes = read_for_counts(log_dir, now_us=NOW_US)
+    (log_dir / "hand" / "c.parquet").rename(log_dir / "c.parquet.refused")  # the reader's refusal
+    try:
+        for params in (AnomalyParams(), LENIENT):
+            expected = detect(votes, params, every_voter=False).flagged_voters
+            counts_with_spark(resolve(log_dir), now_us=NOW_US, spark=spark, anomaly=params)
+            got = flagged_voters(spark, params, batch_rows=7)
+            duck = DuckVotes(resolve(log_dir), now_us=NOW_US, anomaly=params)
+            assert got == duck.flagged_voters() == sorted(expected)
+        assert len(expected) >= 10  # lenient: many voters flagged
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "1")
+        (log_dir / "c.parquet.refused").rename(log_dir / "hand" / "c.parquet")
 
 
 @pytest.mark.slow

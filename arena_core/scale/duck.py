@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.board import BoardQuery
 from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
-from arena_core.scale.flags import flagged_in_batches, votes_to_test_sql
+from arena_core.scale.flags import check_size, flagged_in_batches, votes_to_test_sql
 from arena_core.scale.manifest import Trusted, trusted_files
 from arena_core.scale.rules import (
     DUCKDB,
@@ -58,7 +58,8 @@ log = logging.getLogger(__name__)
 MEMORY_LIMIT = "1500MB"
 #: Rows per record batch of the Elo stream.
 STREAM_ROWS = 1 << 20
-#: Rows per record batch of the anomalous-voter test's tested votes (about 60 MB of columns).
+#: Most rows per record batch of the anomalous-voter test's votes (DuckDB 2.0 hands out
+#: batches of 122,880 rows, its vector group, even when asked for more).
 FLAG_BATCH_ROWS = 1 << 20
 #: Slack of the string prefilter on ``ts`` around a window: a local time written with an
 #: offset is within a day of its UTC time, and the fraction moves order within a second.
@@ -259,16 +260,20 @@ class DuckVotes:
         Only a voter with at least the first checkpoint's number of human votes can
         be flagged. A first pass reads the ``voter`` column alone: when no voter has
         that many rows at all (or the log has no voters), no one can be flagged. Otherwise
-        DuckDB works out each tested vote's counts of the other voters' earlier votes
-        (window functions, spilling beyond its memory limit) and streams them, by voter,
-        in batches of ``batch_rows`` to the test's own numerics (:mod:`~arena_core.scale.flags`).
+        DuckDB works out each human vote's counts of all voters' earlier votes on its pair
+        (a window function, spilling beyond its memory limit) and streams the votes that
+        have a voter, by voter, in batches of ``batch_rows`` to the test's own numerics,
+        which take the voter's own votes out (:mod:`~arena_core.scale.flags`); a voter
+        below the first checkpoint never reaches one there.
         """
         first = int(self.anomaly.checks[0])
-        repeat = self.con.execute(f"""SELECT count(*) FROM (SELECT voter FROM raw
-            WHERE voter IS NOT NULL GROUP BY voter HAVING count(*) >= {first})""").fetchall()[0][0]  # noqa: S608
+        repeat, rows = self.con.execute(f"""SELECT
+                count(*) FILTER (WHERE voter IS NOT NULL AND n >= {first}), coalesce(sum(n), 0)
+            FROM (SELECT voter, count(*) AS n FROM raw GROUP BY voter)""").fetchall()[0]  # noqa: S608
         if not repeat:
             return []
-        reader = self.con.sql(votes_to_test_sql("valid", first)).to_arrow_reader(batch_rows)
+        check_size(rows)  # every row, an upper bound of the human votes
+        reader = self.con.sql(votes_to_test_sql("valid")).to_arrow_reader(batch_rows)
         return sorted(flagged_in_batches(reader, self.anomaly))
 
     # -- results ---------------------------------------------------------------------

@@ -5,22 +5,24 @@ rules), duplicates of a ``vote_id`` keep the first valid row in replay order
 (time, ``vote_id``, file order, row in file: ``_metadata.row_index``), and the
 anomalous-voter test is decided as the DuckDB engine decides it
 (:mod:`~arena_core.scale.flags`: settled by one aggregate when no voter reached
-its first checkpoint, else the tested votes and their window counts, by voter, on the driver).
-Only the small counts table comes back to the driver otherwise.
+its first checkpoint, else the voters' votes and their window counts stream to the driver by
+voter, a partition at a time). Only the small counts table comes back to the driver otherwise.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
-from arena_core.scale.flags import flagged_in_batches, votes_to_test_sql
+from arena_core.scale.flags import check_size, flagged_in_batches, votes_to_test_sql
 from arena_core.scale.rules import (
     HUMAN_SQL,
     READ_COLUMNS,
@@ -49,6 +51,12 @@ _TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
 _EVERY_PARQUET = "/**/*.parquet"
 #: The columns read, in the contract's types (Spark DDL).
 _READ_SCHEMA = ", ".join(f"{name} {_TYPES.get(name, 'STRING')}" for name in READ_COLUMNS)
+#: Rows per Arrow batch of the anomalous-voter test's votes on the driver.
+FLAG_BATCH_ROWS = 1 << 18
+#: The columns of :func:`~arena_core.scale.flags.votes_to_test_sql`, as the driver batches them.
+_TESTED = pa.schema([("voter", pa.string()), ("ts_us", pa.int64()), ("outcome", pa.int64()),
+                     ("eligible", pa.bool_()), ("pair", pa.string()),
+                     ("pair_before", pa.decimal128(38, 0))])  # fmt: skip
 
 
 def session(master: str | None = None):
@@ -107,7 +115,7 @@ def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: st
     for reason, repeated, n in spark.sql("""SELECT reason, coalesce(keep_rank > 1, false), count(*)
             FROM checked WHERE reason IS NOT NULL OR keep_rank > 1 GROUP BY 1, 2""").collect():
         skipped[DUPLICATE if repeated else reason] += n
-    voters = _flagged(spark, anomaly if anomaly is not None else AnomalyParams())
+    voters = flagged_voters(spark, anomaly if anomaly is not None else AnomalyParams())
     spark.createDataFrame([(v,) for v in voters], "voter STRING").createOrReplaceTempView(
         "flagged_voters"
     )
@@ -151,16 +159,35 @@ def _views(spark, files: list[str], latest_us: int):
     return checked
 
 
-def _flagged(spark, params: AnomalyParams) -> list[str]:
-    """The voters the anomalous-voter test flags (see :mod:`~arena_core.scale.flags`)."""
-    repeat = spark.sql(f"""SELECT count(*) FROM (SELECT voter FROM valid
-        WHERE {HUMAN_SQL} AND voter IS NOT NULL GROUP BY voter
-        HAVING count(*) >= {int(params.checks[0])})""").first()[0]  # noqa: S608
+def flagged_voters(spark, params: AnomalyParams, batch_rows: int = FLAG_BATCH_ROWS) -> list[str]:
+    """The voters the anomalous-voter test flags (see :mod:`~arena_core.scale.flags`), from
+    the ``valid`` view :func:`counts_with_spark` defines.
+
+    Spark works out the window counts and sorts the votes that have a voter by voter; the driver
+    takes them partition by partition (``toLocalIterator``, the next one fetched while
+    this one is tested), in Arrow batches of ``batch_rows``: it holds about two
+    partitions of rows, never the whole log.
+    """
+    first = int(params.checks[0])
+    repeat, rows = spark.sql(f"""SELECT count_if(voter IS NOT NULL AND n >= {first}),
+            coalesce(sum(n), 0)
+        FROM (SELECT voter, count(*) AS n FROM valid WHERE {HUMAN_SQL} GROUP BY voter)""").first()  # noqa: S608
     if not repeat:
         return []
-    # The same SQL as DuckDB's (window counts); the tested votes still come to the driver whole.
-    table = spark.sql(votes_to_test_sql("valid", params.checks[0])).toArrow()
-    return sorted(flagged_in_batches(table.to_batches(), params))
+    check_size(rows)
+    tested = spark.sql(votes_to_test_sql("valid")).toLocalIterator(prefetchPartitions=True)
+    return sorted(flagged_in_batches(_arrow_batches(tested, batch_rows), params))
 
 
-__all__ = ["counts_with_spark", "session"]
+def _arrow_batches(rows: Iterator, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Spark's rows of :func:`~arena_core.scale.flags.votes_to_test_sql`, ``batch_rows`` at a
+    time, as Arrow record batches (the packed counts as a 128-bit decimal)."""
+    while chunk := list(itertools.islice(rows, batch_rows)):
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(column, type=kind) for column, kind in
+             zip(zip(*chunk, strict=True), _TESTED.types, strict=True)],
+            schema=_TESTED,
+        )  # fmt: skip
+
+
+__all__ = ["counts_with_spark", "flagged_voters", "session"]
