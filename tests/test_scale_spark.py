@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 
 import pytest
 from scale_logs import NOW_US, damaged_log
 
 from arena_core.integrity.anomaly import AnomalyParams, detect
-from arena_core.leaderboard import board_from_votes
+from arena_core.leaderboard import NO_VOTE_ORDER, board_from_votes
 from arena_core.scale.board import board_from_counts
 from arena_core.scale.duck import DuckVotes
 from arena_core.scale.python_engine import counts_from_votes, read_for_counts
@@ -93,6 +94,10 @@ def test_spark_counts_and_board_equal_the_in_process_ones(spark, log_dir):
     expected = board_from_votes(votes, "tts-en")
     assert board.rows == expected.rows
     assert board.votes_used == expected.votes_used
+    # Spark's counts alone (the votes kept elsewhere): the same board but the Elo column.
+    alone = board_from_counts(counts, "tts-en", None)
+    assert alone.rows == tuple(replace(row, elo=None) for row in expected.rows)
+    assert alone.warnings == (*expected.warnings, NO_VOTE_ORDER)
 
 
 def _skips(table) -> dict:
