@@ -17,7 +17,7 @@ from arena_core.judges.consensus import (
     consensus_bradley_terry,
 )
 from arena_core.ratings.bt import bradley_terry
-from arena_core.ratings.counts import count_pairs
+from arena_core.ratings.counts import A_WINS, B_WINS, count_pairs
 from arena_core.ratings.covariates import VoteRows, covariate_bradley_terry
 from arena_core.simulation.synthetic import Truth, evenly_spread, spearman, uniform_pairs
 
@@ -208,6 +208,25 @@ def judge_logs(draw):
     judge, a, b, outcome = (np.concatenate(p) for p in zip(*parts, strict=True))
     x = np.column_stack([(judge == j).astype(float) for j in range(len(kinds))])
     return n, JudgeVotes(judge, len(kinds), VoteRows.from_outcomes(a, b, outcome, x))
+
+
+def test_a_log_where_fisher_scoring_crawled_is_fitted():
+    """Found by Hypothesis (below): 4 models, 3 judges. From the warm start of one spread
+    the observed information was indefinite, and Fisher-scoring steps crawled along the
+    log discriminations for over 200 steps (limit 100); saddle-free steps converge."""
+    judge = np.repeat([0, 1, 2], [2, 16, 14])
+    a = np.array([3, 0, 0, 0, 0, 3, 3, 2, 0, 0, 1, 2, 2, 1, 0, 3, 3, 3, 0, 0, 1, 1, 3, 2, 1, 2,
+                  2, 3, 2, 2, 1, 0])  # fmt: skip
+    b = np.array([0, 3, 1, 2, 2, 1, 0, 3, 3, 3, 0, 0, 0, 3, 3, 2, 0, 0, 2, 2, 3, 2, 2, 1, 0, 0,
+                  0, 1, 1, 3, 2, 1])  # fmt: skip
+    wins = np.array([0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+                     0, 0, 0, 0, 1, 1, 1])  # fmt: skip
+    x = np.column_stack([(judge == j).astype(float) for j in range(3)])
+    rows = VoteRows.from_outcomes(a, b, np.where(wins == 1, A_WINS, B_WINS), x)
+    assert np.array_equal(rows.score, wins)
+    fit = consensus_bradley_terry(4, JudgeVotes(judge, 3, rows))
+    assert np.all(np.isfinite(fit.consensus)) and np.all(np.isfinite(fit.discrimination))
+    assert np.prod(fit.discrimination) == pytest.approx(1.0)
 
 
 @settings(max_examples=60, deadline=None)

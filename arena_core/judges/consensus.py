@@ -51,9 +51,11 @@ agree the residuals are small and Fisher scoring converges; on the first real
 judges' log (two speech judges that barely agree) it overshot along ``log a``
 by nearly twice the right step every step, zigzagging toward the mode at
 a rate of 0.94 per step, and never converged. The mode is therefore found by
-Newton's method on the observed information, falling back to Fisher's where the
-observed one is not positive definite, with a line search on every step
-(:func:`_maximise`). The Laplace evidence and the intervals keep Fisher's
+Newton's method on the observed information, falling back to its saddle-free
+form (negative eigenvalues flipped) where the observed one is not positive
+definite, with a line search on every step (:func:`_maximise`). Fisher's was
+the fallback until Hypothesis found a log on which it crawled along a ridge for
+over 200 steps. The Laplace evidence and the intervals keep Fisher's
 information, positive definite everywhere.
 """
 
@@ -194,7 +196,8 @@ def _maximise(model: ConsensusLayout, z, penalty, centre, params: ConsensusParam
     :data:`~arena_core.ratings.covariates.DECREMENT_PER_VOTE`).
 
     The curvature is the observed information where it is positive definite (near the
-    mode it is), else Fisher's, which always is: so every step is an ascent direction.
+    mode it is), else its saddle-free form, which always is: so every step is an ascent
+    direction.
     Fisher scoring alone zigzags along the log discriminations when judges disagree
     (see :meth:`ConsensusLayout._residual`). Each step is backtracked until it gains at
     least :data:`_SUFFICIENT_GAIN` of what its slope predicts, so the objective rises
@@ -221,12 +224,16 @@ def _maximise(model: ConsensusLayout, z, penalty, centre, params: ConsensusParam
 
 
 def _ascent(model: ConsensusLayout, z, penalty, grad) -> np.ndarray:
-    """Newton's step with the observed information, or Fisher's where that is not positive
-    definite (far from the mode, where the residual term outweighs Fisher's)."""
+    """Newton's step with the observed information, or where that is not positive definite
+    (far from the mode, where the residual term outweighs Fisher's) the saddle-free step
+    with its eigenvalues' absolute values (:func:`~arena_core.judges.consensus_layout.
+    saddle_free_solve`): Fisher scoring there crawled past the step limit on a log
+    Hypothesis found."""
+    info = model.information(z, observed=True) + np.diag(penalty)
     try:
-        return model.solve(model.information(z, observed=True) + np.diag(penalty), grad)
+        return model.solve(info, grad)
     except np.linalg.LinAlgError:
-        return model.solve(model.information(z) + np.diag(penalty), grad)
+        return model.solve(info, grad, saddle_free=True)
 
 
 def _summary(model: ConsensusLayout, z, cov, prior_theta, tau, evaluations) -> ConsensusFit:

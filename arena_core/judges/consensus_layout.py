@@ -183,20 +183,24 @@ class ConsensusLayout:
         s = info[rest][:, rest] - c.reshape(m * n, -1).T @ dc
         return u, rest, d_inv, c.reshape(m * n, -1), dc, s
 
-    def solve(self, info, grad) -> np.ndarray:
+    def solve(self, info, grad, *, saddle_free: bool = False) -> np.ndarray:
         """``info^-1 grad`` (see :meth:`_schur`).
 
         Raises ``numpy.linalg.LinAlgError`` when ``info`` is not positive definite (its
         ``u`` blocks always are: they are Fisher's plus the prior's, so only the Schur
-        complement needs the check).
+        complement needs the check). With ``saddle_free`` it does not: the Schur
+        complement's eigenvalues are replaced by their absolute values (see
+        :func:`saddle_free_solve`), which solves with a positive-definite matrix that has
+        ``info``'s ``u`` blocks and couplings, so the result is an ascent direction.
         """
+        solve_s = saddle_free_solve if saddle_free else _cholesky_solve
         if self.n_judges < 2:
-            return cho_solve(cho_factor(info), grad)
+            return solve_s(info, grad)
         u, rest, d_inv, c, dc, s = self._schur(info)
         g_u = grad[u].reshape(self.n_judges, self.n, 1)
         dg = (d_inv @ g_u).ravel()
         out = np.empty_like(grad)
-        out[rest] = cho_solve(cho_factor(s), grad[rest] - c.T @ dg)
+        out[rest] = solve_s(s, grad[rest] - c.T @ dg)
         out[u] = dg - dc @ out[rest]
         return out
 
@@ -238,3 +242,31 @@ class ConsensusLayout:
             start = self.u0 + j * self.n
             out[:, start : start + self.n] += np.eye(self.n)
         return out
+
+
+#: Smallest eigenvalue :func:`saddle_free_solve` keeps, as a share of the largest: a
+#: direction of almost no curvature is not sent infinitely far (the line search would
+#: then spend its halvings on it). On the log Hypothesis found (tests), a floor of 1e-3
+#: to 1e-6 converged in 89-91 Newton steps over the whole spread search, 1e-1 did not.
+SADDLE_FLOOR = 1e-3
+
+
+def _cholesky_solve(matrix, rhs) -> np.ndarray:
+    return cho_solve(cho_factor(matrix), rhs)
+
+
+def saddle_free_solve(matrix, rhs) -> np.ndarray:
+    """``|matrix|^-1 rhs``: the symmetric ``matrix`` with each eigenvalue replaced by its
+    absolute value (floored at :data:`SADDLE_FLOOR` of the largest).
+
+    Far from the mode the observed information can be indefinite. Fisher's information,
+    the older fallback, is always positive definite but ignores the curvature that
+    couples ratings and discriminations, and its steps crawled along a ridge of the log
+    discriminations (over 200 steps on a 4-model, 3-judge log). Flipping the negative
+    eigenvalues keeps the observed curvature's scale in every direction and climbs out
+    of the saddle region instead (Dauphin et al., 2014, "saddle-free Newton").
+    """
+    eigenvalues, vectors = np.linalg.eigh(matrix)
+    size = np.abs(eigenvalues)
+    size = np.maximum(size, SADDLE_FLOOR * size.max())
+    return vectors @ ((vectors.T @ rhs) / size)
