@@ -7,9 +7,16 @@ are checked away from the mode, where that term is large, on judges that disagre
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from arena_core.judges.consensus import ConsensusParams
-from arena_core.judges.consensus_layout import ConsensusLayout, JudgeVotes
+from arena_core.judges.consensus_layout import (
+    SADDLE_FLOOR,
+    ConsensusLayout,
+    JudgeVotes,
+    saddle_free_solve,
+)
 from arena_core.ratings.covariates import VoteRows
 
 
@@ -71,3 +78,31 @@ def test_solving_refuses_an_information_that_is_not_positive_definite():
     bent[model.l0, model.l0] = -1.0  # a direction of negative curvature
     with pytest.raises(np.linalg.LinAlgError):
         model.solve(bent, grad)
+
+
+def test_saddle_free_solve_flips_negative_curvature_by_hand():
+    rotation = np.array([[0.6, -0.8], [0.8, 0.6]])
+    matrix = rotation @ np.diag([2.0, -4.0]) @ rotation.T  # indefinite
+    rhs = rotation @ np.array([2.0, 4.0])
+    assert saddle_free_solve(matrix, rhs) == pytest.approx(rotation @ np.array([1.0, 1.0]))
+    # a direction of almost no curvature is floored, not sent infinitely far
+    flat = saddle_free_solve(np.diag([1.0, 1e-12]), np.array([1.0, 1.0]))
+    assert flat == pytest.approx([1.0, 1.0 / SADDLE_FLOOR])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6).flatmap(lambda n: st.lists(st.floats(-5, 5), min_size=n * n + n,
+                                                    max_size=n * n + n)))  # fmt: skip
+def test_saddle_free_steps_always_climb(values):
+    """Whatever the symmetric matrix, the step is an ascent direction of the gradient."""
+    n = int((np.sqrt(1 + 4 * len(values)) - 1) / 2)
+    raw = np.array(values[: n * n]).reshape(n, n)
+    grad = np.array(values[n * n :])
+    matrix = raw + raw.T
+    assume(np.abs(np.linalg.eigvalsh(matrix)).max() > 1e-3 and np.abs(grad).max() > 1e-3)
+    assert grad @ saddle_free_solve(matrix, grad) > 0
+
+
+def test_saddle_free_solve_refuses_a_matrix_without_curvature():
+    with pytest.raises(np.linalg.LinAlgError):
+        saddle_free_solve(np.zeros((2, 2)), np.ones(2))

@@ -268,5 +268,7 @@ def saddle_free_solve(matrix, rhs) -> np.ndarray:
     """
     eigenvalues, vectors = np.linalg.eigh(matrix)
     size = np.abs(eigenvalues)
+    if not size.max() > 0:  # never for the fit: its prior adds curvature everywhere
+        raise np.linalg.LinAlgError("the matrix has no curvature in any direction")
     size = np.maximum(size, SADDLE_FLOOR * size.max())
     return vectors @ ((vectors.T @ rhs) / size)
