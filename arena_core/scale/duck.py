@@ -152,7 +152,7 @@ class DuckVotes:
 
     def _views(self, latest_us: int) -> None:
         """``raw`` (the files, in order), ``checked`` (each row's reason), ``valid``; then the
-        duplicates to drop and the flagged voters, each in one pass."""
+        duplicates to drop, in one pass (the flagged voters when first needed: ``_make_flags``)."""
         con = self.con
         ranks = range(len(self.files))
         con.execute(f"CREATE OR REPLACE TEMP VIEW raw AS {self._rows(ranks)}")
@@ -175,10 +175,19 @@ class DuckVotes:
             SELECT c.* FROM {rows} c ANTI JOIN dropped d
                 ON c.file_rank = d.file_rank AND c.row_no = d.row_no
             WHERE c.reason IS NULL""")  # noqa: S608
-        con.execute("CREATE OR REPLACE TEMP TABLE flagged_voters (voter VARCHAR)")
+        self._flags_made = False
+
+    def _make_flags(self) -> None:
+        """The table ``flagged_voters``, made the first time a result needs it: building a
+        compaction manifest opens the log for its valid rows and duplicates only, and at
+        100M votes with repeat voters the test takes about 20 minutes."""
+        if self._flags_made:
+            return
+        self.con.execute("CREATE OR REPLACE TEMP TABLE flagged_voters (voter VARCHAR)")
         voters = self.flagged_voters()
         if voters:
-            con.executemany("INSERT INTO flagged_voters VALUES (?)", [[v] for v in voters])
+            self.con.executemany("INSERT INTO flagged_voters VALUES (?)", [[v] for v in voters])
+        self._flags_made = True
 
     def _rows(self, ranks) -> str:
         """SELECT of the contract columns of the files at ``ranks``, with ``file_rank`` (the
@@ -281,6 +290,7 @@ class DuckVotes:
     def counts(self) -> pa.Table:
         """The counts table of the log (:mod:`~arena_core.scale.contract`), and the rows skipped
         by reason, in one pass over the votes."""
+        self._make_flags()
         dims = ", ".join(f"CASE WHEN reason IS NULL THEN {c} END AS {c}" for c in GROUP_COLUMNS[:8])
         anomalous = (
             f"{HUMAN_SQL} AND voter IS NOT NULL AND voter IN (SELECT voter FROM flagged_voters)"  # noqa: S608
@@ -320,6 +330,7 @@ class DuckVotes:
 
     def stream(self, query: BoardQuery, first_us: int, last_us: int) -> Iterator[pa.RecordBatch]:
         """The board's votes in replay order, one calendar month at a time (bounded memory)."""
+        self._make_flags()
         where, params = _selection(query)
         for lo, hi in month_windows(first_us, last_us):
             sql = f"""SELECT model_a, model_b, vote FROM valid
