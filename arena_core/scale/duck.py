@@ -110,6 +110,8 @@ class DuckVotes:
         latest_us = now_us + FUTURE_SLACK_US
         #: The files a compaction manifest vouches for (:mod:`~arena_core.scale.manifest`).
         self.trusted = trusted_files(self.files, latest_us) if trust_manifest else Trusted()
+        #: Whether the ``flagged_voters`` table is made (:meth:`_make_flags`, on first need).
+        self._flags_made = False
         log.info("%d of %d vote files vouched for by a compaction manifest",
                  len(self.trusted.ranks), len(self.files))  # fmt: skip
         self._views(latest_us)
@@ -175,7 +177,6 @@ class DuckVotes:
             SELECT c.* FROM {rows} c ANTI JOIN dropped d
                 ON c.file_rank = d.file_rank AND c.row_no = d.row_no
             WHERE c.reason IS NULL""")  # noqa: S608
-        self._flags_made = False
 
     def _make_flags(self) -> None:
         """The table ``flagged_voters``, made the first time a result needs it: building a
