@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -145,3 +146,43 @@ def test_patterns_are_ordered_like_a_folder_read_by_read_votes(tmp_path):
     expected = [str(p) for p, _ in vote_files(tmp_path)]
     assert file_order([str(tmp_path / n) for n in names]) == expected
     assert list(resolve([tmp_path]).files) == [str(p) for p in map(type(tmp_path), expected)]
+
+
+def test_duckdb_spills_into_a_folder_of_its_own_removed_with_the_connection(tmp_path, monkeypatch):
+    """Without a spill folder, DuckDB would spill into ``.tmp`` of the current folder (a
+    Space's app folder, a checkout); each connection gets one under TMPDIR instead."""
+    import gc
+    import tempfile
+
+    work, temp = tmp_path / "work", tmp_path / "temp"
+    work.mkdir(), temp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    con = connect()
+    con.execute("SET memory_limit = '40MB'")
+    # Far more than 40 MB: DuckDB must spill the table, then sort it.
+    con.execute("CREATE TEMP TABLE t AS SELECT range AS i, random() AS r FROM range(6000000)")
+    assert con.execute("SELECT sum(i) FROM (SELECT i FROM t ORDER BY r)").fetchone() == (
+        17_999_997_000_000,
+    )
+    spilled = [
+        row[0] for row in con.execute("SELECT path FROM duckdb_temporary_files()").fetchall()
+    ]
+    assert spilled, "the query did not spill: the test would prove nothing"
+    (folder,) = {str(Path(p).parent) for p in spilled}
+    assert Path(folder).parent == temp and Path(folder).name.startswith("arena-duckdb-spill-")
+    assert list(work.iterdir()) == []  # no ./.tmp
+    other = connect()  # another connection (or process) spills elsewhere
+    assert other.execute("SELECT current_setting('temp_directory')").fetchone()[0] != folder
+    con.close(), other.close()
+    del con, other
+    gc.collect()
+    assert list(temp.iterdir()) == []
+
+
+def test_a_spill_folder_given_is_used_as_it_is(tmp_path):
+    con = connect(str(tmp_path / "it's here"))
+    assert con.execute("SELECT current_setting('temp_directory')").fetchone()[0] == str(
+        tmp_path / "it's here"
+    )
+    con.close()

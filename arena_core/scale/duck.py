@@ -22,7 +22,10 @@ command line travel as query parameters, and file names as escaped literals
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,13 +74,22 @@ class EngineError(ValueError):
 
 
 def connect(temp_dir: str | None = None, threads: int | None = None):
-    """A DuckDB connection with the memory limit and a spill folder."""
+    """A DuckDB connection with the memory limit and a spill folder.
+
+    Without ``temp_dir`` the spill folder is a new one of this connection's own in the
+    system's temporary folder (``TMPDIR``), removed with the connection: DuckDB's default,
+    ``.tmp`` in the current folder, put up to tens of GB into whatever folder the command
+    ran in (a Space's app folder, a checkout), shared by every process started there.
+    """
     import duckdb  # imported here: the rest of the package runs without it
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": False,
                                  "autoinstall_known_extensions": False})  # fmt: skip
-    if temp_dir:
-        con.execute(f"SET temp_directory = '{temp_dir}'")
+    if not temp_dir:
+        temp_dir = tempfile.mkdtemp(prefix="arena-duckdb-spill-")
+        # At garbage collection or exit, after DuckDB has let go of its spill files.
+        weakref.finalize(con, shutil.rmtree, temp_dir, ignore_errors=True)
+    con.execute("SET temp_directory = ?", [str(temp_dir)])
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     return con
