@@ -89,8 +89,9 @@ def stage_manifest(data: Path, now_us: int) -> dict:
 
 def stage_counts(data: Path, now_us: int, out: Path, trust: bool, write: bool = True,
                  memory_limit: str | None = None) -> dict:  # fmt: skip
+    from arena_core.scale.connection import connect
     from arena_core.scale.contract import write_counts
-    from arena_core.scale.duck import DuckVotes, connect
+    from arena_core.scale.duck import DuckVotes
     from arena_core.scale.sources import resolve
 
     class Timed(DuckVotes):
@@ -120,8 +121,9 @@ def stage_elo(data: Path, now_us: int, out: Path) -> dict:
 
     from arena_core.leaderboard import BoardParams
     from arena_core.scale.board import _index_batches, pair_counts, select_counts, streaming_elo
+    from arena_core.scale.connection import connect
     from arena_core.scale.contract import read_counts
-    from arena_core.scale.duck import DuckVotes, connect
+    from arena_core.scale.duck import DuckVotes
     from arena_core.scale.sources import resolve
 
     counts = read_counts(out)

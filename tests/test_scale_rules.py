@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from arena_core.ratings.elo import COMPILED_FROM, EloParams, sequential_elo
 from arena_core.scale.board import streaming_elo
-from arena_core.scale.duck import EngineError, connect, load_remote, month_windows
+from arena_core.scale.connection import EngineError, connect, load_remote
+from arena_core.scale.duck import month_windows
 from arena_core.scale.rules import DUCKDB, ts_us_sql
 from arena_core.scale.sources import SourceError, file_order, hf_pattern, resolve
 from arena_core.votes.clean import clean

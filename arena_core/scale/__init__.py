@@ -9,7 +9,8 @@ the same rules as :func:`~arena_core.votes.read.read_votes` and
 :func:`~arena_core.selection.select_votes`:
 
 * :mod:`~arena_core.scale.python_engine`: the in-process reader (the reference; JSONL too);
-* :mod:`~arena_core.scale.duck`: DuckDB, straight from Parquet, in bounded memory;
+* :mod:`~arena_core.scale.duck`: DuckDB, straight from Parquet, in bounded memory (its
+  connections, with their memory limit and spill folder, in :mod:`~arena_core.scale.connection`);
 * :mod:`~arena_core.scale.spark`: Spark, for a cluster (tested in local mode).
 
 Nothing here imports DuckDB or pyspark until an engine is used.

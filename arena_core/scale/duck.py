@@ -22,10 +22,7 @@ command line travel as query parameters, and file names as escaped literals
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import time
-import weakref
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +34,7 @@ import pyarrow.parquet as pq
 
 from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.board import BoardQuery
+from arena_core.scale.connection import EngineError, connect, load_remote
 from arena_core.scale.contract import COUNTS_SCHEMA, GROUP_COLUMNS, conform
 from arena_core.scale.flags import check_size, flagged_in_batches, votes_to_test_sql
 from arena_core.scale.manifest import Trusted, trusted_files
@@ -57,8 +55,6 @@ from arena_core.votes.schema import ARROW_SCHEMA
 
 log = logging.getLogger(__name__)
 
-#: DuckDB's memory limit: it spills to disk beyond it (the 2 GB target, less Python's share).
-MEMORY_LIMIT = "1500MB"
 #: Rows per record batch of the Elo stream.
 STREAM_ROWS = 1 << 20
 #: Most rows per record batch of the anomalous-voter test's votes (DuckDB 2.0 hands out
@@ -67,46 +63,6 @@ FLAG_BATCH_ROWS = 1 << 20
 #: Slack of the string prefilter on ``ts`` around a window: a local time written with an
 #: offset is within a day of its UTC time, and the fraction moves order within a second.
 _PREFILTER_SLACK_US = 2 * 86_400 * 1_000_000
-
-
-class EngineError(ValueError):
-    """DuckDB could not read the votes (a corrupt file, an extension it cannot load)."""
-
-
-def connect(temp_dir: str | None = None, threads: int | None = None):
-    """A DuckDB connection with the memory limit and a spill folder.
-
-    Without ``temp_dir`` the spill folder is a new one of this connection's own in the
-    system's temporary folder (``TMPDIR``), removed with the connection: DuckDB's default,
-    ``.tmp`` in the current folder, put up to tens of GB into whatever folder the command
-    ran in (a Space's app folder, a checkout), shared by every process started there.
-    """
-    import duckdb  # imported here: the rest of the package runs without it
-
-    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": False,
-                                 "autoinstall_known_extensions": False})  # fmt: skip
-    if not temp_dir:
-        temp_dir = tempfile.mkdtemp(prefix="arena-duckdb-spill-")
-        # At garbage collection or exit, after DuckDB has let go of its spill files.
-        weakref.finalize(con, shutil.rmtree, temp_dir, ignore_errors=True)
-    con.execute("SET temp_directory = ?", [str(temp_dir)])
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
-    return con
-
-
-def load_remote(con) -> None:
-    """Load httpfs (hf://, s3://); it must be installed beforehand, nothing is downloaded here."""
-    import duckdb
-
-    try:
-        con.execute("LOAD httpfs")
-    except duckdb.Error as exc:
-        raise EngineError(
-            "DuckDB needs its httpfs extension to read hf:// and s3:// paths; install it once "
-            "with network access (python -c \"import duckdb; duckdb.sql('INSTALL httpfs')\") "
-            f"or download the files and pass the folder ({exc})"
-        ) from None
 
 
 class DuckVotes:
