@@ -306,9 +306,7 @@ def _leaderboard(args) -> int:
     args = snapshot_source.resolve(args)  # --repo: the revision's votes and registry
     registry = _registry(args.registry)
     if args.style_control:
-        if not args.votes:  # its covariates are per vote: a counts table has none
-            raise ValueError("--style-control reads the votes: give --votes or --repo")
-        return _style_board(args, registry)
+        return _style_board(args, registry, params, window)
     from arena_core.scale.commands import scaled_boards  # DuckDB is imported only when used
 
     scaled = scaled_boards(args, params, window, registry)
@@ -340,20 +338,29 @@ def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revis
     return boards, revision_of(votes, **args.hub)
 
 
-def _style_board(args, registry) -> int:
-    """``leaderboard --style-control``: the style-controlled board of the human votes."""
-    from arena_core.analysis.boards import ANALYSIS_COLUMNS, style_board
-    from arena_core.analysis.text import style_table
+def _style_board(args, registry, params: BoardParams, window: Window) -> int:
+    """``leaderboard --style-control``: the style-controlled board of the votes the default
+    board with the same options counts. Options it cannot honour are refused, not ignored."""
+    from arena_core.analysis.boards import ANALYSIS_COLUMNS, check_style_params, style_board
+    from arena_core.analysis.text import write_style_board
 
-    if registry is None or not args.arena:
-        raise ValueError("--style-control needs --registry and --arena")
-    votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS)
-    board = style_board(votes, registry.arena(args.arena), category=args.category)
-    if args.format == "json":
-        json.dump(board.to_json(), sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(style_table(board, _titles(registry, args.arena)) + "\n")
+    if registry is None:
+        raise ValueError("--style-control needs --registry: the fit starts from its models' priors")
+    if not args.votes:  # its covariates are per vote: a counts table has none
+        raise ValueError("--style-control reads the votes: give --votes or --repo")
+    if args.counts or args.engine == "duckdb":
+        raise ValueError("--style-control reads each vote's style: --counts and --engine duckdb "
+                         "do not apply")  # fmt: skip
+    check_style_params(params)
+    votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
+                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    boards = [style_board(votes, registry.arena(a), category=args.category, params=params,
+                          window=window) for a in arenas]  # fmt: skip
+    for k, board in enumerate(boards):
+        if k:
+            sys.stdout.write("\n")
+        write_style_board(board, args.format, sys.stdout, _titles(registry, board.arena))
     return 0
 
 

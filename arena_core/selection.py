@@ -96,15 +96,14 @@ def flagged_mask(votes: VoteTable) -> np.ndarray:
     return nonempty(votes.column("flags"))
 
 
-def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
-                 entrants: Sequence[Entrant] | None = None, params: BoardParams | None = None,
-                 window: Window = ALL_TIME) -> Selection:  # fmt: skip
-    """Pick an arena's (and category's) countable votes and index their models.
+def counted_mask(votes: VoteTable, arena: str, *, category: str | None = None,
+                 params: BoardParams | None = None) -> tuple[np.ndarray, Counter]:  # fmt: skip
+    """The votes of ``arena`` (and ``category``) that a board with ``params`` counts, and
+    how many it leaves out per reason: other voter kinds and judges silently, flagged votes
+    and anomalous voters' votes (unless ``params.include_flagged``) counted.
 
-    Without ``entrants`` every model met in these votes enters from the anchor,
-    in id order; with them, votes naming another model are skipped and counted.
-    The ``window`` is applied last: ``skipped`` counts the whole log, the
-    selection holds the window's votes.
+    Every board counts by this rule (the default board, the style-controlled board, the
+    analyses), so two views of one arena never disagree on which votes are in.
     """
     voter_kind = params.voter_kind if params is not None else "human"
     judge = params.judge if params is not None else None
@@ -125,6 +124,21 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
         anomalous = keep & anomalous_votes(votes)  # votes of flagged voters, before their flag too
         skipped[ANOMALOUS_VOTER] += int(anomalous.sum())
         keep &= ~anomalous
+    return keep, skipped
+
+
+def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
+                 entrants: Sequence[Entrant] | None = None, params: BoardParams | None = None,
+                 window: Window = ALL_TIME) -> Selection:  # fmt: skip
+    """Pick an arena's (and category's) countable votes and index their models.
+
+    Without ``entrants`` every model met in these votes enters from the anchor,
+    in id order; with them, votes naming another model are skipped and counted.
+    The ``window`` is applied last: ``skipped`` counts the whole log, the
+    selection holds the window's votes.
+    """
+    enc = votes.encoded
+    keep, skipped = counted_mask(votes, arena, category=category, params=params)
     model_a, model_b = enc["model_a"], enc["model_b"]
     if entrants is None:
         used = _models_in(model_a.codes[keep], model_b.codes[keep], len(model_a.values))

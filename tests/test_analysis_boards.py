@@ -5,8 +5,11 @@ and judges with a known position bias, written through the real VoteLog so the
 whole path (schema 3 fields, reading, selection) is exercised.
 """
 
+import csv
+import io
 import json
 import textwrap
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -18,6 +21,7 @@ from arena_core.registry import load_registry
 from arena_core.space.analyses import Analyses
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
+from arena_core.window import Window
 
 REGISTRY = """
 arenas:
@@ -155,3 +159,63 @@ def test_the_space_caches_an_analysis_for_its_ttl(world):
     now[0] = 61.0
     assert analyses.style("tts") is not first and len(reads) == 2
     assert analyses.judges("tts").judges and len(reads) == 3
+
+
+def _style_json(capsys, root, *extra) -> dict:
+    assert cli.main(["leaderboard", "--votes", str(root / "votes"), "--registry",
+                     str(root / "registry.yaml"), "--arena", "tts", "--style-control",
+                     "--format", "json", *extra]) == 0  # fmt: skip
+    return json.loads(capsys.readouterr().out)
+
+
+def test_style_control_counts_what_the_default_board_counts(world, capsys):
+    """Every selection option of ``leaderboard`` reaches the style-controlled board: the
+    same votes are counted as on the default board with those options."""
+    root, _ = world
+    votes = read_votes(root / "votes", columns=ANALYSIS_COLUMNS)
+    assert _style_json(capsys, root, "--voter-kind", "all")["votes_used"] == 5400
+    fair = _style_json(capsys, root, "--judge", "judge/fair")
+    assert fair["votes_used"] == 1200 and fair["judge"] == "judge/fair"
+    # A window from the median human vote's time on: about half the human votes.
+    human = votes.encoded["voter_kind"].isin(["human"]) | (votes.encoded["voter_kind"].codes < 0)
+    ts = np.sort(votes.ts_us[human])
+    since = datetime.fromtimestamp(ts[len(ts) // 2] / 1e6, UTC).isoformat()
+    windowed = _style_json(capsys, root, "--since", since)
+    default = board_from_votes(votes, "tts", window=Window.parse(since))
+    assert windowed["votes_used"] == default.votes_used == int((ts >= ts[len(ts) // 2]).sum())
+    assert windowed["since"] == default.to_json()["since"]
+    # Decay: a half-life of a million days is no decay; one of a millisecond changes the fit.
+    plain = _style_json(capsys, root)
+    slow = _style_json(capsys, root, "--half-life", "1e6")
+    assert np.allclose([r["rating"] for r in slow["rows"]], [r["rating"] for r in plain["rows"]],
+                       atol=1e-3)  # fmt: skip
+    fast = _style_json(capsys, root, "--half-life", "1e-8")
+    assert fast["half_life_days"] == 1e-8
+    assert not np.allclose(
+        [r["rating"] for r in fast["rows"]], [r["rating"] for r in plain["rows"]]
+    )
+    # A stronger prior pulls every rating towards the registry's (all at the anchor here).
+    strong = _style_json(capsys, root, "--prior-weight", "5000")
+    assert strong["prior_weight"] == 5000 and plain["prior_weight"] == 4
+    spread = np.ptp([r["rating"] for r in strong["rows"]])
+    assert spread < np.ptp([r["rating"] for r in plain["rows"]])
+    assert _style_json(capsys, root, "--include-flagged")["include_flagged"] is True
+
+
+def test_style_control_writes_csv_and_refuses_what_it_cannot_honour(world, capsys):
+    root, _ = world
+    base = ["leaderboard", "--votes", str(root / "votes"), "--registry", str(root / "registry.yaml"),
+            "--arena", "tts", "--style-control"]  # fmt: skip
+    assert cli.main([*base, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    board = _style_json(capsys, root)
+    assert [r["model_id"] for r in rows] == [r["model"] for r in board["rows"]]
+    assert float(rows[0]["ci_low"]) == pytest.approx(board["rows"][0]["low"], abs=0.01)
+    for extra, words in ((["--method", "elo"], "--method elo"),
+                         (["--prior-weight", "0"], "needs a prior"),
+                         (["--counts", str(root / "counts.parquet")], "--counts"),
+                         (["--engine", "duckdb"], "--engine duckdb")):  # fmt: skip
+        assert cli.main([*base, *extra]) == 2
+        assert words in capsys.readouterr().err
+    assert cli.main([*base[:3], "--arena", "tts", "--style-control"]) == 2  # no registry
+    assert "needs --registry" in capsys.readouterr().err

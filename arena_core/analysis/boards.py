@@ -9,17 +9,20 @@ families from the registry, and names the results. The CLI and the Space share i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.judges.bias import BiasReport, measure_judges
+from arena_core.leaderboard import BoardParams
 from arena_core.ratings.counts import OUTCOME_CODES
+from arena_core.ratings.covariates import CovariateParams
+from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.style import Coefficient, SideVotes, style_bradley_terry
-from arena_core.selection import flagged_mask, voter_kind_mask
+from arena_core.selection import counted_mask
 from arena_core.votes.schema import STYLE_COLUMNS
+from arena_core.window import ALL_TIME, Window
 
 #: Columns the two analyses read (``read_votes(..., columns=ANALYSIS_COLUMNS)``).
 ANALYSIS_COLUMNS = ("battle_id", "arena", "model_a", "model_b", "vote", "category", "prompt_id",
@@ -46,6 +49,8 @@ class StyleBoard:
     #: Votes left out because a style feature was unknown on a side (votes before schema 3).
     left_out: int
     not_fitted: dict[str, str]
+    #: The selection and fit settings (voters, flags, prior, decay, window).
+    settings: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -53,7 +58,7 @@ class StyleBoard:
             "rows": [r.__dict__ for r in self.rows],
             "coefficients": [c.__dict__ for c in self.coefficients],
             "votes_used": self.votes_used, "left_out": self.left_out,
-            "not_fitted": self.not_fitted,
+            "not_fitted": self.not_fitted, **self.settings,
         }  # fmt: skip
 
 
@@ -61,46 +66,79 @@ def counted_frame(votes, arena: str, *, category: str | None = None,
                   voter_kind: str | None = None) -> pd.DataFrame:  # fmt: skip
     """The arena's votes that a board may count, as a DataFrame: those of ``voter_kind``
     ('human', 'judge'), or of every kind with None. Flagged votes and anomalous voters'
-    votes are left out by the same rules as :func:`~arena_core.selection.select_votes`."""
-    keep = votes.encoded["arena"].isin([arena])
-    if category is not None:
-        keep &= votes.encoded["category"].isin([category])
-    if voter_kind is not None:
-        keep &= voter_kind_mask(votes, voter_kind)
-    if "flags" in votes.table.column_names:
-        keep &= ~flagged_mask(votes)
-    keep &= ~anomalous_votes(votes)
-    table = votes.table.filter(keep)
-    frame = table.to_pandas()
+    votes are left out by the rule of every board (:func:`~arena_core.selection.counted_mask`)."""
+    keep, _ = counted_mask(votes, arena, category=category,
+                           params=BoardParams(voter_kind=voter_kind))  # fmt: skip
+    return _frame(votes, keep)
+
+
+def _frame(votes, keep: np.ndarray) -> pd.DataFrame:
+    frame = votes.table.filter(keep).to_pandas()
     for name in frame.columns:  # categorical columns as plain objects: ids compared as strings
         if isinstance(frame[name].dtype, pd.CategoricalDtype):
             frame[name] = frame[name].astype(object)
     return frame
 
 
-def style_board(votes, arena, *, category: str | None = None, level: float = 0.95) -> StyleBoard:
-    """The style-controlled board of ``arena`` (a registry Arena) from its human votes.
+def style_board(votes, arena, *, category: str | None = None,
+                params: BoardParams | None = None, window: Window = ALL_TIME) -> StyleBoard:  # fmt: skip
+    """The style-controlled board of ``arena`` (a registry Arena), counting the votes the
+    default board with the same ``params`` and ``window`` counts, decayed by
+    ``params.half_life_days`` as that board is.
 
-    The fit's prior is each model's registry prior at a fixed weight of 4 votes
-    (:class:`~arena_core.ratings.covariates.CovariateParams`), not the default board's
-    fitted spread: with the covariates in the model that spread is not re-fitted.
+    The fit's prior is each model's registry prior at ``params.prior_weight`` votes' worth,
+    4 when the default board fits the prior's spread (None), which the covariate fit does
+    not: with the covariates in the model that spread is not re-fitted. Its intervals are
+    the fit's own (Wald), so ``method``, ``bootstrap_rounds`` and a weight of 0 (plain
+    maximum likelihood) have no meaning here and are refused.
     """
-    frame = counted_frame(votes, arena.id, category=category, voter_kind="human")
+    params = params or BoardParams()
+    check_style_params(params)
+    keep, _ = counted_mask(votes, arena.id, category=category, params=params)
+    if not window.all_time:
+        keep &= window.mask(votes.ts_us)
+    frame, ts_us = _frame(votes, keep), votes.ts_us[keep]
     models = [m.id for m in arena.models]
     index = {m: k for k, m in enumerate(models)}
-    frame = frame[frame["model_a"].isin(index) & frame["model_b"].isin(index)]
+    known = (frame["model_a"].isin(index) & frame["model_b"].isin(index)).to_numpy()
+    frame, ts_us = frame[known], ts_us[known]
     a = frame["model_a"].map(index).to_numpy(int)
     b = frame["model_b"].map(index).to_numpy(int)
     outcome = frame["vote"].map(OUTCOME_CODES).to_numpy(int)
     columns = {c: frame[c].to_numpy(float) for c in STYLE_COLUMNS if c in frame}
+    weight = None
+    if params.half_life_days is not None and len(ts_us):  # the reference of Selection.fit_counts
+        reference = window.until_us if window.until_us is not None else int(ts_us.max())
+        weight = decay_weights(ts_us, params.half_life_days, reference)
     prior = [m.prior_rating for m in arena.models]
-    fit = style_bradley_terry(len(models), SideVotes.from_columns(a, b, outcome, columns),
-                              prior, level=level)  # fmt: skip
+    covariate = CovariateParams() if params.prior_weight is None else CovariateParams(
+        prior_weight=params.prior_weight)  # fmt: skip
+    fit = style_bradley_terry(len(models), SideVotes.from_columns(a, b, outcome, columns, weight),
+                              prior, covariate, level=params.ci_level)  # fmt: skip
     rows = sorted((StyleRow(m, float(fit.rating[k]), float(fit.low[k]), float(fit.high[k]))
                    for k, m in enumerate(models) if _played(k, a, b)),
                   key=lambda r: -r.rating)  # fmt: skip
     return StyleBoard(arena.id, category, tuple(rows), fit.coefficients, fit.votes_used,
-                      fit.left_out, fit.not_fitted)  # fmt: skip
+                      fit.left_out, fit.not_fitted, _settings(params, window))  # fmt: skip
+
+
+def check_style_params(params: BoardParams) -> None:
+    """Refuse the settings of the default board that the style-controlled fit cannot honour."""
+    if params.method != "bt":
+        raise ValueError("the style-controlled board is a Bradley-Terry fit: --method elo "
+                         "has no meaning with --style-control")  # fmt: skip
+    if params.prior_weight == 0:
+        raise ValueError("the style-controlled fit needs a prior (--prior-weight 'fitted' or "
+                         "W > 0): with its covariates, plain maximum likelihood can diverge")  # fmt: skip
+
+
+def _settings(params: BoardParams, window: Window) -> dict:
+    """What decided a style board's numbers, for its JSON (so a reader can redo it)."""
+    return {"voter_kind": params.voter_kind or "all", "judge": params.judge,
+            "include_flagged": params.include_flagged,
+            "prior_weight": CovariateParams().prior_weight if params.prior_weight is None
+            else params.prior_weight, "half_life_days": params.half_life_days,
+            "ci_level": params.ci_level, **window.to_json()}  # fmt: skip
 
 
 def _played(k: int, a: np.ndarray, b: np.ndarray) -> bool:

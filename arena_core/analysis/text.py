@@ -3,6 +3,8 @@ complementarity, for the CLI."""
 
 from __future__ import annotations
 
+import csv
+import json
 import textwrap
 
 from arena_core.analysis.boards import StyleBoard
@@ -50,17 +52,54 @@ def style_table(board: StyleBoard, names: dict[str, str]) -> str:
     rows = [[str(k + 1), names.get(r.model, r.model), f"{r.rating:.0f}",
              f"[{r.low:.0f}, {r.high:.0f}]"] for k, r in enumerate(board.rows)]  # fmt: skip
     where = board.arena + (f" / {board.category}" if board.category else "")
+    voters = board.settings.get("voter_kind", "human")
     parts = [
         f"== {where}: style-controlled board ==",
         plain_table(["rank", "model", "rating", "95% interval"], rows, left=1),
-        f"\n{board.votes_used} human votes used; {board.left_out} left out (no style recorded: "
-        "votes before schema 3, or not speech)",
+        f"\n{board.votes_used} {'' if voters == 'all' else voters + ' '}votes used; "
+        f"{board.left_out} left out (no style recorded: votes before schema 3, or not speech)",
+        *_selection_lines(board.settings),
         "\nStyle covariates: rating points per standard deviation of each (side A's term: per "
         "vote); P(A wins) between equal models one SD apart:",
         coefficient_lines(board.coefficients),
     ]
     parts += [f"not fitted: {n} ({why})" for n, why in sorted(board.not_fitted.items())]
     return "\n".join(parts)
+
+
+def _selection_lines(settings: dict) -> list[str]:
+    """The settings that differ from the default board's, one line each."""
+    lines = []
+    if settings.get("judge"):
+        lines.append(f"judge: {settings['judge']}")
+    if settings.get("include_flagged"):
+        lines.append("flagged votes and anomalous voters' votes counted")
+    if settings.get("since") or settings.get("until"):
+        lines.append(
+            f"window: {settings.get('since') or 'start'} to {settings.get('until') or 'now'}"
+        )
+    if settings.get("half_life_days") is not None:
+        lines.append(f"votes decay with a half-life of {settings['half_life_days']:g} days")
+    if "prior_weight" in settings:
+        lines.append(
+            f"prior: each model's registry prior at {settings['prior_weight']:g} votes' worth"
+        )
+    return lines
+
+
+def write_style_board(board: StyleBoard, fmt: str, out, names: dict[str, str]) -> None:
+    """The style-controlled board in the CLI's three formats (CSV: one row per model, the
+    columns named as on the default board)."""
+    if fmt == "json":
+        json.dump(board.to_json(), out, indent=1, allow_nan=False)
+        out.write("\n")
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["rank", "model_id", "rating", "ci_low", "ci_high"])
+        writer.writerows([k + 1, r.model, f"{r.rating:.2f}", f"{r.low:.2f}", f"{r.high:.2f}"]
+                         for k, r in enumerate(board.rows))  # fmt: skip
+    else:
+        out.write(style_table(board, names) + "\n")
 
 
 def fit_failed(error: str) -> str:
