@@ -27,6 +27,7 @@ from arena_core.leaderboard import (
     BoardParams,
     Entrant,
     board_from_votes,
+    check_prior_weight,
 )
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.scale.cli_options import add_counts_command, add_scale_options
@@ -375,13 +376,21 @@ def _registry(path: str | None):
 
 
 def _prior_weight(text: str) -> float | None:
-    """``fitted`` or a number of votes' worth (argparse type)."""
+    """``fitted`` or a number of votes' worth (argparse type), checked here so a bad value
+    stops the command before anything is read or written."""
     if text == "fitted":
         return None
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'fitted' or a number, got {text!r}") from None
+        weight = float(text)
+        check_prior_weight(weight)
+    except ValueError as exc:
+        reason = (
+            str(exc)
+            if "prior weight" in str(exc)
+            else f"expected 'fitted' or a number, got {text!r}"
+        )
+        raise argparse.ArgumentTypeError(reason) from None
+    return weight
 
 
 def _arenas(votes, registry, fmt: str) -> list[str]:

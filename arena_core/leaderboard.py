@@ -74,6 +74,22 @@ UNBOUNDED_NOTES = {
 }
 
 
+#: The range of a fixed prior weight (votes' worth), besides 0 (plain maximum likelihood).
+#: Outside it the fit is numerically meaningless: below, the prior no longer pins the
+#: ratings' common level and the posterior's matrix is singular to machine precision
+#: (1e-300 failed); above, every rating is its prior whatever the votes say.
+PRIOR_WEIGHT_RANGE = (1e-3, 1e9)
+
+
+def check_prior_weight(weight: float | None) -> None:
+    """Refuse a prior weight a board cannot be fitted with (None: fitted, 0: none)."""
+    low, high = PRIOR_WEIGHT_RANGE
+    if weight is None or weight == 0 or low <= weight <= high:
+        return
+    raise ValueError(f"a prior weight must be 'fitted', 0, or between {low:g} and {high:g} "
+                     f"votes' worth, got {weight}")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class BoardParams:
     """Everything that decides a board's numbers; the Space and the CLI share the defaults."""
@@ -114,8 +130,7 @@ class BoardParams:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.bootstrap_rounds < 0:
             raise ValueError("bootstrap_rounds must be >= 0")
-        if self.prior_weight is not None and not self.prior_weight >= 0:
-            raise ValueError(f"prior_weight must be >= 0 (or None), got {self.prior_weight}")
+        check_prior_weight(self.prior_weight)
         if self.half_life_days is not None and not self.half_life_days > 0:
             raise ValueError(f"half_life_days must be > 0, got {self.half_life_days}")
         if not 0.0 < self.ci_level < 1.0:

@@ -4,7 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from arena_core.leaderboard import BoardParams, check_prior_weight
 from arena_core.ratings import graph
 from arena_core.ratings.counts import A_WINS, BOTH_BAD, TIE, PairCounts, count_pairs
 from arena_core.ratings.decay import DAY_US, decay_weights
@@ -173,3 +176,35 @@ def test_fit_board_passes_its_settings_through():
             3, counts, params=PosteriorParams(spread_range=(100.0, 101.0))
         ).dispersion
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    exponent=st.floats(min_value=-3, max_value=9),
+    unbeaten=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_every_accepted_prior_weight_gives_a_finite_board(exponent, unbeaten, seed):
+    """Any weight the CLI accepts (PRIOR_WEIGHT_RANGE) fits, even with a model that never
+    lost, whose rating only the prior keeps finite; the extremes pin or free the ratings."""
+    weight = 10.0**exponent
+    check_prior_weight(weight)
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, 300)
+    b = (a + rng.integers(1, 4, 300)) % 4
+    outcome = rng.integers(0, 2, 300)
+    if unbeaten:  # model 0 wins every battle it is in
+        outcome = np.where(a == 0, A_WINS, np.where(b == 0, 1, outcome))
+    fit = fit_board(4, count_pairs(4, a, b, outcome), [1000.0] * 4, prior_weight=weight)
+    assert (
+        np.isfinite(fit.rating).all() and np.isfinite(fit.low).all() and np.isfinite(fit.high).all()
+    )
+    assert (fit.low <= fit.rating + 1e-6).all() and (fit.rating <= fit.high + 1e-6).all()
+
+
+@pytest.mark.parametrize("weight", [math.inf, -math.inf, math.nan, -1.0, 1e-300, 1e-4, 2e9])
+def test_prior_weights_no_fit_can_use_are_refused(weight):
+    with pytest.raises(ValueError, match="prior weight"):
+        check_prior_weight(weight)
+    with pytest.raises(ValueError, match="prior weight"):
+        BoardParams(prior_weight=weight)
