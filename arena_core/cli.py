@@ -345,13 +345,13 @@ def _style_board(args, registry, params: BoardParams, window: Window) -> int:
     from arena_core.analysis.boards import ANALYSIS_COLUMNS, check_style_params, style_board
     from arena_core.analysis.text import write_style_board
 
-    if registry is None:
-        raise ValueError("--style-control needs --registry: the fit starts from its models' priors")
     if not args.votes:  # its covariates are per vote: a counts table has none
         raise ValueError("--style-control reads the votes: give --votes or --repo")
     if args.counts or args.engine == "duckdb":
         raise ValueError("--style-control reads each vote's style: --counts and --engine duckdb "
                          "do not apply")  # fmt: skip
+    if registry is None:
+        raise ValueError("--style-control needs --registry: the fit starts from its models' priors")
     check_style_params(params)
     votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip

@@ -4,7 +4,8 @@ Every rule of the reader and of a board's selection has rows to act on: each
 kind of bad row, duplicates decided by time, by file order and by an invalid
 first occurrence, flags (including a NULL list and a list of one NULL), judges'
 votes, rows without a voter kind, a file without the ``voter`` and ``judge``
-columns, a file with a mistyped column (refused whole), and repeat voters among
+columns, a file with a mistyped column (refused whole), a file whose empty columns pyarrow
+typed as null (read, not refused), and repeat voters among
 whom a few vote against the crowd (what the anomalous-voter test flags).
 """
 
@@ -75,6 +76,12 @@ SECOND = [
     _row("ok-6", "2025-07-01T00:00:00Z", "m3", "m2"),
 ]
 
+#: The fourth file, written without a schema (its empty columns typed null by pyarrow).
+UNTYPED = [
+    _row("untyped-1", "2025-07-02T00:00:00Z", "m2", "m3", category=None),
+    _row("untyped-2", "2025-07-02T00:00:01Z", "m3", "m1", "tie", category=None),
+]
+
 
 def damaged_log(folder: Path) -> Path:
     """Write the log under ``folder`` and return it."""
@@ -85,6 +92,11 @@ def damaged_log(folder: Path) -> Path:
     pq.write_table(second, hand / "b.parquet")
     mistyped = pa.table({"vote_id": pa.array([1, 2]), "ts": ["2025-06-01T00:00:00Z"] * 2})
     pq.write_table(mistyped, hand / "c.parquet")
+    # Written without a schema, as pandas or pyarrow users write: category, voter and judge
+    # are null in every row, flags [] in every row, so pyarrow types them null and list<null>.
+    untyped = pa.Table.from_pylist(UNTYPED)
+    assert pa.types.is_null(untyped.schema.field("category").type)
+    pq.write_table(untyped, hand / "d.parquet")
     generate(SynthSpec(votes=6000, months=3, models=5, voters=120, campaigners=2, seed=3,
                        start="2025-03"), folder / "synthetic")  # fmt: skip
     return folder

@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from arena_core.integrity.anomaly import AnomalyParams
 from arena_core.scale.board import BoardQuery
@@ -47,11 +46,9 @@ from arena_core.scale.rules import (
     reason_sql,
     ts_us_sql,
 )
-from arena_core.scale.sources import SourceError, Sources, file_order, is_remote
+from arena_core.scale.sources import SourceError, Sources, empty_columns, file_order, is_remote
 from arena_core.votes.clean import FUTURE_SLACK_US
-from arena_core.votes.read import castable
-from arena_core.votes.reasons import DUPLICATE, UNREADABLE
-from arena_core.votes.schema import ARROW_SCHEMA
+from arena_core.votes.reasons import DUPLICATE
 
 log = logging.getLogger(__name__)
 
@@ -104,21 +101,9 @@ class DuckVotes:
         return files
 
     def _schema_ok(self, path: str) -> bool:
-        """Refuse a local file whose contract column has another type, as read_votes does."""
-        try:
-            schema = pq.read_schema(path)
-        except (OSError, pa.ArrowException) as exc:
-            log.error("skipping unreadable vote file %s: %s", path, exc)
-            self.skipped[UNREADABLE] += 1
-            return False
-        for name in READ_COLUMNS:
-            if name in schema.names and not castable(schema.field(name).type,
-                                                      ARROW_SCHEMA.field(name).type):  # fmt: skip
-                log.error("skipping unreadable vote file %s: column %r has type %s", path, name,
-                          schema.field(name).type)  # fmt: skip
-                self.skipped[UNREADABLE] += 1
-                return False
-        return True
+        """Refuse a local file whose contract column has another type, as read_votes does
+        (DuckDB reads a column of Arrow's null type as nulls itself)."""
+        return empty_columns(path, READ_COLUMNS, self.skipped) is not None
 
     def _views(self, latest_us: int) -> None:
         """``raw`` (the files, in order), ``checked`` (each row's reason), ``valid``; then the

@@ -9,11 +9,20 @@ handed to the engine, which lists it; its files are then put in the same order.
 
 from __future__ import annotations
 
+import logging
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from arena_core.votes.read import vote_files
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arena_core.votes.read import castable, vote_files
+from arena_core.votes.reasons import UNREADABLE
+from arena_core.votes.schema import ARROW_SCHEMA
+
+log = logging.getLogger(__name__)
 
 #: URL schemes read by the engines themselves (DuckDB's httpfs extension, Spark's Hadoop FS).
 REMOTE_SCHEMES = ("hf://", "s3://", "s3a://", "gs://", "gcs://", "az://", "abfss://", "http://",
@@ -27,6 +36,32 @@ _GLOB = re.compile(r"[*?\[]")
 
 class SourceError(ValueError):
     """Votes an engine cannot read (a JSONL file, an unknown URL): the message says what to use."""
+
+
+def empty_columns(path: str, columns, skipped: Counter) -> tuple[str, ...] | None:
+    """Check a local Parquet file's contract ``columns`` by the rule of ``read_votes``
+    (:func:`~arena_core.votes.read.castable`): None if the file is refused (logged, and
+    counted in ``skipped`` as unreadable), else the columns whose type holds no value
+    (Arrow's null type, or a list of it: what pyarrow infers for a column null or ``[]`` in
+    every row), which an engine reading with the contract's types must add as nulls itself."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as exc:
+        log.error("skipping unreadable vote file %s: %s", path, exc)
+        skipped[UNREADABLE] += 1
+        return None
+    empty = []
+    for name in columns:
+        if name not in schema.names:
+            continue
+        have = schema.field(name).type
+        if not castable(have, ARROW_SCHEMA.field(name).type):
+            log.error("skipping unreadable vote file %s: column %r has type %s", path, name, have)
+            skipped[UNREADABLE] += 1
+            return None
+        if pa.types.is_null(have) or (pa.types.is_list(have) and pa.types.is_null(have.value_type)):
+            empty.append(name)
+    return tuple(empty)
 
 
 @dataclass(frozen=True)

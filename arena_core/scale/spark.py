@@ -11,6 +11,7 @@ voter, a partition at a time). Only the small counts table comes back to the dri
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
@@ -31,7 +32,7 @@ from arena_core.scale.rules import (
     reason_sql,
     ts_us_sql,
 )
-from arena_core.scale.sources import SourceError, Sources, file_order
+from arena_core.scale.sources import SourceError, Sources, empty_columns, file_order, is_remote
 from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.reasons import DUPLICATE
 
@@ -49,8 +50,6 @@ SESSION_CONFIG = {
 _TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
 #: The end of a folder's pattern (:func:`~arena_core.scale.sources.remote_pattern`).
 _EVERY_PARQUET = "/**/*.parquet"
-#: The columns read, in the contract's types (Spark DDL).
-_READ_SCHEMA = ", ".join(f"{name} {_TYPES.get(name, 'STRING')}" for name in READ_COLUMNS)
 #: Rows per Arrow batch of the anomalous-voter test's votes on the driver.
 FLAG_BATCH_ROWS = 1 << 18
 #: The columns of :func:`~arena_core.scale.flags.votes_to_test_sql`, as the driver batches them.
@@ -107,11 +106,12 @@ def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: st
                           "the dataset (hf download --repo-type dataset <repo>) and pass the "
                           "folder, or use --engine duckdb, which reads hf:// itself")  # fmt: skip
     now_us = time.time_ns() // 1000 if now_us is None else now_us
-    files = _ordered_files(spark, sources)
-    if not files:
-        return conform(COUNTS_SCHEMA.empty_table(), Counter())
-    checked = _views(spark, files, now_us + FUTURE_SLACK_US)
     skipped: Counter = Counter()
+    files = _ordered_files(spark, sources)
+    groups = _checked_files(files, skipped)
+    if not groups:
+        return conform(COUNTS_SCHEMA.empty_table(), +skipped)
+    checked = _views(spark, files, groups, now_us + FUTURE_SLACK_US)
     for reason, repeated, n in spark.sql("""SELECT reason, coalesce(keep_rank > 1, false), count(*)
             FROM checked WHERE reason IS NOT NULL OR keep_rank > 1 GROUP BY 1, 2""").collect():
         skipped[DUPLICATE if repeated else reason] += n
@@ -129,16 +129,49 @@ def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: st
     return conform(table, +skipped)
 
 
-def _views(spark, files: list[str], latest_us: int):
+def _checked_files(files: list[str], skipped: Counter) -> dict[tuple[str, ...], list[str]]:
+    """The files Spark may read, grouped by the contract columns each holds no value in.
+
+    A local file is checked as ``read_votes`` checks it (a mistyped contract column
+    refuses it whole, counted in ``skipped``); Spark, reading with the contract's types,
+    would stop the whole job on it. Remote files are not read twice: a mistyped one stops
+    the job with Spark's error.
+    """
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path in files:
+        empty = () if is_remote(path) else empty_columns(path, READ_COLUMNS, skipped)
+        if empty is not None:
+            groups.setdefault(empty, []).append(path)
+    return groups
+
+
+def _read(spark, groups: dict[tuple[str, ...], list[str]]):
+    """The contract columns of every file, with ``file_path`` and ``row_index``: each group
+    read with the contract's types for the columns it has values in, the others added as
+    typed nulls (Spark cannot read a Parquet null column as a string)."""
+    from pyspark.sql import functions as F  # noqa: N812  (imported here: pyspark is optional)
+
+    frames = []
+    for empty, paths in groups.items():
+        schema = ", ".join(f"{c} {_TYPES.get(c, 'STRING')}" for c in READ_COLUMNS if c not in empty)
+        df = spark.read.schema(schema).parquet(*paths)
+        for name in empty:
+            df = df.withColumn(name, F.lit(None).cast(_TYPES.get(name, "STRING")))
+        frames.append(df.select(*READ_COLUMNS, "_metadata.file_path", "_metadata.row_index"))
+    return functools.reduce(lambda x, y: x.unionByName(y), frames)
+
+
+def _views(spark, order: list[str], groups: dict[tuple[str, ...], list[str]], latest_us: int):
     """``checked`` (every row, its reason and its rank among its ``vote_id``) and ``valid``.
 
     The files are read with the contract's schema (a column a file lacks reads as
-    null; no pass over every footer to merge schemas), and ``checked`` is kept
+    null; no pass over every footer to merge schemas: only local files' footers are read,
+    by :func:`_checked_files`), and ``checked`` is kept
     (memory, then disk) for the few queries that follow.
     """
-    df = spark.read.schema(_READ_SCHEMA).parquet(*files)
-    df = df.select("*", "_metadata.file_path", "_metadata.row_index")
-    df.createOrReplaceTempView("raw_files")
+    _read(spark, groups).createOrReplaceTempView("raw_files")
+    kept = {f for paths in groups.values() for f in paths}
+    files = [f for f in order if f in kept]  # read_votes' order, which ranks the rows
     ranks = [(_normal(f), k) for k, f in enumerate(files)]
     spark.createDataFrame(ranks, "path STRING, file_rank INT").createOrReplaceTempView("ranks")
     cols = ", ".join(READ_COLUMNS)

@@ -287,7 +287,13 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
 def castable(have: pa.DataType, want: pa.DataType) -> bool:
     """Whether a Parquet column of type ``have`` can be read as the contract's ``want``
     without losing values: the rule that refuses a file whole, shared with the counts
-    engines (:mod:`arena_core.scale.duck`) so both refuse the same files."""
+    engines (:mod:`arena_core.scale.duck`) so both refuse the same files.
+
+    A column of Arrow's null type (what pyarrow and pandas infer for a column that is
+    null or ``[]`` in every row, e.g. ``flags`` of a file without a flagged vote) holds no
+    value to lose: it reads as the contract's type, all null."""
+    if pa.types.is_null(have):
+        return True
     if pa.types.is_dictionary(have):
         have = have.value_type
     if pa.types.is_string(want):
