@@ -70,11 +70,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.run(args)
+    except BrokenPipeError:  # e.g. `... | head -1` stopped reading: not an error of ours
+        # Python would print a second BrokenPipeError flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return PIPE_CLOSED
     # RegistryError is a ValueError too (not imported: the registry's loader imports YAML).
-    except (FileNotFoundError, NotIdentifiableError, KeyError, ValueError) as exc:
+    except (NotIdentifiableError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {message}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a missing file, --out naming a folder, a full disk
+        message = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+
+#: Exit status when stdout's reader went away, as for a process killed by SIGPIPE (128 + 13).
+PIPE_CLOSED = 141
 
 
 def _parser(every_command: bool = True) -> argparse.ArgumentParser:
@@ -263,6 +275,8 @@ def _compact(args) -> int:
 
 
 def _compact_with(args, compact) -> int:
+    from arena_core.dataset.compact import CompactionError
+
     if args.repo:
         # Imported here: the Hub client is slow to import and only this command needs it.
         from huggingface_hub import HfApi
@@ -271,9 +285,16 @@ def _compact_with(args, compact) -> int:
 
         token = os.environ.get("HF_TOKEN")
         with tempfile.TemporaryDirectory(prefix="arena-compact-") as tmp:
-            report = compact_repo(
-                HfApi(token=token), args.repo, Path(tmp), min_age_minutes=args.min_age
-            )
+            try:
+                report = compact_repo(
+                    HfApi(token=token), args.repo, Path(tmp), min_age_minutes=args.min_age
+                )
+            except (CompactionError, ValueError):
+                raise
+            except Exception as exc:  # the Hub's client raises HTTP, offline, DNS, OS errors
+                # Every change is one commit, made last: a failure leaves the repo as it was.
+                raise ValueError(f"could not compact {args.repo}, the repo is unchanged: "
+                                 f"{type(exc).__name__}: {exc}") from None  # fmt: skip
     else:
         report = compact(Path(args.votes), min_age_minutes=args.min_age)
     print(report.summary())
@@ -287,7 +308,13 @@ def _export(args) -> int:
         votes = VoteTable(votes.table.filter(pa.array(keep)), votes.ts_us[keep],
                           {k: e.select(keep) for k, e in votes.encoded.items()}, votes.skipped)  # fmt: skip
     battles = to_battles(votes, include_flagged=args.include_flagged)
-    Path(args.out).write_text(json.dumps(battles, ensure_ascii=False), encoding="utf-8")
+    from arena_core.votes.parquet import write_atomically
+
+    text = json.dumps(battles, ensure_ascii=False).encode("utf-8")
+    try:
+        write_atomically(args.out, lambda f: f.write(text))
+    except OSError as exc:  # e.g. a full disk: the error has no file name of its own
+        raise OSError(exc.errno, exc.strerror, args.out) from None
     print(f"wrote {len(battles)} battles to {args.out}", file=sys.stderr)
     return 0
 

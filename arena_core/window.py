@@ -72,6 +72,10 @@ def _parse(text: str | None) -> int | None:
         raise ValueError(f"{text!r} is not an ISO-8601 date or time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:  # e.g. 0001-01-01T00:00+01:00 is in year 0 in UTC, which no timestamp can name
+        moment = moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} is outside the years 1 to 9999 in UTC") from None
     return _to_us(moment)
 
 
@@ -83,4 +87,6 @@ def format_us(ts_us: int | None) -> str | None:
     """Microseconds since the epoch as ISO-8601 UTC with microseconds (None stays None)."""
     if ts_us is None:
         return None
-    return (_EPOCH + timedelta(microseconds=int(ts_us))).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime("%Y"): the C library prints year 1 as "1", not "0001".
+    moment = _EPOCH + timedelta(microseconds=int(ts_us))
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

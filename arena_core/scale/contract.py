@@ -21,6 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from arena_core.votes.parquet import write_atomically
+
 #: Version of this table's layout, written in the file's metadata.
 COUNTS_VERSION = 1
 #: Metadata key of the layout version.
@@ -78,11 +80,9 @@ def skipped_of(table: pa.Table) -> Counter:
 
 
 def write_counts(table: pa.Table, path: str | Path) -> Path:
-    """Write a conformed counts table as one Parquet file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, compression="zstd")
-    return path
+    """Write a conformed counts table as one Parquet file (atomically: a failed write
+    leaves the old file, and never deletes what the path named)."""
+    return write_atomically(path, lambda f: pq.write_table(table, f, compression="zstd"))
 
 
 def read_counts(path: str | Path) -> pa.Table:

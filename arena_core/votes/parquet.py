@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,12 +42,32 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 
 def write_parquet(table: pa.Table, path: Path) -> Path:
-    """Write atomically: a reader never sees half a file (temp file, fsync, rename)."""
+    """Write atomically: a reader never sees half a file (:func:`write_atomically`)."""
+    return write_atomically(path, lambda f: f.write(parquet_bytes(table)))
+
+
+def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write a file through ``write(f)`` so that a reader sees the old file or the whole
+    new one, never half: into a temporary file beside it, fsync, then rename.
+
+    A path that exists and is not a regular file (``/dev/stdout``, a named pipe) is
+    written through, not replaced: renaming over it would replace the device itself, and
+    pyarrow, on a failed write, deletes the path it was given (as root, ``/dev/full``).
+    """
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        with path.open("wb") as f:
+            write(f)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(parquet_bytes(table))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
