@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.cli import format_table, main
+from arena_core.board_row import format_table
+from arena_core.cli import main
 from arena_core.leaderboard import COLUMNS, BoardParams, Entrant, board_from_votes
 from arena_core.registry import load_registry
 from arena_core.snapshots.source import board_part

@@ -1,0 +1,232 @@
+"""``python -m arena_core leaderboard``: replay votes into the board the Space shows.
+
+The in-process path reads every vote (:func:`~arena_core.votes.read.read_votes`);
+large Parquet logs and ``--counts`` go through :mod:`arena_core.scale.commands`;
+``--style-control`` fits the style-controlled board of the same votes. A value the
+votes cannot answer (an arena, category or judge they do not hold) is refused by
+name, not answered with an empty board.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from arena_core.board_row import format_table, write_board
+from arena_core.leaderboard import (
+    BOARD_COLUMNS,
+    METHODS,
+    Board,
+    BoardParams,
+    Entrant,
+    board_from_votes,
+    check_prior_weight,
+)
+from arena_core.scale.cli_options import add_scale_options
+from arena_core.snapshots import source as snapshot_source
+from arena_core.snapshots.revision import Revision, revision_of
+from arena_core.votes.read import read_votes
+from arena_core.window import Window
+
+log = logging.getLogger("arena_core")
+
+
+def add_command(sub) -> None:
+    """Register ``leaderboard`` on the CLI's subparsers."""
+    board = sub.add_parser("leaderboard", help="replay votes into a leaderboard")
+    board.add_argument(
+        "--votes",
+        nargs="+",
+        metavar="PATH",
+        help="JSONL files, folders of shards/Parquet, or FastChat clean_battle exports",
+    )
+    snapshot_source.add_options(board)
+    board.add_argument("--registry", help="registry.yaml: priors, names, and which models count")
+    board.add_argument(
+        "--arena",
+        help="arena id; without it the table lists every arena's board, while json and csv "
+        "need one when the votes or the registry hold several",
+    )
+    board.add_argument("--category", help="only votes of this prompt category (e.g. a language)")
+    board.add_argument(
+        "--method",
+        choices=METHODS,
+        default=BoardParams.method,
+        help="rating column: Bradley-Terry (default) or sequential Elo",
+    )
+    board.add_argument(
+        "--prior-weight",
+        type=_prior_weight,
+        default=BoardParams.prior_weight,
+        metavar="fitted|W",
+        help="prior around each model's prior rating: 'fitted' (default: its spread learnt from "
+        "the arena), W votes' worth, or 0 for plain maximum likelihood",
+    )
+    board.add_argument(
+        "--bootstrap",
+        type=int,
+        default=BoardParams.bootstrap_rounds,
+        help="bootstrap rounds for the intervals of --prior-weight 0 (0: none)",
+    )
+    board.add_argument("--since", help="only votes from this ISO date or time on (UTC if no zone)")
+    board.add_argument("--until", help="only votes before this ISO date or time")
+    board.add_argument(
+        "--half-life",
+        type=float,
+        metavar="DAYS",
+        help="weigh votes by age in the fit: a vote this many days older counts half",
+    )
+    board.add_argument(
+        "--unavailable",
+        nargs="+",
+        default=(),
+        metavar="ID",
+        help="models that cannot run (as the Space marks them): left out if they have no votes",
+    )
+    board.add_argument("--seed", type=int, default=BoardParams.seed, help="bootstrap seed")
+    board.add_argument(
+        "--voter-kind",
+        choices=("human", "judge", "all"),
+        default="human",
+        help="whose votes: human (default: judges' votes never enter this board), judge, or all",
+    )
+    board.add_argument(
+        "--judge", metavar="ID", help="one judge's board (implies --voter-kind judge)"
+    )
+    board.add_argument(
+        "--style-control",
+        action="store_true",
+        help="the style-controlled board: speech duration, speaking rate, loudness and the "
+        "engine's sample rate as covariates, each with its fitted effect (needs --registry)",
+    )
+    board.add_argument("--include-flagged", action="store_true", help="count flagged votes too")
+    board.add_argument(
+        "--fastchat-all",
+        action="store_true",
+        help="FastChat exports: keep non-anonymous battles too",
+    )
+    board.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    add_scale_options(board)
+    board.set_defaults(run=run)
+
+
+def run(args) -> int:
+    params = BoardParams(
+        method=args.method,
+        prior_weight=args.prior_weight,
+        bootstrap_rounds=args.bootstrap,
+        seed=args.seed,
+        include_flagged=args.include_flagged,
+        voter_kind="judge" if args.judge else None if args.voter_kind == "all" else args.voter_kind,
+        judge=args.judge,
+        half_life_days=args.half_life,
+    )
+    window = Window.parse(args.since, args.until)
+    args = snapshot_source.resolve(args)  # --repo: the revision's votes and registry
+    registry = _registry(args.registry)
+    if args.style_control:
+        return _style_board(args, registry, params, window)
+    from arena_core.scale.commands import scaled_boards  # DuckDB is imported only when used
+
+    scaled = scaled_boards(args, params, window, registry)
+    boards, revision = scaled or _replayed_boards(args, params, window, registry)
+    if args.format != "table":  # the table prints them itself
+        for warning in boards[0].warnings:
+            log.warning("%s", warning)
+        write_board(boards[0], args.format, sys.stdout,
+               snapshot_source.document(boards[0], revision, params, args))  # fmt: skip
+        return 0
+    sys.stdout.write(
+        "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
+    )
+    return 0
+
+
+def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revision]:
+    """The boards of ``leaderboard`` by the in-process path (every vote read into memory),
+    and the revision they were computed from."""
+    votes = read_votes(args.votes, columns=(*BOARD_COLUMNS, "vote_id"), fastchat_all=args.fastchat_all,
+                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    boards = []
+    for arena_id in arenas:
+        entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
+        boards.append(board_from_votes(votes, arena_id, category=args.category, entrants=entrants,
+                                       params=params, window=window,
+                                       available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
+    return boards, revision_of(votes, **args.hub)
+
+
+def _style_board(args, registry, params: BoardParams, window: Window) -> int:
+    """``leaderboard --style-control``: the style-controlled board of the votes the default
+    board with the same options counts. Options it cannot honour are refused, not ignored."""
+    from arena_core.analysis.boards import ANALYSIS_COLUMNS, check_style_params, style_board
+    from arena_core.analysis.text import write_style_board
+
+    if not args.votes:  # its covariates are per vote: a counts table has none
+        raise ValueError("--style-control reads the votes: give --votes or --repo")
+    if args.counts or args.engine == "duckdb":
+        raise ValueError("--style-control reads each vote's style: --counts and --engine duckdb "
+                         "do not apply")  # fmt: skip
+    if registry is None:
+        raise ValueError("--style-control needs --registry: the fit starts from its models' priors")
+    check_style_params(params)
+    votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
+                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    boards = [style_board(votes, registry.arena(a), category=args.category, params=params,
+                          window=window) for a in arenas]  # fmt: skip
+    for k, board in enumerate(boards):
+        if k:
+            sys.stdout.write("\n")
+        write_style_board(board, args.format, sys.stdout, _titles(registry, board.arena))
+    return 0
+
+
+def _registry(path: str | None):
+    """The registry at ``path``, or None. Imported here: the loader imports YAML, which a
+    board without a registry does not need."""
+    if path is None:
+        return None
+    from arena_core.registry import load_registry
+
+    return load_registry(path)
+
+
+def _prior_weight(text: str) -> float | None:
+    """``fitted`` or a number of votes' worth (argparse type), checked here so a bad value
+    stops the command before anything is read or written."""
+    if text == "fitted":
+        return None
+    try:
+        weight = float(text)
+        check_prior_weight(weight)
+    except ValueError as exc:
+        reason = (
+            str(exc)
+            if "prior weight" in str(exc)
+            else f"expected 'fitted' or a number, got {text!r}"
+        )
+        raise argparse.ArgumentTypeError(reason) from None
+    return weight
+
+
+def _arenas(votes, registry, fmt: str) -> list[str]:
+    """The arenas to print without ``--arena``: the registry's (else those in the votes); a
+    machine format takes one board, so several are refused with their list."""
+    found = sorted(set(votes.column("arena").unique().to_pylist()))
+    arenas = [a.id for a in registry.arenas] if registry is not None else found
+    if not arenas:
+        raise ValueError("the votes hold no arena; pass --registry or --arena")
+    if len(arenas) > 1 and fmt != "table":
+        raise ValueError(f"there are several arenas ({', '.join(arenas)}); choose one with "
+                         f"--arena, or leave --format out to print every arena's table")  # fmt: skip
+    return arenas
+
+
+def _titles(registry, arena_id: str) -> dict[str, str]:
+    """Model id -> display name from the registry (empty without one: names are the ids)."""
+    if registry is None:
+        return {}
+    return {m.id: m.name for m in registry.arena(arena_id).models}
