@@ -15,6 +15,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from arena_core.votes.log import VoteLog
@@ -114,3 +116,105 @@ def test_a_time_outside_the_calendar_is_one_line(votes, option):
 def test_compact_repo_without_the_hub_is_one_line_and_changes_nothing(tmp_path):
     proc = cli("compact", "--repo", "org/votes", env={"HF_HUB_OFFLINE": "1"})
     one_line_error(proc, "could not compact org/votes, the repo is unchanged", "offline")
+
+
+# --- Answers the votes cannot give are refused by name, not printed as an empty board.
+
+REGISTRY = """
+arenas:
+  - id: tts
+    title: TTS
+    modality: audio
+    prompts: [{id: p1, text: "Hello there.", category: en}]
+    models:
+      - {id: m0, name: Zero, backend: {type: espeak, voice: en-us}}
+      - {id: m1, name: One, backend: {type: espeak, voice: en-us}}
+"""
+
+
+@pytest.fixture(scope="module")
+def parquet_votes(tmp_path_factory) -> Path:
+    """Votes in two categories and from one judge, compacted to Parquet (for DuckDB)."""
+    from arena_core.dataset.compact import compact
+
+    folder = tmp_path_factory.mktemp("parquet")
+    log = VoteLog(folder)
+    for k in range(40):
+        log.append(arena="tts", model_a="m0", model_b="m1", vote="ab"[k % 3 == 0],
+                   category=("en", "de")[k % 2], voter=f"v{k}")  # fmt: skip
+    log.append(arena="tts", model_a="m1", model_b="m0", vote="a", voter_kind="judge",
+               judge="judge/a", voter="judge:judge/a")  # fmt: skip
+    log.close()
+    compact(folder, min_age_minutes=0)
+    return folder
+
+
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [
+        (["--arena", "nope"], "no votes of arena 'nope' (the votes hold: tts)"),
+        (["--arena", "tts", "--category", "fr"], "no votes of category 'fr' in tts (the votes hold: de, en)"),
+        (["--arena", "tts", "--judge", "judge/b"], "no votes of judge 'judge/b' in tts (the votes hold: judge/a)"),
+    ],
+)  # fmt: skip
+def test_an_arena_category_or_judge_the_votes_lack_is_named(parquet_votes, engine, option, words):
+    one_line_error(cli("leaderboard", "--votes", parquet_votes, "--engine", engine, *option), words)
+
+
+def test_what_the_votes_hold_is_still_answered(parquet_votes, tmp_path):
+    for option in (["--category", "de"], ["--judge", "judge/a"]):
+        proc = cli("leaderboard", "--votes", parquet_votes, "--arena", "tts", "--format", "json",
+                   *option)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    # An arena or category the registry lists but nobody voted in yet: an empty board.
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    empty = tmp_path / "none"
+    empty.mkdir()
+    for votes in (empty, parquet_votes):
+        proc = cli("leaderboard", "--votes", votes, "--registry", tmp_path / "registry.yaml",
+                   "--category", "en" if votes == empty else "de")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_no_valid_vote_says_so_and_why(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    one_line_error(cli("leaderboard", "--votes", empty), f"no vote in {empty}")
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    mistyped = pa.table({"vote_id": [1, 2], "ts": ["2026-01-01T00:00:00Z"] * 2})
+    pq.write_table(mistyped, refused / "a.parquet")
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    for extra in ([], ["--registry", tmp_path / "registry.yaml"]):  # even with a registry
+        proc = cli("leaderboard", "--votes", refused, *extra)
+        assert proc.returncode == 2 and "no valid vote" in proc.stderr
+        assert "1 unreadable_file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_export_and_compact_refuse_what_they_cannot_do(votes, tmp_path):
+    one_line_error(cli("export", "--votes", votes, "--arena", "nope", "--out", tmp_path / "x.json"),
+                   "no votes of arena 'nope' (the votes hold: tts)")  # fmt: skip
+    assert not (tmp_path / "x.json").exists()
+    shard = next(votes.glob("*.jsonl"))
+    one_line_error(cli("compact", "--votes", shard), "takes a vote folder", "is a file")
+
+
+@pytest.mark.parametrize(("option", "value"), [("--seed", "-1"), ("--bootstrap", "1.5")])
+def test_counts_name_the_option_at_fault(votes, option, value):
+    proc = cli("leaderboard", "--votes", votes, option, value)
+    assert proc.returncode == 2 and f"argument {option}: expected a whole number" in proc.stderr
+
+
+def test_a_byte_order_mark_costs_no_vote(votes, tmp_path):
+    """Files saved by a Windows editor start with a UTF-8 byte-order mark: a FastChat export
+    was read as JSONL (and refused), a JSONL file lost its first vote."""
+    from arena_core.votes.read import read_votes
+
+    export = ROOT / "tests" / "data" / "fastchat_clean_battle_sts.json"
+    shard = next(votes.glob("*.jsonl"))
+    for original in (export, shard):
+        marked = tmp_path / original.name
+        marked.write_bytes(b"\xef\xbb\xbf" + original.read_bytes())
+        plain, bom = read_votes([original]), read_votes([marked])
+        assert bom.table.num_rows == plain.table.num_rows > 0 and bom.skipped == plain.skipped

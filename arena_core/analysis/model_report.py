@@ -158,8 +158,10 @@ def model_report(votes, arena_id: str, model_id: str, *, arena=None, recent: int
     sel = select_votes(votes, arena_id, entrants=entrants, params=params)
     ids = [e.id for e in sel.entrants]
     if model_id not in ids:
-        raise ValueError(f"model {model_id!r} has no counted votes in arena {arena_id!r} and is "
-                         "not in its registry entry")  # fmt: skip
+        listed = "" if arena is None else " and is not in its registry entry"
+        known = ", ".join(ids) if ids else "none"
+        raise ValueError(f"model {model_id!r} has no counted votes in arena {arena_id!r}{listed} "
+                         f"(the arena's models: {known})")  # fmt: skip
     k, prior = ids.index(model_id), [e.prior_rating for e in sel.entrants]
     battles = (sel.a, sel.b, sel.outcome)
     frame = _between(counted_frame(votes, arena_id, voter_kind="human"), set(ids))

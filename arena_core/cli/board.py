@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from arena_core.board_row import format_table, write_board
 from arena_core.leaderboard import (
@@ -27,6 +31,7 @@ from arena_core.scale.cli_options import add_scale_options
 from arena_core.snapshots import source as snapshot_source
 from arena_core.snapshots.revision import Revision, revision_of
 from arena_core.votes.read import read_votes
+from arena_core.votes.reasons import UNREADABLE
 from arena_core.window import Window
 
 log = logging.getLogger("arena_core")
@@ -65,7 +70,7 @@ def add_command(sub) -> None:
     )
     board.add_argument(
         "--bootstrap",
-        type=int,
+        type=whole_number,
         default=BoardParams.bootstrap_rounds,
         help="bootstrap rounds for the intervals of --prior-weight 0 (0: none)",
     )
@@ -84,7 +89,7 @@ def add_command(sub) -> None:
         metavar="ID",
         help="models that cannot run (as the Space marks them): left out if they have no votes",
     )
-    board.add_argument("--seed", type=int, default=BoardParams.seed, help="bootstrap seed")
+    board.add_argument("--seed", type=whole_number, default=BoardParams.seed, help="bootstrap seed")
     board.add_argument(
         "--voter-kind",
         choices=("human", "judge", "all"),
@@ -148,7 +153,7 @@ def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revis
     and the revision they were computed from."""
     votes = read_votes(args.votes, columns=(*BOARD_COLUMNS, "vote_id"), fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
-    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = []
     for arena_id in arenas:
         entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
@@ -174,7 +179,7 @@ def _style_board(args, registry, params: BoardParams, window: Window) -> int:
     check_style_params(params)
     votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat")  # fmt: skip
-    arenas = [args.arena] if args.arena else _arenas(votes, registry, args.format)
+    arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = [style_board(votes, registry.arena(a), category=args.category, params=params,
                           window=window) for a in arenas]  # fmt: skip
     for k, board in enumerate(boards):
@@ -192,6 +197,17 @@ def _registry(path: str | None):
     from arena_core.registry import load_registry
 
     return load_registry(path)
+
+
+def whole_number(text: str) -> int:
+    """A count or a seed (argparse type): 0 or more, so argparse names the option at fault."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {text!r}")
+    return value
 
 
 def _prior_weight(text: str) -> float | None:
@@ -212,17 +228,63 @@ def _prior_weight(text: str) -> float | None:
     return weight
 
 
-def _arenas(votes, registry, fmt: str) -> list[str]:
-    """The arenas to print without ``--arena``: the registry's (else those in the votes); a
-    machine format takes one board, so several are refused with their list."""
-    found = sorted(set(votes.column("arena").unique().to_pylist()))
-    arenas = [a.id for a in registry.arenas] if registry is not None else found
-    if not arenas:
-        raise ValueError("the votes hold no arena; pass --registry or --arena")
-    if len(arenas) > 1 and fmt != "table":
-        raise ValueError(f"there are several arenas ({', '.join(arenas)}); choose one with "
-                         f"--arena, or leave --format out to print every arena's table")  # fmt: skip
+def choose_arenas(table: pa.Table, args, registry, skipped: Mapping[str, int]) -> list[str]:
+    """The arenas to print, after checking that the votes can answer what was asked.
+
+    ``table`` holds the valid votes (or a counts table: the same ``arena``, ``category``
+    and ``judge`` columns). Without ``--arena``: the registry's arenas, else the votes';
+    a machine format takes one board, so several are refused with their list. An
+    ``--arena``, ``--category`` or ``--judge`` that neither the votes nor the registry
+    know is refused by name with what there is: an empty board would look like an
+    answer. An arena of the registry without votes yet is an answer (an empty board).
+    """
+    found = _distinct(table, "arena")
+    known = [a.id for a in registry.arenas] if registry is not None else []
+    if not found and (not known or skipped.get(UNREADABLE)):
+        raise ValueError(_nothing_valid(args.votes or args.counts, skipped))
+    if args.arena:
+        _check_known("arena", args.arena, found, known)
+        arenas = [args.arena]
+    else:
+        arenas = known or found
+        if len(arenas) > 1 and args.format != "table":
+            raise ValueError(f"there are several arenas ({', '.join(arenas)}); choose one with "
+                             "--arena, or leave --format out to print every arena's table")  # fmt: skip
+    if args.category is None and not getattr(args, "judge", None):
+        return arenas
+    mine = table.filter(pc.is_in(table.column("arena").cast(pa.string()), pa.array(arenas)))
+    if args.category is not None:
+        listed = [c for a in arenas if a in known for c in registry.arena(a).categories]
+        _check_known("category", args.category, _distinct(mine, "category"), listed,
+                     where=f" in {', '.join(arenas)}")  # fmt: skip
+    if getattr(args, "judge", None):
+        listed = [j.id for j in registry.judges] if registry is not None else []
+        _check_known("judge", args.judge, _distinct(mine, "judge"), listed,
+                     where=f" in {', '.join(arenas)}")  # fmt: skip
     return arenas
+
+
+def _distinct(table: pa.Table, column: str) -> list[str]:
+    if column not in table.column_names:
+        return []
+    values = pc.unique(table.column(column).cast(pa.string())).drop_null()
+    return sorted(values.to_pylist())
+
+
+def _check_known(what: str, value: str, found: list[str], listed: list[str], where: str = ""):
+    if value in found or value in listed:
+        return
+    there = ", ".join(found) if found else "none"
+    extra = f"; the registry lists: {', '.join(listed)}" if listed else ""
+    raise ValueError(f"no votes of {what} {value!r}{where} (the votes hold: {there}{extra})")
+
+
+def _nothing_valid(paths, skipped: Mapping[str, int]) -> str:
+    where = " ".join(map(str, paths)) if isinstance(paths, list | tuple) else str(paths)
+    if not skipped:
+        return f"no vote in {where}; pass --registry to print its arenas' empty boards"
+    reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+    return f"no valid vote in {where} (skipped: {reasons}; the log above says why)"
 
 
 def _titles(registry, arena_id: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.fastchat import to_battles
+from arena_core.votes.parquet import write_atomically
 from arena_core.votes.read import read_votes
 
 
@@ -60,6 +61,10 @@ def run_compact(args) -> int:
 
     if args.min_age is None:
         args.min_age = MIN_AGE_MINUTES
+    if args.votes and not Path(args.votes).is_dir():
+        what = "is a file" if Path(args.votes).exists() else "does not exist"
+        raise ValueError(f"compact --votes takes a vote folder (it writes compacted/ inside it); "
+                         f"{args.votes} {what}")  # fmt: skip
     try:
         return _compact_with(args, compact)
     except CompactionError as exc:  # nothing was deleted: the message says what differed
@@ -96,12 +101,14 @@ def _compact_with(args, compact) -> int:
 def run_export(args) -> int:
     votes = read_votes(args.votes)
     if args.arena:
+        found = sorted(set(votes.column("arena").unique().to_pylist()))
+        if args.arena not in found:
+            raise ValueError(f"no votes of arena {args.arena!r} (the votes hold: "
+                             f"{', '.join(found) or 'none'})")  # fmt: skip
         keep = votes.encoded["arena"].isin([args.arena])
         votes = VoteTable(votes.table.filter(pa.array(keep)), votes.ts_us[keep],
                           {k: e.select(keep) for k, e in votes.encoded.items()}, votes.skipped)  # fmt: skip
     battles = to_battles(votes, include_flagged=args.include_flagged)
-    from arena_core.votes.parquet import write_atomically
-
     text = json.dumps(battles, ensure_ascii=False).encode("utf-8")
     try:
         write_atomically(args.out, lambda f: f.write(text))

@@ -22,7 +22,7 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arena_core.scale.contract import CountsError, read_counts, write_counts
+from arena_core.scale.contract import CountsError, read_counts, skipped_of, write_counts
 from arena_core.scale.sources import SourceError, local_bytes, resolve
 from arena_core.snapshots.revision import Revision
 
@@ -116,7 +116,9 @@ def scaled_boards(args, params, window, registry) -> tuple[list, Revision] | Non
     from arena_core.selection import Entrant
 
     stream, counts = _stream_and_counts(args)
-    arenas = [args.arena] if args.arena else _arenas(counts, registry, args.format)
+    from arena_core.cli.board import choose_arenas
+
+    arenas = choose_arenas(counts, args, registry, skipped_of(counts))
     boards = []
     for arena_id in arenas:
         entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None
@@ -152,14 +154,3 @@ def _stream_and_counts(args):
     first = pc.min(counts.column("first_ts_us")).as_py()
     last = pc.max(counts.column("last_ts_us")).as_py()
     return (lambda query: duck.stream(query, first, last)), counts
-
-
-def _arenas(counts: pa.Table, registry, fmt: str) -> list[str]:
-    found = sorted(set(counts.column("arena").to_pylist()))
-    arenas = [a.id for a in registry.arenas] if registry is not None else found
-    if not arenas:
-        raise ValueError("the votes hold no arena; pass --registry or --arena")
-    if len(arenas) > 1 and fmt != "table":
-        raise ValueError(f"there are several arenas ({', '.join(arenas)}); choose one with "
-                         "--arena, or leave --format out to print every arena's table")  # fmt: skip
-    return arenas

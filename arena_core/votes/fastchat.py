@@ -38,7 +38,8 @@ _NAMESPACE = uuid.UUID("6f1c3f5e-2b1a-4c55-9d0e-6a1e0c7b9a11")
 def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
                 arena: str = DEFAULT_ARENA) -> pa.Table:  # fmt: skip
     """Read one export into contract rows; rows that cannot map are left for validation."""
-    battles = json.loads(Path(path).read_bytes())
+    # utf-8-sig: an export saved by a Windows editor starts with a byte-order mark.
+    battles = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
     if not isinstance(battles, list):
         raise ValueError("a FastChat export is a JSON list of battles")
     rows, seen = [], Counter()

@@ -16,6 +16,7 @@ and a repeated ``vote_id`` keeps its first (earliest) row.
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import mmap
@@ -151,7 +152,7 @@ def _detect(path: Path) -> str:
         return "parquet"
     if path.suffix == ".json":
         with path.open("rb") as f:
-            head = f.read(4096).lstrip()
+            head = f.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
         if head.startswith(b"["):
             return "fastchat"
     return "jsonl"
@@ -180,9 +181,11 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
     """
     size = path.stat().st_size
     with path.open("rb") as f:
+        # A byte-order mark (a Windows editor's) is not part of the first vote.
+        bom = f.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8
         f.seek(max(0, size - 1))
         clean_end = f.read(1) in (b"\n", b"")
-    if clean_end:
+    if clean_end and not bom:
         lines, null_line = _scan_lines(path)
         if not null_line:
             try:
@@ -191,7 +194,9 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
                 pass
         log.info("%s has damaged lines; reading it in pieces around them", path)
         return read_damaged(path.read_bytes(), skipped, wanted)
-    data = path.read_bytes()
+    data = path.read_bytes()[len(codecs.BOM_UTF8) if bom else 0 :]
+    if clean_end:
+        return parse_jsonl(data, skipped).select(wanted)
     cut = data.rfind(b"\n") + 1
     # No newline at the end: a crash mid-write, or a hand-edited file.
     try:
