@@ -210,3 +210,44 @@ def test_building_a_manifest_never_runs_the_anomalous_voter_test(tmp_path, monke
     table = duck.counts()
     assert stream(duck, table) and calls == [1]
     assert pc.sum(table["votes"].filter(table["anomalous"])).as_py() > 0  # the test did run
+
+
+def test_parts_given_twice_or_from_two_copies_are_counted_once(log_dir, tmp_path, monkeypatch):
+    """A manifest vouches for its parts once each: the same part given twice (a folder and
+    a glob over it, or two names for it) or a second copy of the folder once counted every
+    vote twice; now those parts are read the slow way and their repeats dropped, as the
+    in-process reader drops them."""
+    from arena_core.scale.contract import skipped_of
+    from arena_core.scale.python_engine import counts_from_votes, read_for_counts
+
+    def ordered(table):
+        return table.sort_by([(name, "ascending") for name in table.column_names])
+
+    compacted = log_dir / "synthetic" / "compacted"
+    copy = tmp_path / "copy"
+    shutil.copytree(compacted, copy / "compacted")
+    monkeypatch.chdir(compacted.parent)
+    glob = f"{compacted}/*/*.parquet"
+    for sources, files in (([compacted, compacted], [compacted, compacted]),
+                         ([compacted, glob], [compacted, *sorted(compacted.glob("*/*.parquet"))]),
+                         ([compacted, "compacted"], [compacted, compacted]),
+                         ([compacted, copy], [compacted, copy])):  # fmt: skip
+        expected = counts_from_votes(read_for_counts(files, now_us=NOW_US))
+        got, duck = counts([str(s) for s in sources], trust=True)
+        assert ordered(got).equals(ordered(expected)), sources
+        assert (
+            skipped_of(got) == skipped_of(expected) and skipped_of(got)["duplicate_vote_id"] >= 6000
+        )
+        assert len(duck.trusted.ranks) <= 3  # one manifest's parts, each once
+
+
+def test_an_unreadable_part_before_good_ones_is_left_out_of_the_manifest(log_dir):
+    """DuckDB's ranks count only the files it could read: a mistyped part sorting first
+    shifted them, so the good part was blamed and the build failed with ``error: 0``."""
+    compacted = log_dir / "synthetic" / "compacted"
+    shutil.copy(log_dir / "hand" / "c.parquet", compacted / "2025-03" / "a-mistyped.parquet")
+    path = build_manifest(compacted, now_us=NOW_US)
+    names = [p["path"] for p in json.loads(path.read_text())["parts"]]
+    assert names == ["2025-03/part-0000.parquet", "2025-04/part-0000.parquet",
+                     "2025-05/part-0000.parquet"]  # fmt: skip
+    assert_exact(log_dir, trusted=3)

@@ -39,6 +39,7 @@ from pathlib import Path
 from arena_core.scale.rules import DUCKDB, READ_COLUMNS, flagged_sql, reason_sql, ts_us_sql
 from arena_core.scale.sources import is_remote
 from arena_core.snapshots.revision import file_sha256
+from arena_core.votes.parquet import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +84,15 @@ def trusted_files(files: list[str], latest_us: int) -> Trusted:
 
     A part is trusted when a manifest beside it (``<part>/../../MANIFEST.json``) is of
     this layout and these rules, names the part with its size and SHA-256, its latest
-    vote is not after ``latest_us``, and the trusted parts come in the manifest's order
-    (the order breaks ties between duplicates). Anything else is read the slow way.
+    vote is not after ``latest_us``, and the trusted parts come in the manifest's order,
+    each once (the order breaks ties between duplicates), all under one manifest. Anything else is read the slow way.
     """
     entries: dict[int, tuple[Path, dict, int]] = {}  # rank -> (manifest, entry, its index)
     loaded: dict[Path, dict | None] = {}
     for rank, name in enumerate(files):
         if is_remote(name):
             continue
-        path = Path(name)
+        path = Path(name).resolve()  # one part named two ways is one part
         home = path.parent.parent
         if home not in loaded:
             loaded[home] = _load(home / MANIFEST_NAME)
@@ -108,10 +109,20 @@ def trusted_files(files: list[str], latest_us: int) -> Trusted:
     if not entries:
         return Trusted()
     ranks = sorted(entries)
+    # One manifest's parts at most: a manifest knows the duplicates among its own parts
+    # only, so a second vouched folder (a copy of the first, say) is read the slow way,
+    # its ids looked up in the trusted parts.
+    first = entries[ranks[0]][0]
+    if any(entries[r][0] != first for r in ranks):
+        log.info("parts of several manifests given; only %s is trusted", first)
+        ranks = [r for r in ranks if entries[r][0] == first]
     for home in {entries[r][0] for r in ranks}:
         order = [entries[r][2] for r in ranks if entries[r][0] == home]
-        if order != sorted(order):
-            log.info("manifest %s: parts given out of its order; reading them the slow way", home)
+        # Strictly increasing: a part given twice (a folder and a glob over it) has
+        # duplicates of every vote, which only the slow way finds and drops.
+        if order != sorted(set(order)):
+            log.info("manifest %s: parts given out of its order or twice; reading them the slow "
+                     "way", home)  # fmt: skip
             ranks = [r for r in ranks if entries[r][0] != home]
     found = digests([Path(files[r]) for r in ranks])
     changed = [files[r] for r, d in zip(ranks, found, strict=True) if d != entries[r][1]["sha256"]]
@@ -204,25 +215,26 @@ def build_manifest(compacted: Path, *, now_us: int | None = None) -> Path | None
         return None
     sums = digests(parts)  # before reading: a part changed meanwhile then fails its check
     duck = DuckVotes(_sources(parts), now_us=now_us, trust_manifest=False)
-    stats = _valid_parts(duck)
+    stats = _valid_parts(duck, parts)
     kept = [k for k in range(len(parts)) if k in stats]
     if len(kept) < len(parts):  # rare: judge the good parts again, alone (their duplicates)
         for k in sorted(set(range(len(parts))) - set(kept)):
-            log.warning("manifest: %s has rows the rules refuse; left out", parts[k])
+            log.warning("manifest: %s has rows the rules refuse, or cannot be read; left out",
+                        parts[k])  # fmt: skip
+        if not kept:
+            return None
         duck = DuckVotes(_sources([parts[k] for k in kept]), now_us=now_us, trust_manifest=False)
-        stats = _valid_parts(duck)
+        stats = _valid_parts(duck, parts)
     entries = [
         {"path": parts[k].relative_to(compacted).as_posix(), "sha256": sums[k],
-         "bytes": parts[k].stat().st_size, "rows": stats[i][0], "ts_max_us": stats[i][1],
-         "ts_width": stats[i][2]}
-        for i, k in enumerate(kept)
+         "bytes": parts[k].stat().st_size, "rows": stats[k][0], "ts_max_us": stats[k][1],
+         "ts_width": stats[k][2]}
+        for k in kept
     ]  # fmt: skip
     manifest = {"manifest_version": MANIFEST_VERSION, "rules": rules_fingerprint(),
                 "parts": entries, "duplicates": _duplicates(duck, entries)}  # fmt: skip
-    path = compacted / MANIFEST_NAME
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(manifest, separators=(",", ":")))
-    os.replace(tmp, path)
+    text = json.dumps(manifest, separators=(",", ":")).encode()
+    path = write_atomically(compacted / MANIFEST_NAME, lambda f: f.write(text))
     log.info("manifest: %d parts validated, %d duplicate groups", len(entries),
              len(manifest["duplicates"]))  # fmt: skip
     return path
@@ -234,13 +246,17 @@ def _sources(paths: list[Path]):
     return Sources(tuple((str(p), False) for p in paths))
 
 
-def _valid_parts(duck) -> dict[int, tuple[int, int, int | None]]:
-    """Parts (by rank) whose every row is valid: rows, latest ``ts_us``, timestamp width."""
+def _valid_parts(duck, parts: list[Path]) -> dict[int, tuple[int, int, int | None]]:
+    """Parts (by index in ``parts``) whose every row is valid: rows, latest ``ts_us``,
+    timestamp width. DuckDB's ranks index the files it kept (an unreadable part is not
+    among them), so they are mapped back by path."""
+    index = {str(path): k for k, path in enumerate(parts)}
+    part_of = [index[name] for name in duck.files]
     rows = duck.con.execute("""SELECT file_rank, count(*), max(ts_us),
             min(length(ts)), max(length(ts)), bool_and(ends_with(ts, 'Z')),
             count(*) FILTER (WHERE reason IS NOT NULL)
         FROM checked GROUP BY file_rank""").fetchall()
-    return {rank: (n, int(ts), lo if lo == hi and utc else None)
+    return {part_of[rank]: (n, int(ts), lo if lo == hi and utc else None)
             for rank, n, ts, lo, hi, utc, bad in rows if not bad}  # fmt: skip
 
 
