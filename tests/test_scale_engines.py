@@ -158,3 +158,15 @@ def test_a_local_glob_is_read_like_its_folder(log_dir):
     expected = counts_from_votes(read_for_counts(hand, now_us=NOW_US))
     assert _sorted(globbed).equals(_sorted(expected))
     assert skipped_of(globbed)["unreadable_file"] == 1  # the mistyped file, as read_votes skips it
+
+
+def test_a_folder_named_like_a_glob_or_with_a_quote_is_read_as_a_folder(log_dir, votes, tmp_path):
+    """``v[1]`` was taken for a glob (matching nothing: 0 votes, exit 0), and a quote in
+    a path must not break DuckDB's SQL."""
+    import shutil
+
+    odd = tmp_path / "v[1] it's *"
+    shutil.copytree(log_dir, odd)
+    counted = DuckVotes(resolve(odd), now_us=NOW_US).counts()
+    assert _sorted(counted).equals(_sorted(counts_from_votes(votes)))
+    assert not resolve(odd).patterns

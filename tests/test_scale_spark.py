@@ -103,3 +103,15 @@ def _skips(table) -> dict:
 def test_spark_refuses_hub_paths_with_what_to_do(spark):
     with pytest.raises(SourceError, match="--engine duckdb"):
         counts_with_spark(resolve(["hf://datasets/org/votes"]), spark=spark)
+
+
+@pytest.mark.slow
+def test_spark_reads_folders_named_with_spaces_quotes_and_glob_characters(spark, log_dir, tmp_path):
+    """Spark writes ``file_path`` percent-encoded (``it's%20dir``) and reads every path as
+    a Hadoop glob (``v[1]`` matches ``v1``): such a folder once counted 0 votes, exit 0."""
+    odd = tmp_path / "v[1] it's"
+    shutil.copytree(log_dir, odd)
+    reference = counts_from_votes(read_for_counts(log_dir, now_us=NOW_US))
+    counts = counts_with_spark(resolve(odd), now_us=NOW_US, spark=spark)
+    assert _sorted(counts).equals(_sorted(reference))
+    assert _skips(counts) == _skips(reference)

@@ -122,7 +122,7 @@ def resolve(paths) -> Sources:
             items.append((hf_pattern(text), True))
         elif is_remote(text):
             items.append((remote_pattern(text), True))
-        elif _GLOB.search(text):
+        elif _GLOB.search(text) and not Path(text).exists():  # "v[1]" may be a folder's name
             items.append((text, True))
         else:
             for path, kind in vote_files(text):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -148,17 +149,36 @@ def _checked_files(files: list[str], skipped: Counter) -> dict[tuple[str, ...], 
 def _read(spark, groups: dict[tuple[str, ...], list[str]]):
     """The contract columns of every file, with ``file_path`` and ``row_index``: each group
     read with the contract's types for the columns it has values in, the others added as
-    typed nulls (Spark cannot read a Parquet null column as a string)."""
+    typed nulls (Spark cannot read a Parquet null column as a string). Also each file's
+    name as Spark writes it in ``file_path``, by our name (:func:`_normal`)."""
     from pyspark.sql import functions as F  # noqa: N812  (imported here: pyspark is optional)
 
-    frames = []
+    frames, names = [], {}
     for empty, paths in groups.items():
         schema = ", ".join(f"{c} {_TYPES.get(c, 'STRING')}" for c in READ_COLUMNS if c not in empty)
-        df = spark.read.schema(schema).parquet(*paths)
+        df = spark.read.schema(schema).parquet(*(_literal(p) for p in paths))
+        names.update((_normal(name), _spark_key(name)) for name in df.inputFiles())
         for name in empty:
             df = df.withColumn(name, F.lit(None).cast(_TYPES.get(name, "STRING")))
         frames.append(df.select(*READ_COLUMNS, "_metadata.file_path", "_metadata.row_index"))
-    return functools.reduce(lambda x, y: x.unionByName(y), frames)
+    return functools.reduce(lambda x, y: x.unionByName(y), frames), names
+
+
+#: Hadoop's glob characters: a local file named with them is given escaped, as itself.
+_HADOOP_GLOB = re.compile(r"([\\\[\]*?{}])")
+
+
+def _literal(path: str) -> str:
+    """A listed file as Spark must be given it: Hadoop reads every path as a glob, so a
+    local folder named ``v[1]`` would match ``v1`` (or nothing) unless escaped."""
+    return path if is_remote(path) else _HADOOP_GLOB.sub(r"\\\1", path)
+
+
+def _spark_key(name: str) -> str:
+    """A file as the ``raw`` view's join compares it (the SQL there does the same to
+    ``file_path``): local files without the scheme, still percent-encoded as Spark
+    writes them (``it's%20dir``), other files as they are."""
+    return re.sub(r"^file:/+", "/", name) if name.startswith("file:") else name
 
 
 def _views(spark, order: list[str], groups: dict[tuple[str, ...], list[str]], latest_us: int):
@@ -169,10 +189,11 @@ def _views(spark, order: list[str], groups: dict[tuple[str, ...], list[str]], la
     by :func:`_checked_files`), and ``checked`` is kept
     (memory, then disk) for the few queries that follow.
     """
-    _read(spark, groups).createOrReplaceTempView("raw_files")
+    frame, spark_names = _read(spark, groups)
+    frame.createOrReplaceTempView("raw_files")
     kept = {f for paths in groups.values() for f in paths}
     files = [f for f in order if f in kept]  # read_votes' order, which ranks the rows
-    ranks = [(_normal(f), k) for k, f in enumerate(files)]
+    ranks = [(spark_names.get(_normal(f), _normal(f)), k) for k, f in enumerate(files)]
     spark.createDataFrame(ranks, "path STRING, file_rank INT").createOrReplaceTempView("ranks")
     cols = ", ".join(READ_COLUMNS)
     local = "regexp_replace(file_path, '^file:/+', '/')"
