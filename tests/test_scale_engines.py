@@ -170,3 +170,40 @@ def test_a_folder_named_like_a_glob_or_with_a_quote_is_read_as_a_folder(log_dir,
     counted = DuckVotes(resolve(odd), now_us=NOW_US).counts()
     assert _sorted(counted).equals(_sorted(counts_from_votes(votes)))
     assert not resolve(odd).patterns
+
+
+def _tampered(counts: pa.Table, column: str, values) -> pa.Table:
+    return counts.set_column(counts.schema.get_field_index(column), column,
+                             pa.array(values, counts.schema.field(column).type))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [(lambda t: _tampered(t, "votes", [-v for v in t["votes"].to_pylist()]), "out of range"),
+     (lambda t: _tampered(t, "votes", [0, *t["votes"].to_pylist()[1:]]), "out of range"),
+     (lambda t: _tampered(t, "votes", [2 ** 62, *t["votes"].to_pylist()[1:]]), "out of range"),
+     (lambda t: _tampered(t, "model_b", t["model_a"].to_pylist()), "against itself"),
+     (lambda t: _tampered(t, "first_ts_us", [2**62] * t.num_rows), "first vote comes after"),
+     (lambda t: _tampered(t, "votes", [None, *t["votes"].to_pylist()[1:]]), "(missing values|with null values)")],
+)  # fmt: skip
+def test_a_counts_file_out_of_contract_is_refused_not_rated(votes, tmp_path, change, message):
+    """A counts file from elsewhere (a Spark job of someone's own, a hand edit) could rate
+    negative battles or a model against itself; each is refused with what is wrong."""
+    import pyarrow.parquet as pq
+
+    counts = counts_from_votes(votes)
+    path = tmp_path / "counts.parquet"
+    pq.write_table(change(counts).replace_schema_metadata(counts.schema.metadata), path)
+    with pytest.raises(CountsError, match=message):
+        read_counts(path)
+
+
+@pytest.mark.parametrize("skipped", [b'{"y": "abc"}', b"[1, 2]", b'{"y": -1}', b"not json"])
+def test_a_counts_file_with_bad_skip_metadata_is_refused(votes, tmp_path, skipped):
+    import pyarrow.parquet as pq
+
+    counts = counts_from_votes(votes)
+    meta = {**counts.schema.metadata, b"arena.skipped": skipped}
+    pq.write_table(counts.replace_schema_metadata(meta), tmp_path / "c.parquet")
+    with pytest.raises(CountsError, match="skipped rows"):
+        read_counts(tmp_path / "c.parquet")

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arena_core.votes.parquet import write_atomically
@@ -63,20 +64,59 @@ def conform(table: pa.Table, skipped: Counter | dict) -> pa.Table:
         raise CountsError(f"counts table lacks columns {missing}")
     try:
         table = table.select(COUNTS_SCHEMA.names).cast(COUNTS_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+    except (ValueError, pa.ArrowNotImplementedError) as exc:  # ArrowInvalid is a ValueError
         raise CountsError(f"counts table does not follow the contract: {exc}") from None
     votes = set(table.column("vote").unique().to_pylist())
     if not votes <= {"a", "b", "tie", "both_bad"}:
         raise CountsError(f"unknown vote values {sorted(votes - {'a', 'b', 'tie', 'both_bad'})}")
+    _check_rows(table)
+    _check_skipped(skipped)
     meta = {VERSION_KEY: str(COUNTS_VERSION).encode(),
             SKIPPED_KEY: json.dumps(dict(sorted(Counter(skipped).items()))).encode()}  # fmt: skip
     return table.replace_schema_metadata(meta)
 
 
+#: Most votes one row (and the whole table) may count: beyond 2**53 a float no longer
+#: holds every count exactly, and the fit's sums lose votes.
+MAX_VOTES = 2**53
+
+
+def _check_rows(table: pa.Table) -> None:
+    """Refuse rows no engine writes: a missing value where the contract has none, a count
+    below 1 or past :data:`MAX_VOTES`, a model against itself, a first vote after the last.
+    A board from such a file would look like an answer (negative battles, say)."""
+    for field in COUNTS_SCHEMA:
+        if not field.nullable and table.column(field.name).null_count:
+            raise CountsError(f"counts table has missing values in {field.name!r}")
+    if not table.num_rows:
+        return
+    votes = table.column("votes")
+    low, high = (x.as_py() for x in pc.min_max(votes).values())
+    if low < 1 or high > MAX_VOTES or pc.sum(votes.cast(pa.float64())).as_py() > MAX_VOTES:
+        raise CountsError(f"counts table has vote counts out of range (from {low} to {high}; "
+                          "a row counts 1 vote or more, the table at most 2**53)")  # fmt: skip
+    if pc.any(pc.equal(table.column("model_a"), table.column("model_b"))).as_py():
+        raise CountsError("counts table has a row of a model against itself")
+    if pc.any(pc.greater(table.column("first_ts_us"), table.column("last_ts_us"))).as_py():
+        raise CountsError("counts table has a row whose first vote comes after its last")
+
+
+def _check_skipped(skipped) -> None:
+    if not isinstance(skipped, Counter | dict) or not all(
+        isinstance(k, str) and type(v) is int and v >= 0 for k, v in skipped.items()
+    ):
+        raise CountsError("the skipped rows of a counts table must map reasons to counts >= 0")
+
+
 def skipped_of(table: pa.Table) -> Counter:
     """The rows skipped at reading, from the table's metadata."""
     meta = table.schema.metadata or {}
-    return Counter(json.loads(meta.get(SKIPPED_KEY, b"{}")))
+    try:
+        skipped = json.loads(meta.get(SKIPPED_KEY, b"{}"))
+    except ValueError:
+        raise CountsError("the skipped rows in a counts table's metadata are not JSON") from None
+    _check_skipped(skipped)
+    return Counter(skipped)
 
 
 def write_counts(table: pa.Table, path: str | Path) -> Path:
@@ -91,7 +131,7 @@ def read_counts(path: str | Path) -> pa.Table:
         raise FileNotFoundError(f"no counts file at {path}")
     table = pq.read_table(path)
     version = (table.schema.metadata or {}).get(VERSION_KEY)
-    if version is None or int(version) != COUNTS_VERSION:
+    if version != str(COUNTS_VERSION).encode():
         raise CountsError(
             f"{path} is not a counts file of layout {COUNTS_VERSION} (found {version!r}); "
             "write it with `python -m arena_core counts`"
