@@ -79,6 +79,10 @@ BROKEN = [
     (("name: Piper Joe", "name: ''"), "tts-en", "piper/joe", "name", "non-empty string"),
     (("params_m: 63", "params_m: -1"), "tts-en", "piper/joe", "params_m", "positive"),
     (("params_m: 63", "params_m: true"), "tts-en", "piper/joe", "params_m", "must be a number"),
+    # YAML reads integers of any size (float() of this one once raised OverflowError) and .inf.
+    (("params_m: 63", "params_m: 1" + "0" * 400), "tts-en", "piper/joe", "params_m", "finite"),
+    (("params_m: 63", "params_m: .inf"), "tts-en", "piper/joe", "params_m", "finite"),
+    (("value: 86.5", "value: -.inf"), "tts-en", "piper/joe", "prior.value", "finite"),
     (("id: m1", "id: 'has space'"), "chat", "has space", "id", "not a valid id"),
     (("prompts: prompts.yaml", "prompts: missing.yaml"), "chat", None, "prompts", "does not exist"),
 ]  # fmt: skip

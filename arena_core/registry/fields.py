@@ -6,6 +6,7 @@ judges in :mod:`arena_core.judges.spec`) so that every entry is checked the same
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -95,4 +96,10 @@ def number(
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         got = "nothing" if value is None else repr(value)
         raise ctx.error(f"must be a number, got {got}", prefix + key)
-    return float(value)
+    try:  # YAML reads integers of any size, and .inf
+        result = float(value)
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        raise ctx.error("must be a finite number", prefix + key)
+    return result
