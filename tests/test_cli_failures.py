@@ -218,3 +218,24 @@ def test_a_byte_order_mark_costs_no_vote(votes, tmp_path):
         marked.write_bytes(b"\xef\xbb\xbf" + original.read_bytes())
         plain, bom = read_votes([original]), read_votes([marked])
         assert bom.table.num_rows == plain.table.num_rows > 0 and bom.skipped == plain.skipped
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--scenario", "voters", "--seeds", "-1"],  # ZeroDivisionError
+     ["--scenario", "complementarity", "--seeds", "0"],  # silently the default
+     ["--scenario", "complementarity", "--comp-specialty", "nan"],  # a table of NaN
+     ["--scenario", "complementarity", "--comp-votes", "0"],  # an empty table, exit 0
+     ["--scenario", "matchmaking", "--mm-models", "1"],  # "low >= high"
+     ["--scenario", "matchmaking", "--mm-draw-rate", "1.5"],
+     ["--scenario", "voters", "--voters-alpha", "1"],
+     ["--scenario", "voters", "--voters-campaigners", "0"],  # ZeroDivisionError
+     ["--scenario", "calibration", "--calibration-votes", "10"]],  # TypeError
+)  # fmt: skip
+def test_simulation_options_no_run_can_use_are_refused_by_name(argv, capsys):
+    from arena_core.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["simulate", *argv])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"argument {argv[-2]}:" in err and "Traceback" not in err

@@ -23,6 +23,7 @@ from arena_core.cli.files import add_commands as add_file_commands
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.scale.cli_options import add_counts_command
 from arena_core.simulation import SCENARIOS, scenario
+from arena_core.simulation.options import COUNT, whole
 
 log = logging.getLogger("arena_core")
 
@@ -113,12 +114,12 @@ def _simulate_common() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--seeds",
-        type=int,
+        type=COUNT,
         default=None,
         metavar="N",
         help="independent repetitions to average over (default: the scenario's)",
     )
-    common.add_argument("--seed", type=int, default=0, help="first seed")
+    common.add_argument("--seed", type=whole(0), default=0, help="first seed")
     common.add_argument("--format", choices=("table", "json"), default="table")
     return common  # fmt: skip
 
@@ -134,9 +135,8 @@ def _simulate(args) -> int:
         full.print_help()
         return 0
     result = module.run(args)
-    if args.format == "json":
-        json.dump(result, sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
+    if args.format == "json":  # one write: a value JSON cannot hold leaves stdout empty
+        sys.stdout.write(json.dumps(result, indent=1, allow_nan=False) + "\n")
     else:
         print(module.format_table(result))
     return 0

@@ -34,6 +34,7 @@ from arena_core.ratings.counts import count_pairs
 from arena_core.ratings.elo import EloState
 from arena_core.ratings.fit import fit_board
 from arena_core.ratings.scale import ANCHOR
+from arena_core.simulation.options import NON_NEGATIVE, PROBABILITY, whole
 from arena_core.simulation.synthetic import Truth, normal_spread, spearman, uniform_pairs
 
 #: Repetitions (simulated logs) per table cell when ``--seeds`` is not given.
@@ -44,21 +45,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("calibration")
     group.add_argument(
         "--calibration-models",
-        type=int,
+        type=whole(4),  # two groups of two in the disconnected table
         default=12,
         metavar="N",
         help="established models in the arena (default: %(default)s)",
     )
     group.add_argument(
         "--calibration-votes",
-        type=int,
+        type=whole(100),  # fewer leave models unbounded: no interval to cover
         default=5000,
         metavar="N",
         help="votes among the established models (default: %(default)s)",
     )
     group.add_argument(
         "--calibration-spread",
-        type=float,
+        type=NON_NEGATIVE,
         default=100.0,
         metavar="POINTS",
         help="standard deviation of true ratings (default: %(default)s)",
@@ -84,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N,N",
         help="arena sizes in votes for table 3",
     )
-    group.add_argument("--calibration-draw-rate", type=float, default=0.1, metavar="P",
+    group.add_argument("--calibration-draw-rate", type=PROBABILITY, default=0.1, metavar="P",
                        help="probability that equals draw (default: %(default)s)")  # fmt: skip
 
 

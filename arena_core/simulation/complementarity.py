@@ -42,6 +42,7 @@ from arena_core.analysis.complementarity import (
     oracle_gain,
 )
 from arena_core.ratings.scale import ANCHOR, NATURAL
+from arena_core.simulation.options import COUNT, real, whole
 from arena_core.simulation.synthetic import Truth, uniform_pairs
 
 #: Seeded arenas per setting when ``--seeds`` is not given.
@@ -163,11 +164,13 @@ def _rate(flags: list[bool]) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = Setting()
     group = parser.add_argument_group("complementarity scenario")
-    group.add_argument("--comp-prompts", type=int, default=d.prompts, help="prompts in the set")
-    group.add_argument("--comp-votes", type=int, default=d.votes, help="votes per arena")
-    group.add_argument("--comp-specialty", type=float, default=d.specialty,
+    group.add_argument(
+        "--comp-prompts", type=whole(2), default=d.prompts, help="prompts in the set"
+    )
+    group.add_argument("--comp-votes", type=COUNT, default=d.votes, help="votes per arena")
+    group.add_argument("--comp-specialty", type=real(), default=d.specialty,
                        help="points a specialist gains on its half of the prompts")  # fmt: skip
-    group.add_argument("--comp-rounds", type=int, default=d.rounds,
+    group.add_argument("--comp-rounds", type=COUNT, default=d.rounds,
                        help="null and bootstrap rounds of the analysis")  # fmt: skip
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from arena_core.judges.bias import measure_judges
 from arena_core.ratings.counts import OUTCOME_NAMES
 from arena_core.ratings.scale import ANCHOR
+from arena_core.simulation.options import COUNT, MODELS, NON_NEGATIVE, real
 from arena_core.simulation.synthetic import Truth, normal_spread, spearman, uniform_pairs
 
 #: Seeded arenas when --seeds is not given.
@@ -204,14 +205,16 @@ def _rho(board: dict[str, float], truth: dict[str, float]) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = Setting()
     group = parser.add_argument_group("judges scenario")
-    group.add_argument("--judges-models", type=int, default=d.n_models, help="models in the arena")
-    group.add_argument("--judges-spread", type=float, default=d.spread,
+    group.add_argument(
+        "--judges-models", type=MODELS, default=d.n_models, help="models in the arena"
+    )
+    group.add_argument("--judges-spread", type=NON_NEGATIVE, default=d.spread,
                        help="standard deviation of the true ratings (points)")  # fmt: skip
-    group.add_argument("--judges-human-votes", type=int, default=d.human_votes,
+    group.add_argument("--judges-human-votes", type=COUNT, default=d.human_votes,
                        help="human votes per arena")  # fmt: skip
-    group.add_argument("--judges-battles", type=int, default=d.battles_per_judge,
+    group.add_argument("--judges-battles", type=COUNT, default=d.battles_per_judge,
                        help="battles per judge (each judged in both orders)")  # fmt: skip
-    group.add_argument("--judges-human-a-side", type=float, default=d.human_a_side,
+    group.add_argument("--judges-human-a-side", type=real(), default=d.human_a_side,
                        help="points the humans give side A")  # fmt: skip
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from arena_core.leaderboard import BoardParams
 from arena_core.matchmaking import MatchParams
 from arena_core.simulation.arena import SimArena
+from arena_core.simulation.options import COUNT, NON_NEGATIVE, PROBABILITY, real, whole
 from arena_core.simulation.synthetic import first_sustained, spearman
 
 #: The samplers compared, in report order.
@@ -217,16 +218,20 @@ def _describe(setup: Setup) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = Setup()
     add = parser.add_argument
-    add("--mm-models", type=int, default=d.models, help="models in the arena")
-    add("--mm-spread", type=float, default=d.spread, help="points from the worst to the best")
-    add("--mm-draw-rate", type=float, default=d.draw_rate, help="chance two equals draw")
-    add("--mm-votes", type=int, default=d.votes, help="votes per run")
-    add("--mm-refit", type=int, default=d.match.refit_votes, help="votes between refits")
-    add("--mm-join", type=int, default=d.join, help="votes before the newcomer joins")
-    add("--mm-drift", type=float, default=d.drift, help="drift of the truth, points per 1000 votes")
-    add("--mm-report-at", type=int, nargs="+", default=list(d.report_at), metavar="N",
+    add("--mm-models", type=whole(3), default=d.models, help="models in the arena")
+    add(
+        "--mm-spread", type=NON_NEGATIVE, default=d.spread, help="points from the worst to the best"
+    )
+    add("--mm-draw-rate", type=PROBABILITY, default=d.draw_rate, help="chance two equals draw")
+    add("--mm-votes", type=COUNT, default=d.votes, help="votes per run")
+    add("--mm-refit", type=COUNT, default=d.match.refit_votes, help="votes between refits")
+    add("--mm-join", type=whole(0), default=d.join, help="votes before the newcomer joins")
+    add(
+        "--mm-drift", type=real(), default=d.drift, help="drift of the truth, points per 1000 votes"
+    )
+    add("--mm-report-at", type=COUNT, nargs="+", default=list(d.report_at), metavar="N",
         help="votes after which interval widths and coverage are measured")  # fmt: skip
-    add("--mm-jobs", type=int, default=1, help="processes to run the seeds in")
+    add("--mm-jobs", type=COUNT, default=1, help="processes to run the seeds in")
 
 
 def run(args) -> dict:

@@ -26,6 +26,7 @@ from arena_core.integrity.anomaly import AnomalyParams, Detection, orient, seque
 from arena_core.integrity.pvalue import tiebreak
 from arena_core.ratings import BTParams, bradley_terry, count_pairs
 from arena_core.ratings.counts import A_WINS, B_WINS
+from arena_core.simulation.options import COUNT, MODELS, NON_NEGATIVE, real
 from arena_core.simulation.synthetic import Truth, evenly_spread, uniform_pairs
 
 #: First simulated vote time: 2026-01-01T00:00:00Z, in microseconds since the epoch.
@@ -156,33 +157,35 @@ def run_once(pop: Population, target: int, seed: int, params: AnomalyParams) -> 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = Population()
     group = parser.add_argument_group("voters scenario")
-    group.add_argument("--voters-models", type=int, default=d.n_models, help="models in the arena")
     group.add_argument(
-        "--voters-spread", type=float, default=d.spread, help="true rating spread (points)"
+        "--voters-models", type=MODELS, default=d.n_models, help="models in the arena"
     )
-    group.add_argument("--voters-honest", type=int, default=d.honest, help="honest voters")
+    group.add_argument(
+        "--voters-spread", type=NON_NEGATIVE, default=d.spread, help="true rating spread (points)"
+    )
+    group.add_argument("--voters-honest", type=COUNT, default=d.honest, help="honest voters")
     group.add_argument(
         "--voters-honest-mean",
-        type=float,
+        type=real(1.0),
         default=d.honest_mean,
         help="mean votes per honest voter (geometric)",
     )
     group.add_argument(
         "--voters-taste",
-        type=float,
+        type=NON_NEGATIVE,
         default=d.taste,
         help="sd of each honest voter's own taste around the truth (points)",
     )
     group.add_argument(
-        "--voters-campaigners", type=int, default=d.campaigners, help="campaign voters"
+        "--voters-campaigners", type=COUNT, default=d.campaigners, help="campaign voters"
     )
     group.add_argument(
         "--voters-campaign-votes",
-        type=int,
+        type=COUNT,
         default=d.campaign_votes,
         help="votes per campaign voter",
     )
-    group.add_argument("--voters-alpha", type=float, default=AnomalyParams.alpha,
+    group.add_argument("--voters-alpha", type=real(0.0, 1.0, above=True, below=True), default=AnomalyParams.alpha,
                        help="the test's false-positive budget per voter (the Space uses the default)")  # fmt: skip
 
 
