@@ -239,3 +239,12 @@ def test_simulation_options_no_run_can_use_are_refused_by_name(argv, capsys):
         main(["simulate", *argv])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and f"argument {argv[-2]}:" in err and "Traceback" not in err
+
+
+def test_analyses_of_an_arena_the_votes_lack_are_refused(votes, tmp_path):
+    """``analyze complementarity`` and ``judges`` printed empty reports with exit 0."""
+    one_line_error(cli("analyze", "complementarity", "--votes", votes, "--arena", "nope"),
+                   "no votes of arena 'nope' (the votes hold: tts)")  # fmt: skip
+    (tmp_path / "registry.yaml").write_text(REGISTRY.replace("id: tts", "id: other"))
+    one_line_error(cli("judges", "--votes", votes, "--arena", "other", "--registry",
+                       tmp_path / "registry.yaml"), "no votes of arena 'other'")  # fmt: skip

@@ -271,6 +271,12 @@ def _distinct(table: pa.Table, column: str) -> list[str]:
     return sorted(values.to_pylist())
 
 
+def require_votes_of(table: pa.Table, column: str, value: str) -> None:
+    """Refuse an analysis of ``value`` (an arena, say) that the votes in ``table`` do not
+    hold: its report would be empty, which reads like an answer."""
+    _check_known(column, value, _distinct(table, column), [])
+
+
 def _check_known(what: str, value: str, found: list[str], listed: list[str], where: str = ""):
     if value in found or value in listed:
         return

@@ -94,12 +94,15 @@ def _report(args) -> int:
 
     from arena_core.analysis.boards import ANALYSIS_COLUMNS, judges_report
     from arena_core.analysis.text import fit_failed, judges_table
+    from arena_core.cli.board import require_votes_of
     from arena_core.registry import load_registry
     from arena_core.votes.read import read_votes
 
     registry = load_registry(args.registry)
     arena = registry.arena(args.arena)
-    report = judges_report(read_votes(args.votes, columns=ANALYSIS_COLUMNS), arena, registry)
+    votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS)
+    require_votes_of(votes.table, "arena", arena.id)
+    report = judges_report(votes, arena, registry)
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=1, allow_nan=False, default=_plain)
         sys.stdout.write("\n")
