@@ -248,3 +248,22 @@ def test_analyses_of_an_arena_the_votes_lack_are_refused(votes, tmp_path):
     (tmp_path / "registry.yaml").write_text(REGISTRY.replace("id: tts", "id: other"))
     one_line_error(cli("judges", "--votes", votes, "--arena", "other", "--registry",
                        tmp_path / "registry.yaml"), "no votes of arena 'other'")  # fmt: skip
+
+
+def test_a_library_message_over_several_lines_is_printed_as_one(votes, tmp_path):
+    """DuckDB's messages span lines (a missing httpfs extension: four). The Hub cannot be
+    reached from here, and no httpfs is installed, so an hf:// path fails either way."""
+    proc = cli("counts", "--votes", "hf://datasets/org/votes", "--out", tmp_path / "c.parquet",
+               "--engine", "duckdb", env={"HF_HUB_OFFLINE": "1"})  # fmt: skip
+    one_line_error(proc)
+    assert not (tmp_path / "c.parquet").exists()
+
+
+def test_the_counts_path_reports_skipped_rows_on_stderr_as_the_reader_does(tmp_path):
+    from scale_logs import damaged_log
+
+    folder = damaged_log(tmp_path / "votes")
+    for engine in ("python", "duckdb"):
+        proc = cli("leaderboard", "--votes", folder, "--engine", engine, "--arena", "tts-en",
+                   "--format", "json")  # fmt: skip
+        assert proc.returncode == 0 and "skipped 26 vote rows" in proc.stderr, (engine, proc.stderr)

@@ -619,3 +619,19 @@ def test_a_line_of_several_objects_is_not_hidden_by_blank_lines(tmp_path, joint,
     for votes in (read_votes(tmp_path), read.parse_jsonl(data, Counter())):
         assert ids(votes) == [record(0)["vote_id"], record(3)["vote_id"]]
     assert read_votes(tmp_path).skipped == {reasons.INVALID_JSON: 1}
+
+
+def test_a_glob_reads_the_files_it_matches_in_a_folders_order(tmp_path):
+    """``--votes 'dir/*/*.jsonl'``: the help of every engine promises globs; the reader
+    (the python engine and the in-process board) once said "no vote file or folder"."""
+    from arena_core.votes.log import VoteLog
+
+    for month in ("2026-02", "2026-01"):
+        log = VoteLog(tmp_path / month)
+        log.append(arena="a", model_a="x", model_b="y", vote="a")
+        log.close()
+    every = read_votes([tmp_path])
+    matched = read_votes([f"{tmp_path}/*/*.jsonl"])
+    assert matched.table.equals(every.table) and matched.files == every.files == 2
+    with pytest.raises(FileNotFoundError, match="no vote file matches"):
+        read_votes([f"{tmp_path}/*/*.parquet"])

@@ -63,12 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # RegistryError is a ValueError too (not imported: the registry's loader imports YAML).
     except (NotIdentifiableError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {message}", file=sys.stderr)
-        return 2
+        return _error(message)
     except OSError as exc:  # a missing file, --out naming a folder, a full disk
         message = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else exc
-        print(f"error: {message}", file=sys.stderr)
-        return 2
+        return _error(message)
+
+
+def _error(message) -> int:
+    """The failure as one line (a library's message, DuckDB's say, may span several), so
+    a script reading stderr gets one record per failure; exit status 2."""
+    print("error: " + " ".join(str(message).split()), file=sys.stderr)
+    return 2
 
 
 #: Exit status when stdout's reader went away, as for a process killed by SIGPIPE (128 + 13).

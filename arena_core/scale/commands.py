@@ -118,7 +118,10 @@ def scaled_boards(args, params, window, registry) -> tuple[list, Revision] | Non
     stream, counts = _stream_and_counts(args)
     from arena_core.cli.board import choose_arenas
 
-    arenas = choose_arenas(counts, args, registry, skipped_of(counts))
+    skipped = skipped_of(counts)
+    if skipped:  # as read_votes reports them on the in-process path
+        log.warning("skipped %d vote rows: %s", sum(skipped.values()), dict(skipped))
+    arenas = choose_arenas(counts, args, registry, skipped)
     boards = []
     for arena_id in arenas:
         entrants = Entrant.from_arena(registry.arena(arena_id)) if registry else None

@@ -17,9 +17,11 @@ and a repeated ``vote_id`` keeps its first (earliest) row.
 from __future__ import annotations
 
 import codecs
+import glob
 import json
 import logging
 import mmap
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -125,7 +127,9 @@ def _categorical(table: pa.Table) -> pa.Table:
 
 
 def vote_files(paths) -> list[tuple[Path, str]]:
-    """The vote files under ``paths``, with their detected format, in a stable order."""
+    """The vote files under ``paths`` (files, folders searched recursively, or glob
+    patterns such as ``votes/**/*.parquet``), with their detected format, in a stable
+    order: a folder's files and a pattern's matches sorted by path."""
     if isinstance(paths, str | Path):
         paths = [paths]
     found = []
@@ -142,9 +146,21 @@ def vote_files(paths) -> list[tuple[Path, str]]:
             found.extend((p, _detect(p)) for p in inner)
         elif path.is_file():
             found.append((path, _detect(path)))
+        elif _GLOB.search(str(raw)):
+            # A pattern, as the counts engines take one: its files in a folder's order.
+            files = sorted(
+                Path(f) for f in glob.glob(str(raw), recursive=True) if Path(f).is_file()
+            )
+            if not files:
+                raise FileNotFoundError(f"no vote file matches {raw}")
+            found.extend((f, _detect(f)) for f in files)
         else:
             raise FileNotFoundError(f"no vote file or folder at {path}")
     return found
+
+
+#: Characters that make a path a glob pattern (when no file or folder has that name).
+_GLOB = re.compile(r"[*?\[]")
 
 
 def _detect(path: Path) -> str:
