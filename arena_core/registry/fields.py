@@ -96,10 +96,7 @@ def number(
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         got = "nothing" if value is None else repr(value)
         raise ctx.error(f"must be a number, got {got}", prefix + key)
-    try:  # YAML reads integers of any size, and .inf
-        result = float(value)
-    except OverflowError:
-        result = math.inf
-    if not math.isfinite(result):
-        raise ctx.error("must be a finite number", prefix + key)
-    return result
+    try:
+        return float(value)
+    except OverflowError:  # YAML reads integers of any size: past a float's range, as .inf is
+        return math.inf if value > 0 else -math.inf

@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,8 +253,8 @@ def _parse_model(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
     ctx = ctx.at(model=raw.get("id") if isinstance(raw.get("id"), str) else None)
     check_keys(ctx, raw, _MODEL_KEYS)
     params_m = number(ctx, raw, "params_m", required=False)
-    if params_m is not None and params_m <= 0:
-        raise ctx.error("must be a positive number of millions", "params_m")
+    if params_m is not None and not 0 < params_m < math.inf:
+        raise ctx.error("must be a positive, finite number of millions", "params_m")
     weight = number(ctx, raw, "weight", required=False)
     if weight is not None and not 0 < weight <= MAX_WEIGHT:
         raise ctx.error(f"must be a number above 0 and at most {MAX_WEIGHT:g}", "weight")
