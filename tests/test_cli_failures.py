@@ -267,3 +267,15 @@ def test_the_counts_path_reports_skipped_rows_on_stderr_as_the_reader_does(tmp_p
         proc = cli("leaderboard", "--votes", folder, "--engine", engine, "--arena", "tts-en",
                    "--format", "json")  # fmt: skip
         assert proc.returncode == 0 and "skipped 26 vote rows" in proc.stderr, (engine, proc.stderr)
+
+
+def test_a_local_glob_of_jsonl_goes_to_the_reader_and_of_parquet_to_any_engine(
+    votes, parquet_votes
+):
+    """A local glob went to DuckDB whatever it matched: JSONL shards gave 'no vote'."""
+    shards = cli("leaderboard", "--votes", f"{votes}/*.jsonl", "--format", "json", "--arena", "tts")
+    assert shards.returncode == 0 and '"votes_used": 1200' in shards.stdout, shards.stderr
+    for engine in ("python", "duckdb"):
+        proc = cli("leaderboard", "--votes", f"{parquet_votes}/**/*.parquet", "--engine", engine,
+                   "--arena", "tts", "--format", "json")  # fmt: skip
+        assert proc.returncode == 0 and '"votes_used": 40' in proc.stdout, (engine, proc.stderr)

@@ -1,9 +1,10 @@
 """Where the votes are, for the engines that read Parquet themselves (DuckDB, Spark).
 
-A local file or folder is listed the way :func:`~arena_core.votes.read.vote_files`
+A local file, folder or glob is listed the way :func:`~arena_core.votes.read.vote_files`
 lists it (same files, same order: the order decides which of two rows with the
-same ``vote_id`` and time is kept). A glob, or a remote folder
-(``hf://datasets/<owner>/<repo>[@<revision>]/<path>``, ``s3://``, ``gs://``), is
+same ``vote_id`` and time is kept; a JSONL file among them sends the board to the
+in-process reader). A remote folder or pattern
+(``hf://datasets/<owner>/<repo>[@<revision>]/<path>``, ``s3://``, ``gs://``) is
 handed to the engine, which lists it; its files are then put in the same order.
 """
 
@@ -122,9 +123,7 @@ def resolve(paths) -> Sources:
             items.append((hf_pattern(text), True))
         elif is_remote(text):
             items.append((remote_pattern(text), True))
-        elif _GLOB.search(text) and not Path(text).exists():  # "v[1]" may be a folder's name
-            items.append((text, True))
-        else:
+        else:  # a file, a folder, or a local glob (expanded as read_votes expands it)
             for path, kind in vote_files(text):
                 if kind != "parquet":
                     raise SourceError(f"{path}: the duckdb and spark engines read Parquet only; "
