@@ -153,3 +153,23 @@ def test_idle_voters_are_swept_at_most_once_per_window():
     assert len(limiter) == 3  # b, c, d
     votes_at(limiter, clock, [20.0], voter="e")
     assert len(limiter) == 2  # b (last at 5) and c (last at 10 <= 20 - 10) forgotten: d, e
+
+
+def test_a_held_limiter_answers_after_restore_and_refuses_if_never_restored():
+    import threading
+
+    limiter = RateLimiter(2, 600, restore_wait=5)
+    limiter.hold()
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(limiter.allow("v")))
+    waiting.start()
+    waiting.join(0.2)
+    assert waiting.is_alive()  # no answer before the log's recent votes are known
+    limiter.restore([("v", 10.0), ("v", 20.0)])  # two counted votes in the window already
+    waiting.join(5)
+    assert answers == [False]
+    late = RateLimiter(2, 600, restore_wait=0.05)
+    late.hold()
+    assert late.allow("w") is False  # nobody can check its quota: the vote does not count
+    late.release()
+    assert late.allow("w") is True

@@ -184,3 +184,59 @@ def test_a_flag_raised_inside_a_group_commit_counts_the_rest_of_the_batch_once(t
     live = service.board("speech")
     assert live.to_json() == replayed(tmp_path).to_json()
     assert live.votes_used == replayed(tmp_path).votes_used
+
+
+def test_a_voter_flagged_at_a_rate_limited_vote_leaves_the_board_too(tmp_path):
+    """The anomalous-voter test can tip on a vote that was over the rate limit: that vote
+    carries a flag already, and the live board once kept the voter's earlier counted vote
+    (the replay leaves it out), so the two disagreed for good."""
+    service, _ = make_service(tmp_path, rate_limit=1, rate_window=600, vote_clock=SteadyVoteClock())
+    for k in range(60):  # honest voters, one vote each: never over the limit
+        service.vote(battle(service, "m0", "m1"), "a" if k % 5 else "tie", voter=f"h{k}")
+    for _ in range(12):  # one voter against everyone: every vote after the first is over
+        service.vote(battle(service, "m0", "m1"), "both_bad", voter="odd")
+    assert "odd" in service.detector.flagged
+    rows = [r for r in logged(tmp_path) if r["voter"] == "odd"]
+    tipped = rows[service.detector.flagged["odd"] - 1]
+    assert "rate_limited" in tipped["flags"] and "anomalous_voter" not in tipped["flags"]
+    assert service.rebuilds.wait(60)
+    live = service.board("speech")
+    assert live.skipped["anomalous_voter"] == 1  # the one vote of theirs that had counted
+    assert live.to_json() == replayed(tmp_path).to_json()
+
+
+def test_votes_cast_during_the_start_up_replay_wait_for_the_rate_limit(tmp_path, monkeypatch):
+    """While a restart reads the log, the limiter does not know anyone's recent votes: a
+    voter at the limit got three more counted votes then. Now a vote waits for the read."""
+    import arena_core.space.replay as replay_module
+
+    votes = SteadyVoteClock()
+    service, _ = make_service(tmp_path, rate_limit=3, rate_window=600, vote_clock=votes)
+    assert all(service.vote(battle(service, "m0", "m1"), "a", voter="v").counted for _ in range(3))
+    reading, go_on = threading.Event(), threading.Event()
+    real_read = replay_module.read_votes
+
+    def slow_read(files, *args, **kwargs):
+        reading.set()
+        assert go_on.wait(30)
+        return real_read(files, *args, **kwargs)
+
+    monkeypatch.setattr(replay_module, "read_votes", slow_read)
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    pool = ModelPool(arena, {m.id: FakeBackend(m) for m in arena.models})
+    restarted = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes", clock=votes),
+                             rate_limit=3, rate_window=600, wall_clock=lambda: votes.now)  # fmt: skip
+    loading = restarted.start_loading()
+    assert reading.wait(30)
+    reveals = []
+    voter = threading.Thread(target=lambda: reveals.append(
+        restarted.vote(battle(restarted, "m0", "m1"), "a", voter="v")))  # fmt: skip
+    voter.start()
+    voter.join(0.5)
+    assert voter.is_alive() and not reveals  # waiting for the log's recent votes
+    go_on.set()
+    voter.join(30)
+    loading.join(30)
+    assert not reveals[0].counted and last_row(restarted)["flags"] == ["rate_limited"]
+    assert restarted.board("speech").to_json() == replayed(tmp_path).to_json()

@@ -19,6 +19,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
+#: Seconds a vote waits for the start-up replay to restore the limiter (:meth:`RateLimiter.hold`).
+RESTORE_WAIT = 60.0
+
 
 class RateLimiter:
     """At most ``limit`` allowed votes per voter in any sliding ``window`` of seconds.
@@ -28,16 +31,37 @@ class RateLimiter:
     windows.
     """
 
-    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic,
+                 *, restore_wait: float = RESTORE_WAIT):  # fmt: skip
         if limit < 1 or window <= 0:
             raise ValueError("rate limit and window must be positive")
         self.limit, self.window, self._clock = limit, window, clock
+        self.restore_wait = restore_wait
         self._seen: dict[str, deque] = {}
         self._lock = threading.Lock()
         self._swept = clock()
+        self._known = threading.Event()  # the log's recent votes are in (see hold)
+        self._known.set()
+
+    def hold(self) -> None:
+        """Make :meth:`allow` wait until :meth:`restore` (or :meth:`release`): while the
+        start-up replay reads the log, a voter's recent votes are not known yet, and an
+        answer then would hand every voter a fresh quota."""
+        self._known.clear()
+
+    def release(self) -> None:
+        """Let :meth:`allow` answer from what it knows (the replay is done or failed)."""
+        self._known.set()
 
     def allow(self, voter: str) -> bool:
-        """Whether a vote by ``voter`` now counts; if so it takes a place in the window."""
+        """Whether a vote by ``voter`` now counts; if so it takes a place in the window.
+
+        While held (:meth:`hold`) it waits for the log's recent votes, at most
+        ``restore_wait`` seconds; past that the vote does not count (it is written
+        flagged, as over the limit): a quota nobody can check is not handed out.
+        """
+        if not self._known.wait(self.restore_wait):
+            return False
         now = self._clock()
         with self._lock:
             self._sweep(now)
@@ -59,6 +83,7 @@ class RateLimiter:
         now = self._clock()
         entered = 0
         with self._lock:
+            self._known.set()
             for voter, age in counted:
                 if age >= self.window:
                     continue

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from arena_core.integrity.anomaly import detection_of
+from arena_core.integrity.anomaly import ANOMALOUS_FLAG, detection_of
 from arena_core.integrity.detector import AnomalyDetector
 from arena_core.integrity.limiter import RateLimiter
 from arena_core.ratings.elo import EloStep
@@ -90,13 +90,14 @@ class VoteReplay:
 
     def _load(self) -> LoadProgress:
         start = time.perf_counter()
+        self.limiter.hold()  # votes wait for the voters' recent votes (restored below)
         try:
             own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
             files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
             votes = read_votes(files)
+            self._restore_limiter(votes)  # first: votes cast meanwhile are waiting for it
             self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
-            self._restore_limiter(votes)
             self._restore_sessions(votes)
             if len(votes):
                 self.vote_log.advance_to(int(votes.ts_us.max()))
@@ -104,10 +105,12 @@ class VoteReplay:
             log.exception("vote replay failed")
             self.progress.error = f"{type(exc).__name__}: {exc}"
             files, used, votes = [], {}, None
+        finally:
+            self.limiter.release()  # restored, or the replay failed: votes wait no longer
         with self.vote_log.lock:  # votes cast during the replay were queued: apply them now
             rebuild = False
             for vote in self._pending:
-                rebuild |= self.detector.observe(vote) and not vote.flags
+                rebuild |= self._newly_flagged(vote)
                 self.live[vote.arena].apply(vote)
             self._pending.clear()
             if rebuild:
@@ -150,6 +153,7 @@ class VoteReplay:
     def _restore_limiter(self, votes: VoteTable) -> None:
         """Give the rate limiter the votes each voter had counted in the last window."""
         if "voter" not in votes.table.column_names or not len(votes):
+            self.limiter.release()
             return
         now_us = int(self._wall_clock().timestamp() * 1_000_000)
         recent = np.flatnonzero(votes.ts_us > now_us - int(self.limiter.window * 1_000_000))
@@ -211,7 +215,17 @@ class VoteReplay:
             self._pending.append(vote)
             return vote, None
         self.rebuilds.record(vote)
-        if self.detector.observe(vote) and not vote.flags:  # its voter was just flagged
+        if self._newly_flagged(vote):
             self.rebuilds.request()  # their earlier votes leave the boards (rebuild.py)
             return vote, None
         return vote, self.live[vote.arena].apply(vote)
+
+    def _newly_flagged(self, vote: Vote) -> bool:
+        """Take ``vote`` into the anomalous-voter test; whether it flagged its voter just now.
+
+        A vote written after its voter was flagged carries the flag; one without it whose
+        voter is flagged after it flagged them, whatever other flag it carries (a
+        rate-limited vote can be the one that tips the test: it once left the voter's
+        earlier votes on the board).
+        """
+        return self.detector.observe(vote) and ANOMALOUS_FLAG not in (vote.flags or ())
