@@ -234,3 +234,38 @@ def test_the_api_board_names_its_votes_and_the_cli_prints_it_again(running_app, 
     assert printed["revision"] == shown["revision"]
     assert printed["settings"] == shown["settings"]
     assert printed["code_version"] == shown["code_version"]
+
+
+def raw_call(
+    http: httpx.Client, api_name: str, values: list, session: str = "raw-call"
+) -> httpx.Response:
+    """One raw POST to an API event, as a hostile client sends it (raw JSON, its own session)."""
+    config = http.get("config").json()
+    (dep,) = [d for d in config["dependencies"] if d.get("api_name") == api_name]
+    states = {c["id"] for c in config["components"] if c.get("type") == "state"}
+    given = iter(values)
+    data = [None if i in states else next(given) for i in dep["inputs"]]
+    payload = {"data": data, "fn_index": dep["id"], "session_hash": session}
+    # json.dumps escapes a lone surrogate as \\ud800, as a hostile client may send it.
+    return http.post(f"gradio_api/run/{api_name}", content=json.dumps(payload),
+                     headers={"content-type": "application/json"})  # fmt: skip
+
+
+def test_hostile_raw_requests_get_a_clear_answer_never_a_500(running_app):
+    """Found by trying the API as an attacker: a typed prompt that is not text (the API
+    events take raw JSON), a Range header with 5,000 digits, and a session key with a lone
+    surrogate (every vote of that session failed) each gave a bare 500 (Gradio's error
+    answer with no message: ``{"error": null}``) and a traceback in the log."""
+    with httpx.Client(base_url=running_app.url, timeout=30) as http:
+        for prompt in (123, 1.5, True, ["Hello world"], {"Hello": 1}):
+            answer = raw_call(http, "new_battle", ["tts-en", prompt, ""])
+            assert answer.json()["error"] == "A typed prompt is text.", answer.text
+        files = [v for v in raw_battle(http) if isinstance(v, dict) and "url" in v]
+        huge = "9" * 5000
+        assert http.get(files[0]["url"], headers={"Range": f"bytes={huge}-"}).status_code == 416
+        whole = http.get(files[0]["url"], headers={"Range": f"bytes=-{huge}"})
+        assert whole.status_code == 206 and whole.content == http.get(files[0]["url"]).content
+        battle = raw_call(http, "new_battle", ["tts-en", "", ""], session="\ud800")
+        assert battle.status_code == 200
+        vote = raw_call(http, "vote", ["a"], session="\ud800")
+        assert vote.status_code == 200 or vote.json()["error"], vote.text  # an answer or a reason

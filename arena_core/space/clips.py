@@ -138,12 +138,22 @@ def byte_range(header: str, size: int) -> tuple[int, int] | str | None:
         return None
     first, last = match.groups()
     if first == "":  # the last ``last`` bytes
-        suffix = int(last)
+        suffix = _position(last)
         return (max(0, size - suffix), size) if suffix > 0 and size > 0 else "unsatisfiable"
-    start = int(first)
+    start = _position(first)
     if start >= size:
         return "unsatisfiable"
-    stop = size if last == "" else min(size, int(last) + 1)
+    stop = size if last == "" else min(size, _position(last) + 1)
     if stop <= start:
         return None  # last < first: not a valid range; ignored
     return start, stop
+
+
+def _position(digits: str) -> int:
+    """A byte position of the header; past any clip's size when it has more digits than
+    a clip can have (Python refuses to convert 4,300 digits or more: a 500 once)."""
+    return int(digits) if len(digits) <= _MAX_DIGITS else 10**_MAX_DIGITS
+
+
+#: Digits of the largest position read as it is (a clip is far below 10**18 bytes).
+_MAX_DIGITS = 18

@@ -76,6 +76,8 @@ def clean_prompt(text: str, max_chars: int) -> str:
     one letter or digit: a joiner, punctuation or an emoji alone is nothing a model
     can be compared on, and only made engines fail.
     """
+    if not isinstance(text, str):  # the API takes raw JSON: 123, [..] and {..} arrive as such
+        raise ArenaError("A typed prompt is text.")
     kept = []
     for ch in text:
         kind = unicodedata.category(ch)
