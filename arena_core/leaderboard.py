@@ -37,7 +37,7 @@ from arena_core.provenance import (
 from arena_core.ratings import graph
 from arena_core.ratings.counts import PairCounts
 from arena_core.ratings.elo import EloParams, EloState
-from arena_core.ratings.fit import BoardFit, fit_board
+from arena_core.ratings.fit import MAX_DROPPED_SHARE, BoardFit, fit_board
 from arena_core.ratings.ranks import rank_bands
 from arena_core.selection import Entrant, Selection, select_votes
 from arena_core.votes.read import VoteTable
@@ -251,8 +251,12 @@ def _rows(entrants, elo: EloState | None, counts: PairCounts, fit: BoardFit, par
     shown = fit.rating if bt else elo_ratings
     ranked = (battles > 0) & (fit.side == graph.FITTED)
     with_ci = bt and fit.intervals
-    best, worst = rank_bands(np.where(ranked, shown, np.nan), fit.low if with_ci else None,
-                             fit.high if with_ci else None, np.where(ranked, fit.component, -1))  # fmt: skip
+    compared = np.where(ranked, shown, np.nan)
+    if bt:  # a model unbounded above (below) is above (below) the rest of its group
+        compared = np.where((battles > 0) & (fit.side == graph.ABOVE), np.inf, compared)
+        compared = np.where((battles > 0) & (fit.side == graph.BELOW), -np.inf, compared)
+    best, worst = rank_bands(compared, fit.low if with_ci else None, fit.high if with_ci else None,
+                             np.where(battles > 0, fit.component, -1))  # fmt: skip
     keyed = []
     for i, e in enumerate(entrants):
         here = bool(available.get(e.id, True))
@@ -345,7 +349,12 @@ def _warnings(
         out.append(f"{len(unbounded)} model(s) have no finite maximum-likelihood rating: "
                    f"{', '.join(unbounded)}. They are listed without a rating, with the bound "
                    "their votes support; a prior weight above 0 rates every model.")  # fmt: skip
-    if fit.dropped:
+    if fit.dropped and fit.dropped > MAX_DROPPED_SHARE * fit.rounds:
+        out.append(f"{fit.dropped} of {fit.rounds} bootstrap replicates could not be fitted (a "
+                   "rating was infinite, or the decayed votes add up to less than half a vote): "
+                   "too few to give intervals, so none are given; a prior weight above 0 gives "
+                   "them.")  # fmt: skip
+    elif fit.dropped:
         out.append(f"{fit.dropped} of {fit.rounds} bootstrap replicates had infinite ratings and "
                    f"were left out; the intervals rest on the other {fit.rounds - fit.dropped}.")  # fmt: skip
     return tuple(out)

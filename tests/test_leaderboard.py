@@ -358,3 +358,44 @@ def test_board_json_is_plain_json(tmp_path):
     assert data["rows"][0]["rating"] == round(data["rows"][0]["rating"], 1)
     assert data["fit"]["prior"] == "fitted" and data["fit"]["spread"] > 0
     assert data["since"] is None and data["warnings"] == []
+
+
+def test_plain_mle_intervals_widen_as_votes_decay_then_are_withheld(tmp_path):
+    """Decayed votes are fractional evidence: with --prior-weight 0 the bootstrap resampled
+    their rounded total, so as they aged the intervals widened, then collapsed to zero width
+    (at 1000, outside the rating) once most replicates were dropped, and to the point
+    estimate with no warning below half a vote. Now they widen, then none are given."""
+    rng = np.random.default_rng(1)
+    log = [v(*map(str, rng.choice(["x", "y", "z"], 2, replace=False)), str(rng.choice(list("ababt"))).replace("t", "tie"))
+           for _ in range(60)]  # fmt: skip
+    votes = make_log(tmp_path, log, days=[k / 1440 for k in range(60)])
+    params = BoardParams(prior_weight=0.0, half_life_days=1.0)
+    widths, warned = [], []
+    for days in (1, 3, 5, 7, 10):
+        until = (START + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        board = board_from_votes(votes, "ar", params=params, window=Window.parse(None, until))
+        x = {r.model_id: r for r in board.rows}["x"]
+        widths.append(None if x.ci_low is None else x.ci_high - x.ci_low)
+        warned.append(any("too few to give intervals" in w for w in board.warnings))
+        if x.ci_low is not None:
+            assert x.ci_low <= x.rating <= x.ci_high
+    assert widths[0] < widths[1] and widths[2:] == [None, None, None]
+    assert warned == [False, False, True, True, True]
+
+
+def test_a_model_unbounded_above_counts_above_the_models_its_bound_clears(tmp_path):
+    """The rank band's rule (1 + models of the group whose interval lies wholly above) left
+    out a model never beaten, listed first with its one-sided bound above everyone's."""
+    rng = np.random.default_rng(0)
+    truth = {"a": 1100, "b": 1000, "c": 900}
+    log = []
+    for _ in range(600):
+        x, y = rng.choice(list(truth), 2, replace=False)
+        p = 1 / (1 + 10 ** (-(truth[x] - truth[y]) / 400))
+        log.append(v(str(x), str(y), "a" if rng.random() < p else "b"))
+    log += [v("new", "a", "a")] * 20  # beat the best model 20 times, never lost
+    board = board_from_votes(make_log(tmp_path, log), "ar", params=BoardParams(prior_weight=0.0))
+    rows = {r.model_id: r for r in board.rows}
+    assert rows["new"].rating is None and rows["new"].ci_low > rows["a"].ci_high
+    assert (rows["a"].rank, rows["b"].rank, rows["c"].rank) == (2, 3, 4)
+    assert rows["c"].rank_worst == 4 and board.rows[0].model_id == "new"

@@ -69,3 +69,14 @@ def test_a_model_without_a_lower_bound_overlaps_everyone_below_its_upper_bound()
     nan = np.nan
     best, worst = rank_bands([1000.0, 1100.0], [nan, 1050.0], [1100.0, 1150.0], [0, 0])
     assert best.tolist() == [1, 1] and worst.tolist() == [2, 2]
+
+
+def test_a_model_unbounded_above_or_below_is_compared_by_its_bound_but_not_ranked():
+    inf = np.inf
+    # u: never beaten, bound 1300 above everyone's interval; d: never won, bound 900 below.
+    best, worst = rank_bands([1100.0, 1000.0, inf, -inf], [1050.0, 950.0, 1300.0, NAN],
+                             [1150.0, 1060.0, NAN, 900.0], [0, 0, 0, 0])  # fmt: skip
+    assert best.tolist() == [2, 2, 0, 0] and worst.tolist() == [3, 3, 0, 0]
+    # Without intervals: by position, above and below.
+    best, worst = rank_bands([1100.0, 1000.0, inf, -inf], None, None, [0, 0, 0, 0])
+    assert best.tolist() == [2, 3, 0, 0] and worst.tolist() == [2, 3, 0, 0]

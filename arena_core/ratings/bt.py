@@ -174,7 +174,9 @@ def bootstrap_bradley_terry(
     Resampling N votes with replacement is a multinomial draw of N over the
     (pair, outcome) cells, so each replicate costs O(pairs), not O(votes).
     Fractional (time-decayed) counts are resampled as their rounded total of
-    votes with cell probabilities in proportion to the weights. ``initial``
+    votes with cell probabilities in proportion to the weights; when they are worth less
+    than half a vote in all, a replicate holds no vote: with ``prior_weight`` 0 every one
+    is dropped (nothing bounds it), else each is the prior's fit. ``initial``
     (e.g. the point estimate, in rating points) warm-starts Newton.
 
     With ``prior_weight`` 0, a replicate whose ratings would be infinite within
@@ -190,7 +192,9 @@ def bootstrap_bradley_terry(
     total = float(cells.sum())
     if initial is None:
         initial = bradley_terry(n_items, counts, prior, params)
-    if round(total) == 0:
+    if round(total) == 0:  # no vote, or decayed votes worth under half a vote in all
+        if total > 0 and params.prior_weight == 0:  # a resample holds none: nothing bounds it
+            return Bootstrap(np.empty((0, n_items)), dropped=rounds)
         return Bootstrap(np.tile(np.asarray(initial, float), (rounds, 1)), dropped=0)
     draws = rng.multinomial(round(total), cells / total, size=rounds)
     p = pairs.n_pairs

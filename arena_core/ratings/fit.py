@@ -24,6 +24,11 @@ from arena_core.ratings.counts import PairCounts
 from arena_core.ratings.posterior import PosteriorParams, posterior_bradley_terry
 from arena_core.ratings.scale import to_rating, to_theta
 
+#: Most replicates the bootstrap may drop and still give intervals. The kept ones are
+#: those whose ratings happened to be finite, not a sample of the uncertainty: when most
+#: are dropped (a handful of votes, or decayed votes worth a few), their spread is an
+#: artefact (a zero-width "95%" interval at 1000 once), so no interval is given.
+MAX_DROPPED_SHARE = 0.5
 #: Bisection steps for an unbounded model's bound (natural units; 60 halvings of
 #: a 100-unit bracket reach 1e-16).
 _BOUND_STEPS = 60
@@ -86,7 +91,7 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
         boot = bootstrap_bradley_terry(n_items, kept, None, params, rounds=rounds, rng=rng,
                                        initial=rating)  # fmt: skip
         dropped = boot.dropped
-        if len(boot.samples):
+        if len(boot.samples) and dropped <= MAX_DROPPED_SHARE * rounds:
             low, high = boot.interval(level)
         else:
             low, high = np.full(n_items, np.nan), np.full(n_items, np.nan)

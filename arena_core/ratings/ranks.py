@@ -24,7 +24,9 @@ def rank_bands(rating, low, high, group) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     rating : array_like
-        Point ratings; NaN for a model that is not ranked.
+        Point ratings; NaN for a model that is not ranked; +inf (-inf) for a model whose
+        rating is unbounded above (below): not ranked itself, but above (below) the others
+        of its group by its one-sided bound, or by position without intervals.
     low, high : array_like or None
         Interval bounds (NaN: unbounded on that side); None for no intervals.
     group : array_like of int
@@ -37,8 +39,9 @@ def rank_bands(rating, low, high, group) -> tuple[np.ndarray, np.ndarray]:
     """
     rating = np.asarray(rating, dtype=float)
     group = np.asarray(group)
-    ranked = (group >= 0) & np.isfinite(rating)
-    same = ranked[:, None] & ranked[None, :] & (group[:, None] == group[None, :])
+    compared = (group >= 0) & ~np.isnan(rating)  # the unbounded ones too: they are above or below
+    ranked = compared & np.isfinite(rating)
+    same = compared[:, None] & compared[None, :] & (group[:, None] == group[None, :])
     if low is None or high is None:
         # Ordinal: 1 + models of the group strictly above, ties broken by index.
         n = len(rating)
