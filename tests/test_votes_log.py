@@ -454,3 +454,32 @@ def test_a_fresh_log_has_nothing_unapplied(tmp_path):
     store = VoteLog(tmp_path)
     assert store.unapplied == frozenset()
     assert len(read_votes(tmp_path / "old.jsonl").without(store.unapplied)) == 1
+
+
+def test_a_half_line_that_could_not_be_cut_back_costs_no_later_vote(tmp_path, monkeypatch):
+    """A write that fails half way (a full disk) and whose cut-back fails too (an I/O error)
+    leaves half a line without its newline: the next acknowledged vote was glued onto it
+    and unreadable in every replay. Now it starts on a line of its own."""
+    import arena_core.votes.log as log_module
+
+    log = VoteLog(tmp_path)
+    first = log.append(arena="x", model_a="a", model_b="b", vote="a").vote_id
+    real_write = os.write
+
+    def half(fd, data):
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    def broken_truncate(fd, size):
+        raise OSError(5, "Input/output error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(log_module.os, "write", half)
+        patch.setattr(log_module.os, "ftruncate", broken_truncate)
+        with pytest.raises(VoteWriteError) as failed:
+            log.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert failed.value.rolled_back is False
+    later = [log.append(arena="x", model_a="a", model_b="b", vote=v).vote_id for v in ("tie", "a")]
+    votes = read_votes([tmp_path])
+    assert votes.column("vote_id").to_pylist() == [first, *later]
+    assert dict(votes.skipped) == {"invalid_json": 1}  # the half line, skipped and counted

@@ -128,6 +128,8 @@ class VoteLog:
         self._clock = clock or _utc_now
         self._last: datetime | None = None
         self._held: int | None = None  # fd whose flock marks the shard as in use
+        #: A write failed and could not be cut back: the shard may end in half a line.
+        self._unfinished = False
         self._queue: list[_Request] = []  # votes waiting for the next batch
         self._queue_lock = threading.Lock()
         self.written = 0
@@ -245,11 +247,15 @@ class VoteLog:
         """
         created = not self.path.exists()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise VoteWriteError(f"could not open the vote shard: {exc}", rolled_back=True) from exc
         try:
             size = os.fstat(fd).st_size
+            if self._unfinished and size and os.pread(fd, 1, size - 1) != b"\n":
+                # An earlier failed write could not be cut back: end its half line, so it is
+                # one damaged row (skipped and counted) and this vote a whole line after it.
+                line = b"\n" + line
             try:
                 if self._held is None:
                     self._hold()
@@ -260,9 +266,12 @@ class VoteLog:
                 if created:  # make the new directory entry durable too
                     _fsync_folder(self.folder)
             except OSError as exc:
+                rolled_back = _cut(fd, size)
+                self._unfinished = not rolled_back
                 raise VoteWriteError(
-                    f"could not write the vote: {exc}", rolled_back=_cut(fd, size)
+                    f"could not write the vote: {exc}", rolled_back=rolled_back
                 ) from exc
+            self._unfinished = False
         finally:
             os.close(fd)
 
