@@ -240,3 +240,37 @@ def test_votes_cast_during_the_start_up_replay_wait_for_the_rate_limit(tmp_path,
     loading.join(30)
     assert not reveals[0].counted and last_row(restarted)["flags"] == ["rate_limited"]
     assert restarted.board("speech").to_json() == replayed(tmp_path).to_json()
+
+
+def test_a_compaction_during_the_start_up_replay_costs_the_board_no_vote(tmp_path, monkeypatch):
+    """The replay lists the vote files, then reads them; a compaction that finished in
+    between (or while the replay read them) deleted a listed shard: the replay failed whole
+    (a board of 0 votes) or counted the shard unreadable and missed the new monthly part."""
+    import arena_core.votes.read as read_module
+    from arena_core.dataset.compact import compact
+
+    old = time.time() - 7200
+    for run in range(2):  # two earlier runs of the Space, six votes each, an hour old
+        earlier = VoteLog(tmp_path / "votes")
+        for k in range(6):
+            earlier.append(arena="speech", model_a="m0", model_b="m1", vote="ab"[run],
+                           voter=f"v{run}{k}", category="en")  # fmt: skip
+        earlier.close()
+        os.utime(earlier.path, (old, old))
+    real_read, reads = read_module._read_jsonl, []
+
+    def read_then_compact(path, *args, **kwargs):
+        table = real_read(path, *args, **kwargs)
+        reads.append(path)
+        if len(reads) == 1:  # the other shard is listed, not read yet: it moves now
+            assert compact(tmp_path / "votes").votes == 12
+        return table
+
+    monkeypatch.setattr(read_module, "_read_jsonl", read_then_compact)
+    service, _ = make_service(tmp_path)
+    monkeypatch.undo()
+    board = service.board("speech")
+    assert (
+        board.votes_used == 12 and not service.progress.skipped and service.progress.error is None
+    )
+    assert board.to_json() == replayed(tmp_path).to_json()

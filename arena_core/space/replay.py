@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +49,10 @@ from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.schema import Vote
 
 log = logging.getLogger(__name__)
+
+#: Times a replay lists and reads the vote files while compactions move them (see
+#: :meth:`VoteReplay._read_listed`).
+READ_ATTEMPTS = 5
 
 
 class VoteReplay:
@@ -92,9 +97,8 @@ class VoteReplay:
         start = time.perf_counter()
         self.limiter.hold()  # votes wait for the voters' recent votes (restored below)
         try:
-            own = [p for p, _ in vote_files(self.vote_log.folder) if p != self.vote_log.path]
-            files = own + [p for source in self.replay_sources for p, _ in vote_files(source)]
-            votes = read_votes(files)
+            files, votes = self._read_listed(lambda: [
+                p for p in self._vote_files() if p != self.vote_log.path])  # fmt: skip
             self._restore_limiter(votes)  # first: votes cast meanwhile are waiting for it
             self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
@@ -186,10 +190,10 @@ class VoteReplay:
         the Hub's votes arrive late (:meth:`reload`).
         """
         start = time.perf_counter()
-        files = self._vote_files()
+        files, votes = self._read_listed(self._vote_files)
         # Inside a group commit, the batch's later votes are on disk already but not yet
         # applied; they are applied (and counted) after this rebuild, so it leaves them out.
-        votes = read_votes(files).without(self.vote_log.unapplied)
+        votes = votes.without(self.vote_log.unapplied)
         self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
         used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         self.progress.skipped = Counter(votes.skipped)
@@ -197,6 +201,23 @@ class VoteReplay:
         log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
                  len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
         return files, votes, used
+
+    @staticmethod
+    def _read_listed(listing: Callable[[], list]) -> tuple[list, VoteTable]:
+        """The files ``listing`` names and their votes, listed and read again when one
+        vanished meanwhile: a compaction rolled it into a monthly part, which it writes
+        before it deletes the shard, so a new listing holds every vote once. Without this
+        the replay failed whole (a board of 0 votes) or missed the shard's votes."""
+        for _ in range(READ_ATTEMPTS - 1):
+            try:
+                files = listing()
+                votes = read_votes(files)
+            except FileNotFoundError:
+                continue
+            if all(Path(f).exists() for f in files):
+                return files, votes
+        files = listing()
+        return files, read_votes(files)
 
     def _vote_files(self) -> list:
         return [p for source in (self.vote_log.folder, *self.replay_sources)
