@@ -256,3 +256,34 @@ def test_nothing_is_pushed_or_adopted_before_the_hubs_copy_is_read(tmp_path, cap
     sync.flush()
     votes = repo_votes(api)
     assert len(votes) == 5 and not votes.skipped  # row 3 adopted, the new vote pushed, no copy
+
+
+def test_a_compaction_while_earlier_files_are_adopted_does_not_stop_the_sync(tmp_path, monkeypatch):
+    """The operator's cron compacted the vote folder while HubSync listed and read the
+    earlier shards: start() raised FileNotFoundError (the app could not start; the
+    background reconnect thread died for good). The Hub is a local stand-in here."""
+    import arena_core.dataset.hub as hub_module
+    from arena_core.dataset.compact import compact
+
+    api = LocalHubApi(tmp_path / "hub")
+    seed_repo(api, [row(k) for k in range(2)])
+    earlier = VoteLog(tmp_path / "data" / "votes")  # an earlier run: rows 0-1 pushed, 2 not
+    earlier.path.write_text("\n".join(json.dumps(row(k)) for k in range(3)) + "\n")
+    earlier.close()
+    old = time.time() - 7200
+    os.utime(earlier.path, (old, old))
+    real_read = hub_module.read_votes
+
+    def read_during_compaction(*args, **kwargs):
+        if earlier.path.exists():
+            assert compact(tmp_path / "data" / "votes").votes == 3
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(hub_module, "read_votes", read_during_compaction)
+    sync, log = writer(tmp_path / "data", api)
+    monkeypatch.undo()
+    assert sync.uploader is not None
+    log.append(arena="speech", model_a="x", model_b="y", vote="a")
+    sync.flush()
+    votes = repo_votes(api)
+    assert len(votes) == 4 and not votes.skipped  # row 2 adopted from the compacted part

@@ -48,6 +48,9 @@ __all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader"]
 
 log = logging.getLogger(__name__)
 
+#: Times the earlier local vote files are listed and read while a compaction moves them.
+ADOPT_ATTEMPTS = 5
+
 #: Seconds the final flush may take on shutdown before we give up (Spaces kill at ~30 s).
 FLUSH_TIMEOUT = 20.0
 #: Longest wait, in seconds, between two attempts to reach a Hub that did not answer at
@@ -166,7 +169,10 @@ class HubSync:
                                         lock=self.lock, clock=self._clock)  # fmt: skip
             except Exception as exc:
                 return self._failed("start pushing to", exc)
-            self._adopt_earlier(uploader)
+            try:
+                self._adopt_earlier(uploader)
+            except Exception:  # start() never raises: this run's votes must still be pushed
+                log.exception("could not adopt the earlier local vote files")
             self.uploader = uploader
             self._error = self._since = None
         log.info("connected to %s: pushing votes every %g minutes", self.repo_id, self.every)
@@ -232,18 +238,28 @@ class HubSync:
     def _adopt_earlier(self, uploader: VoteUploader) -> None:
         """Queue the votes of earlier local vote files (an earlier run on a machine that kept
         its disk) that the repo lacks. Shards a running process holds are left to it."""
-        earlier = [
-            path
-            for path, _ in vote_files(self.votes_dir)
-            if path.name != self._shard
-            and not shard_in_use(path)  # a live neighbour pushes its own
-        ]
-        if not earlier:
+        published = None
+        for _ in range(ADOPT_ATTEMPTS):  # a compaction may move the files as they are read
+            earlier = [
+                path
+                for path, _ in vote_files(self.votes_dir)
+                if path.name != self._shard
+                and not shard_in_use(path)  # a live neighbour pushes its own
+            ]
+            if not earlier:
+                return
+            if published is None:
+                published = set(read_votes(self.hub_votes, columns=["vote_id"])
+                                .column("vote_id").to_pylist())  # fmt: skip
+            try:
+                queued = uploader.adopt(earlier, published)
+            except FileNotFoundError:
+                continue
+            log.info("adopted %d local vote files; %d of their votes were not on the Hub yet",
+                     len(earlier), queued)  # fmt: skip
             return
-        published = read_votes(self.hub_votes, columns=["vote_id"]).column("vote_id").to_pylist()
-        queued = uploader.adopt(earlier, set(published))
-        log.info("adopted %d local vote files; %d of their votes were not on the Hub yet",
-                 len(earlier), queued)  # fmt: skip
+        log.error("earlier vote files kept moving while being adopted; they wait for the next "
+                  "start")  # fmt: skip
 
     def publish_card(self, registry: Registry) -> None:
         """Create or update the dataset card and the registry snapshot, if they changed."""

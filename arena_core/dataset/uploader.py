@@ -123,17 +123,19 @@ class VoteUploader(CommitScheduler):
         """Queue the votes of earlier local vote files that the Hub does not have yet.
 
         For a restart on a machine that kept its disk (shards and compacted
-        files of earlier runs). Returns the number of votes queued.
+        files of earlier runs). Returns the number of votes queued. Raises
+        FileNotFoundError, queueing nothing, when a file vanished (a compaction moved it).
         """
         known = pa.array(sorted(published_ids), type=pa.string())
         with self._votes_lock:
-            queued = 0
+            found = []  # all files read before any is queued: a file gone midway queues none
             for path in files:
                 votes = read_votes(path)
                 missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
                 if missing.num_rows:
-                    self._adopted.append(contract_table(missing))
-                    queued += missing.num_rows
+                    found.append(contract_table(missing))
+            self._adopted.extend(found)
+            queued = sum(t.num_rows for t in found)
             self.status.waiting = queued + self._count_waiting()
             return queued
 
