@@ -65,6 +65,18 @@ def unavailable() -> Exception:
     raise AssertionError("hf_raise_for_status accepted a 503")
 
 
+def moved_on(repo_id: str, parent_commit: str) -> Exception:
+    """The Hub's answer to a commit whose ``parent_commit`` is no longer the head (412),
+    built by the client's own code."""
+    request = httpx2.Request("POST", f"https://huggingface.co/api/datasets/{repo_id}/commit/main")
+    text = f"A commit has happened since {parent_commit}. Please refresh and try again."
+    try:
+        hf_raise_for_status(httpx2.Response(412, request=request, text=text))
+    except Exception as exc:
+        return exc
+    raise AssertionError("hf_raise_for_status accepted a 412")
+
+
 def timed_out() -> Exception:
     return httpx2.ReadTimeout("The read operation timed out")
 
@@ -116,9 +128,12 @@ class LocalHubApi(HfApi):
         self._reach()
         return SimpleNamespace(id=repo_id, sha=self.head(repo_id))
 
-    def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, **kwargs):
+    def create_commit(self, repo_id, operations, *, commit_message, repo_type=None,
+                      parent_commit=None, **kwargs):  # fmt: skip
         self._reach()
         with self._lock:
+            if parent_commit is not None and parent_commit != self.head(repo_id):
+                raise moved_on(repo_id, parent_commit)
             failure = self.failures.pop(0) if self.failures else None
             if isinstance(failure, Exception):
                 raise failure

@@ -184,3 +184,47 @@ def test_a_shard_held_by_a_running_process_is_never_compacted(tmp_path):
     assert report.votes == 0 and report.kept == {live.path.name: "in use by a running process"}
     live.close()
     assert compact(tmp_path, min_age_minutes=60).votes == 2
+
+
+def test_a_repo_compaction_never_deletes_a_file_pushed_after_it_read_the_repo(tmp_path):
+    """The Space's push landed but its answer was lost, an hour of retries failed (the
+    file's last commit aged), then the retry succeeded, with two more votes, while
+    ``compact --repo`` was between its download and its commit: the commit deleted the
+    newer file and the two acknowledged votes left the dataset. The commit now names the
+    revision it read as its parent, and the Hub (a local stand-in: the real one cannot be
+    reached from here) refuses it."""
+    from datetime import UTC, datetime, timedelta
+
+    from hubfake import REPO, Landed, LocalHubApi, repo_votes, timed_out, writer
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    acked = [
+        log.append(arena="speech", model_a="x", model_b="y", vote="a").vote_id for _ in range(3)
+    ]
+    api.failures = [Landed(timed_out())]
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the lost answer, as the client sees it
+        sync.uploader.push_to_hub()
+    name = next(p for p in api.commit_dates if p.startswith("data/votes-"))
+    api.commit_dates[name] = datetime.now(UTC) - timedelta(minutes=65)  # old enough to roll
+    acked += [
+        log.append(arena="speech", model_a="x", model_b="y", vote="b").vote_id for _ in range(2)
+    ]
+    download = api.snapshot_download
+
+    def download_then_the_space_pushes(**kwargs):
+        folder = download(**kwargs)
+        sync.uploader.push_to_hub()  # same file name, five votes now
+        return folder
+
+    api.snapshot_download = download_then_the_space_pushes
+    with pytest.raises(HfHubHTTPError, match="412"):
+        compact_repo(api, REPO, tmp_path / "work", min_age_minutes=60)
+    del api.snapshot_download
+    assert sorted(repo_votes(api).column("vote_id").to_pylist()) == sorted(acked)
+    api.commit_dates[name] = datetime.now(UTC) - timedelta(minutes=65)  # an hour later
+    report = compact_repo(api, REPO, tmp_path / "again", min_age_minutes=60)
+    assert report.votes == 5 and sorted(repo_votes(api).column("vote_id").to_pylist()) == sorted(
+        acked
+    )

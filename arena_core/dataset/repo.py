@@ -45,8 +45,17 @@ def compact_repo(
     may still re-push are left alone.
     """
     now = datetime.now(UTC)
+    # Everything is read at one commit, and the compaction's commit names it as its parent:
+    # if anything landed meanwhile (the Space re-pushing a shard it thought unsent), the Hub
+    # refuses the commit instead of deleting a file newer than the copy that was compacted.
+    head = api.repo_info(repo_id, repo_type="dataset").sha
     tree = api.list_repo_tree(
-        repo_id, path_in_repo=DATA_DIR, recursive=True, expand=True, repo_type="dataset"
+        repo_id,
+        path_in_repo=DATA_DIR,
+        recursive=True,
+        expand=True,
+        repo_type="dataset",
+        revision=head,
     )
     ages = {
         entry.path.removeprefix(f"{DATA_DIR}/"): (now - entry.last_commit.date).total_seconds()
@@ -54,7 +63,7 @@ def compact_repo(
         if isinstance(entry, RepoFile) and entry.last_commit is not None
     }
     api.snapshot_download(repo_id=repo_id, repo_type="dataset", local_dir=workdir,
-                          allow_patterns=[f"{DATA_DIR}/**"])  # fmt: skip
+                          allow_patterns=[f"{DATA_DIR}/**"], revision=head)  # fmt: skip
     data = Path(workdir) / DATA_DIR
     report = compact(data, min_age_minutes=min_age_minutes, ages=ages, delete=False)
     if not report.rolled:
@@ -68,6 +77,6 @@ def compact_repo(
         CommitOperationDelete(path_in_repo=f"{DATA_DIR}/{p.relative_to(data).as_posix()}")
         for p in report.rolled
     ]
-    api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
+    api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations, parent_commit=head,
                       commit_message=f"Compact {report.votes} votes from {len(report.rolled)} files")  # fmt: skip
     return report
