@@ -348,6 +348,14 @@ def test_a_bad_record_in_a_batch_fails_only_its_caller(tmp_path):
 
     with pytest.raises(VoteError, match="differ"):
         store.append(arena="x", model_a="a", model_b="a", vote="a")
+    # A record that validates but cannot be encoded (a lone surrogate) fails only its caller
+    # too: it once failed every vote of its batch, the others with a TypeError.
+    bad = vote_log._Request([{"arena": "x", "model_a": "a", "model_b": "b", "vote": "a",
+                              "prompt": "Hello \ud800"}], None)  # fmt: skip
+    store._queue.append(bad)
+    assert store.append(arena="x", model_a="a", model_b="b", vote="tie").vote == "tie"
+    assert isinstance(bad.error, UnicodeEncodeError) and bad.done
+    assert read_votes(tmp_path).column("vote").to_pylist() == ["b", "tie"]
 
 
 def test_model_versions_are_written_when_the_backend_reports_them(tmp_path):

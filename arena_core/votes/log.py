@@ -180,11 +180,12 @@ class VoteLog:
             try:
                 votes = [Vote(vote_id=new_vote_id(), ts=format_ts(self._next_ts()), **fields)
                          for fields in request.records]  # fmt: skip
-            except (VoteError, TypeError) as exc:  # this caller's bad record, not the batch's
+                encoded = [vote.to_json_line() for vote in votes]  # a lone surrogate fails here
+            except (VoteError, TypeError, ValueError) as exc:  # this caller's bad record only
                 request.error, request.done = exc, True
                 continue
             taken.append((request, votes))
-            lines.extend(vote.to_json_line() for vote in votes)
+            lines.extend(encoded)
         if taken:
             try:
                 self._write(b"".join(lines))
