@@ -5,7 +5,7 @@ import os
 import stat
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -491,3 +491,23 @@ def test_a_half_line_that_could_not_be_cut_back_costs_no_later_vote(tmp_path, mo
     votes = read_votes([tmp_path])
     assert votes.column("vote_id").to_pylist() == [first, *later]
     assert dict(votes.skipped) == {"invalid_json": 1}  # the half line, skipped and counted
+
+
+def test_votes_are_refused_while_the_clock_is_far_behind_the_last_one(tmp_path):
+    """The log's clock never runs backwards: after the server's clock stepped back by an
+    hour, every later vote was stamped an hour ahead, acknowledged, and skipped by every
+    replay as future_ts until real time caught up (the live board said 8, the replay 2).
+    Now such votes are refused, not acknowledged, until the clock is within the readers'
+    allowance again."""
+    start = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    now = [start + timedelta(hours=1)]  # ahead for one vote
+    store = VoteLog(tmp_path, clock=lambda: now[0])
+    acked = [store.append(arena="x", model_a="a", model_b="b", vote="a").vote_id]
+    now[0] = start  # the clock is set right: an hour back
+    with pytest.raises(VoteWriteError, match="clock went back 3600 s") as refused:
+        store.append(arena="x", model_a="a", model_b="b", vote="b")
+    assert refused.value.rolled_back and len(lines(store)) == 1  # nothing written
+    now[0] = start + timedelta(minutes=51)  # within the readers' ten minutes again
+    acked.append(store.append(arena="x", model_a="a", model_b="b", vote="tie").vote_id)
+    reader_now = int(now[0].timestamp() * 1_000_000)
+    assert read_votes([tmp_path], now_us=reader_now).column("vote_id").to_pylist() == acked

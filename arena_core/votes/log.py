@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 SHARD_PATTERN = "votes-{}.jsonl"
 #: Resolution of the written timestamps; consecutive votes differ by at least this.
 _TICK = timedelta(milliseconds=1)
+#: Furthest ahead of the clock a vote may be stamped: what readers accept (a second of grace
+#: for the stamp's own milliseconds; a floor exactly at the readers' limit is followed).
+_MOST_AHEAD = timedelta(microseconds=FUTURE_SLACK_US, seconds=1)
 
 T = TypeVar("T")
 
@@ -181,7 +184,7 @@ class VoteLog:
                 votes = [Vote(vote_id=new_vote_id(), ts=format_ts(self._next_ts()), **fields)
                          for fields in request.records]  # fmt: skip
                 encoded = [vote.to_json_line() for vote in votes]  # a lone surrogate fails here
-            except (VoteError, TypeError, ValueError) as exc:  # this caller's bad record only
+            except (VoteError, VoteWriteError, TypeError, ValueError) as exc:  # this caller's only
                 request.error, request.done = exc, True
                 continue
             taken.append((request, votes))
@@ -232,9 +235,25 @@ class VoteLog:
         self.close()
 
     def _next_ts(self) -> datetime:
+        """The next vote's time: the clock's, or just after the last vote's when the clock
+        is behind it (the log's clock never runs backwards: replays follow its order).
+
+        Raises :class:`VoteWriteError` when the clock is so far behind (it stepped back by
+        more than readers allow for, :data:`~arena_core.votes.clean.FUTURE_SLACK_US`) that
+        the vote would be dated where every replay skips it as ``future_ts``: refused, not
+        acknowledged, until the clock catches up; acknowledged, it would be a lost vote.
+        """
         now = self._clock().astimezone(UTC)
         now = now.replace(microsecond=now.microsecond // 1000 * 1000)
         if self._last is not None and now <= self._last:
+            ahead = self._last + _TICK - now
+            if ahead > _MOST_AHEAD:
+                log.error("the server clock is %s behind the vote log's last vote: votes are "
+                          "refused until it catches up", ahead)  # fmt: skip
+                raise VoteWriteError(
+                    f"the server's clock went back {ahead.total_seconds():.0f} s behind the "
+                    "last vote it recorded; votes are refused until it catches up",
+                    rolled_back=True)  # fmt: skip
             now = self._last + _TICK
         self._last = now
         return now
