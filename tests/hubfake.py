@@ -24,6 +24,7 @@ import json
 import shutil
 import socket
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -437,3 +438,15 @@ def writer(data_dir, api, **kwargs):
     log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name=shard)
     sync.start(shard)
     return sync, log
+
+
+def settled(sync):
+    """Wait for CommitScheduler's first tick (it pushes once as its thread starts), so the
+    pushes a test triggers are the only ones and their numbering is known."""
+    uploader = sync.uploader
+    deadline = time.monotonic() + 30
+    while not hasattr(uploader, "last_future"):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    uploader.last_future.result()
+    return sync

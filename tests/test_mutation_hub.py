@@ -26,6 +26,7 @@ from hubfake import (
     repo_votes,
     row,
     seed_repo,
+    settled,
     write_votes,
     writer,
 )
@@ -45,18 +46,6 @@ def registry(tmp_path):
     (tmp_path / "conf" / "registry.yaml").write_text(REGISTRY)
     (tmp_path / "conf" / "prompts.yaml").write_text(PROMPTS)
     return load_registry(tmp_path / "conf" / "registry.yaml")
-
-
-def settled(sync):
-    """Wait for CommitScheduler's first tick (it pushes once as its thread starts), so the
-    pushes a test triggers are the only ones and their numbering is known."""
-    uploader = sync.uploader
-    deadline = time.monotonic() + 30
-    while not hasattr(uploader, "last_future"):
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
-    uploader.last_future.result()
-    return sync
 
 
 def append(log, vote="a"):
