@@ -76,6 +76,11 @@ def test_the_cli_reports_on_the_real_judges_log(capsys):
         assert all(math.isfinite(v) for v in got["corrected"].values())
         assert got["spearman_human"] is None  # no human vote to compare with
         assert math.isfinite(got["position"]["points"])
+    # The counts the README quotes for this log ("On the real judges"), counted by the report.
+    pitch, recogniser = by_id["judge/pitch-range"], by_id["judge/pocketsphinx-wer"]
+    assert (pitch["battles_paired"], pitch["longer_verdicts"]) == (230, 172)
+    assert (recogniser["battles_paired"], recogniser["longer_verdicts"]) == (41, 58)
+    assert round(pitch["longer_share"], 2) == 0.44 and round(recogniser["longer_share"], 2) == 0.66
     assert cli.main(args) == 0
     text = capsys.readouterr().out
     assert all(j in text for j in JUDGES) and "Consensus of the judges" in text
