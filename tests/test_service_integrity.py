@@ -9,6 +9,7 @@ import time
 from datetime import timedelta
 
 import numpy as np
+import pytest
 from fakes import REGISTRY, FakeBackend, SteadyVoteClock
 from test_hub import PROMPTS
 from test_hub import REGISTRY as SPEECH_REGISTRY
@@ -274,3 +275,21 @@ def test_a_compaction_during_the_start_up_replay_costs_the_board_no_vote(tmp_pat
         board.votes_used == 12 and not service.progress.skipped and service.progress.error is None
     )
     assert board.to_json() == replayed(tmp_path).to_json()
+
+
+def test_a_vote_while_the_clock_is_far_behind_says_when_to_come_back(tmp_path):
+    """After the server's clock stepped back an hour the log refuses votes (none is dated
+    where replays skip it); the visitor is told for how long, not to vote again at once."""
+    from datetime import UTC, datetime
+
+    from arena_core.space.views import ArenaError
+
+    start = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    now = [start + timedelta(hours=1)]
+    service, _ = make_service(tmp_path, vote_clock=lambda: now[0])
+    assert service.vote(battle(service, "m0", "m1"), "a", voter="v").counted
+    now[0] = start
+    handle = battle(service, "m0", "m1")
+    with pytest.raises(ArenaError, match="about 50 minutes") as refused:
+        service.vote(handle, "b", voter="w")
+    assert "not saved" in str(refused.value) and len(logged(tmp_path)) == 1

@@ -12,6 +12,7 @@ says what the visitor sees next.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 
 from arena_core.integrity.anomaly import ANOMALOUS_FLAG
@@ -21,7 +22,7 @@ from arena_core.registry import Registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.sessions import SessionCounter, listen_report, listen_seconds
 from arena_core.space.views import ArenaError, Reveal, Side
-from arena_core.votes.log import VoteLog, VoteWriteError
+from arena_core.votes.log import ClockBehindError, VoteLog, VoteWriteError
 from arena_core.votes.schema import VOTES, Vote
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,11 @@ class VoteDesk:
                 if rank is not None:
                     self.sessions.release(session, rank)
                 self.book.reopen(handle)
+                if isinstance(exc, ClockBehindError):  # voting again now would fail again
+                    minutes = max(1, math.ceil(exc.wait / 60))
+                    raise ArenaError(f"The server cannot record votes for about {minutes} "
+                                     "minutes (its clock is being corrected); your vote was not "
+                                     "saved. Please vote again then.") from None  # fmt: skip
                 raise ArenaError("Your vote could not be saved. Please vote again.") from None
             raise ArenaError("Your vote may not have been saved; this battle is closed.") from None
         return self.reveal(vote, step)

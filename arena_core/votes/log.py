@@ -74,6 +74,15 @@ class VoteWriteError(OSError):
         self.rolled_back = rolled_back
 
 
+class ClockBehindError(VoteWriteError):
+    """No vote can be stamped until the server's clock catches up with the log's last vote
+    (see :meth:`VoteLog._next_ts`); ``wait`` says for how long, in seconds."""
+
+    def __init__(self, message: str, *, wait: float):
+        super().__init__(message, rolled_back=True)
+        self.wait = wait
+
+
 def shard_in_use(path: Path) -> bool:
     """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it)."""
     try:
@@ -250,10 +259,10 @@ class VoteLog:
             if ahead > _MOST_AHEAD:
                 log.error("the server clock is %s behind the vote log's last vote: votes are "
                           "refused until it catches up", ahead)  # fmt: skip
-                raise VoteWriteError(
+                raise ClockBehindError(
                     f"the server's clock went back {ahead.total_seconds():.0f} s behind the "
                     "last vote it recorded; votes are refused until it catches up",
-                    rolled_back=True)  # fmt: skip
+                    wait=(ahead - _MOST_AHEAD).total_seconds())  # fmt: skip
             now = self._last + _TICK
         self._last = now
         return now
