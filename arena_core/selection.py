@@ -78,11 +78,21 @@ class Selection:
 
     def fit_counts(self, params: BoardParams) -> PairCounts | None:
         """Time-decayed counts for the fit (None without decay), see :mod:`~arena_core.ratings.decay`."""
-        if params.half_life_days is None or not len(self.ts_us):
+        weights = age_weights(self.ts_us, params.half_life_days, self.window)
+        if weights is None:
             return None
-        reference = self.window.until_us if self.window.until_us is not None else self.ts_us[-1]
-        weights = decay_weights(self.ts_us, params.half_life_days, int(reference))
         return count_pairs(len(self.entrants), self.a, self.b, self.outcome, weights)
+
+
+def age_weights(ts_us: np.ndarray, half_life_days: float | None,
+                window: Window) -> np.ndarray | None:  # fmt: skip
+    """Each vote's decay weight (None without decay, or without votes), counted back from
+    the window's end, else the last vote: so a board depends on the log alone, never on
+    when it is computed. Every board that decays (the default, the style-controlled) uses it."""
+    if half_life_days is None or not len(ts_us):
+        return None
+    reference = window.until_us if window.until_us is not None else int(np.max(ts_us))
+    return decay_weights(ts_us, half_life_days, int(reference))
 
 
 def voter_kind_mask(votes: VoteTable, voter_kind: str) -> np.ndarray:

@@ -262,7 +262,7 @@ def test_a_compaction_while_earlier_files_are_adopted_does_not_stop_the_sync(tmp
     """The operator's cron compacted the vote folder while HubSync listed and read the
     earlier shards: start() raised FileNotFoundError (the app could not start; the
     background reconnect thread died for good). The Hub is a local stand-in here."""
-    import arena_core.dataset.hub as hub_module
+    import arena_core.votes.read as read_module
     from arena_core.dataset.compact import compact
 
     api = LocalHubApi(tmp_path / "hub")
@@ -272,14 +272,14 @@ def test_a_compaction_while_earlier_files_are_adopted_does_not_stop_the_sync(tmp
     earlier.close()
     old = time.time() - 7200
     os.utime(earlier.path, (old, old))
-    real_read = hub_module.read_votes
+    real_read = read_module.read_votes
 
-    def read_during_compaction(*args, **kwargs):
+    def read_during_compaction(*args, **kwargs):  # the listing is taken: the files move now
         if earlier.path.exists():
             assert compact(tmp_path / "data" / "votes").votes == 3
         return real_read(*args, **kwargs)
 
-    monkeypatch.setattr(hub_module, "read_votes", read_during_compaction)
+    monkeypatch.setattr(read_module, "read_votes", read_during_compaction)
     sync, log = writer(tmp_path / "data", api)
     monkeypatch.undo()
     assert sync.uploader is not None

@@ -226,12 +226,12 @@ def test_adoption_queues_what_the_hub_lacks_under_a_name_given_by_the_votes(tmp_
     old.write_text("".join(json.dumps(row(k)) + "\n" for k in (1, 2, 3)))
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps(row(4)) + "\n")
-    assert sync.uploader.adopt([old, other], set()) == 4  # nothing published yet
+    assert sync.uploader.adopt(read_votes([old, other]), set()) == 4  # nothing published yet
     sync.uploader.trigger().result()
     ids = "\n".join(row(k)["vote_id"] for k in (1, 2, 3, 4))
     name = f"data/adopted-{hashlib.sha256(ids.encode()).hexdigest()[:16]}.parquet"
     assert list(api.commits[-1]["files"]) == [name]
-    assert sync.uploader.adopt([old], {row(1)["vote_id"], row(2)["vote_id"]}) == 1
+    assert sync.uploader.adopt(read_votes([old]), {row(1)["vote_id"], row(2)["vote_id"]}) == 1
     sync.flush()
 
 

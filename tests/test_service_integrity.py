@@ -209,20 +209,20 @@ def test_a_voter_flagged_at_a_rate_limited_vote_leaves_the_board_too(tmp_path):
 def test_votes_cast_during_the_start_up_replay_wait_for_the_rate_limit(tmp_path, monkeypatch):
     """While a restart reads the log, the limiter does not know anyone's recent votes: a
     voter at the limit got three more counted votes then. Now a vote waits for the read."""
-    import arena_core.space.replay as replay_module
+    import arena_core.votes.read as read_module
 
     votes = SteadyVoteClock()
     service, _ = make_service(tmp_path, rate_limit=3, rate_window=600, vote_clock=votes)
     assert all(service.vote(battle(service, "m0", "m1"), "a", voter="v").counted for _ in range(3))
     reading, go_on = threading.Event(), threading.Event()
-    real_read = replay_module.read_votes
+    real_read = read_module.read_votes
 
     def slow_read(files, *args, **kwargs):
         reading.set()
         assert go_on.wait(30)
         return real_read(files, *args, **kwargs)
 
-    monkeypatch.setattr(replay_module, "read_votes", slow_read)
+    monkeypatch.setattr(read_module, "read_votes", slow_read)  # the replay's read (read_listed)
     registry = parse_registry(REGISTRY)
     arena = registry.arenas[0]
     pool = ModelPool(arena, {m.id: FakeBackend(m) for m in arena.models})

@@ -18,9 +18,8 @@ from arena_core.judges.bias import BiasReport, measure_judges
 from arena_core.leaderboard import BoardParams
 from arena_core.ratings.counts import OUTCOME_CODES
 from arena_core.ratings.covariates import CovariateParams
-from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.style import Coefficient, SideVotes, style_bradley_terry
-from arena_core.selection import counted_mask
+from arena_core.selection import age_weights, counted_mask
 from arena_core.votes.schema import STYLE_COLUMNS
 from arena_core.window import ALL_TIME, Window
 
@@ -106,10 +105,7 @@ def style_board(votes, arena, *, category: str | None = None,
     b = frame["model_b"].map(index).to_numpy(int)
     outcome = frame["vote"].map(OUTCOME_CODES).to_numpy(int)
     columns = {c: frame[c].to_numpy(float) for c in STYLE_COLUMNS if c in frame}
-    weight = None
-    if params.half_life_days is not None and len(ts_us):  # the reference of Selection.fit_counts
-        reference = window.until_us if window.until_us is not None else int(ts_us.max())
-        weight = decay_weights(ts_us, params.half_life_days, reference)
+    weight = age_weights(ts_us, params.half_life_days, window)
     prior = [m.prior_rating for m in arena.models]
     covariate = CovariateParams() if params.prior_weight is None else CovariateParams(
         prior_weight=params.prior_weight)  # fmt: skip

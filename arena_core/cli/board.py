@@ -28,6 +28,7 @@ from arena_core.leaderboard import (
     check_prior_weight,
 )
 from arena_core.scale.cli_options import add_scale_options
+from arena_core.simulation.options import whole
 from arena_core.snapshots import source as snapshot_source
 from arena_core.snapshots.revision import Revision, revision_of
 from arena_core.votes.read import read_votes
@@ -70,7 +71,7 @@ def add_command(sub) -> None:
     )
     board.add_argument(
         "--bootstrap",
-        type=whole_number,
+        type=whole(0),
         default=BoardParams.bootstrap_rounds,
         help="bootstrap rounds for the intervals of --prior-weight 0 (0: none)",
     )
@@ -89,7 +90,7 @@ def add_command(sub) -> None:
         metavar="ID",
         help="models that cannot run (as the Space marks them): left out if they have no votes",
     )
-    board.add_argument("--seed", type=whole_number, default=BoardParams.seed, help="bootstrap seed")
+    board.add_argument("--seed", type=whole(0), default=BoardParams.seed, help="bootstrap seed")
     board.add_argument(
         "--voter-kind",
         choices=("human", "judge", "all"),
@@ -197,17 +198,6 @@ def _registry(path: str | None):
     from arena_core.registry import load_registry
 
     return load_registry(path)
-
-
-def whole_number(text: str) -> int:
-    """A count or a seed (argparse type): 0 or more, so argparse names the option at fault."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {text!r}")
-    return value
 
 
 def _prior_weight(text: str) -> float | None:

@@ -101,10 +101,9 @@ def _compact_with(args, compact) -> int:
 def run_export(args) -> int:
     votes = read_votes(args.votes)
     if args.arena:
-        found = sorted(set(votes.column("arena").unique().to_pylist()))
-        if args.arena not in found:
-            raise ValueError(f"no votes of arena {args.arena!r} (the votes hold: "
-                             f"{', '.join(found) or 'none'})")  # fmt: skip
+        from arena_core.cli.board import require_votes_of
+
+        require_votes_of(votes.table, "arena", args.arena)
         keep = votes.encoded["arena"].isin([args.arena])
         votes = VoteTable(votes.table.filter(pa.array(keep)), votes.ts_us[keep],
                           {k: e.select(keep) for k, e in votes.encoded.items()}, votes.skipped)  # fmt: skip

@@ -42,14 +42,11 @@ from arena_core.dataset.uploader import (
 )
 from arena_core.registry import Registry
 from arena_core.votes.log import shard_in_use
-from arena_core.votes.read import read_votes, vote_files
+from arena_core.votes.read import read_listed, read_votes, vote_files
 
 __all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader"]
 
 log = logging.getLogger(__name__)
-
-#: Times the earlier local vote files are listed and read while a compaction moves them.
-ADOPT_ATTEMPTS = 5
 
 #: Seconds the final flush may take on shutdown before we give up (Spaces kill at ~30 s).
 FLUSH_TIMEOUT = 20.0
@@ -238,28 +235,17 @@ class HubSync:
     def _adopt_earlier(self, uploader: VoteUploader) -> None:
         """Queue the votes of earlier local vote files (an earlier run on a machine that kept
         its disk) that the repo lacks. Shards a running process holds are left to it."""
-        published = None
-        for _ in range(ADOPT_ATTEMPTS):  # a compaction may move the files as they are read
-            earlier = [
-                path
-                for path, _ in vote_files(self.votes_dir)
-                if path.name != self._shard
-                and not shard_in_use(path)  # a live neighbour pushes its own
-            ]
-            if not earlier:
-                return
-            if published is None:
-                published = set(read_votes(self.hub_votes, columns=["vote_id"])
-                                .column("vote_id").to_pylist())  # fmt: skip
-            try:
-                queued = uploader.adopt(earlier, published)
-            except FileNotFoundError:
-                continue
-            log.info("adopted %d local vote files; %d of their votes were not on the Hub yet",
-                     len(earlier), queued)  # fmt: skip
+        # Listed and read again if a compaction moves the files meanwhile (read_listed).
+        earlier, votes = read_listed(lambda: [
+            path for path, _ in vote_files(self.votes_dir)
+            if path.name != self._shard and not shard_in_use(path)  # a live neighbour pushes its own
+        ])  # fmt: skip
+        if not earlier:
             return
-        log.error("earlier vote files kept moving while being adopted; they wait for the next "
-                  "start")  # fmt: skip
+        published = read_votes(self.hub_votes, columns=["vote_id"]).column("vote_id").to_pylist()
+        queued = uploader.adopt(votes, set(published))
+        log.info("adopted %d local vote files; %d of their votes were not on the Hub yet",
+                 len(earlier), queued)  # fmt: skip
 
     def publish_card(self, registry: Registry) -> None:
         """Create or update the dataset card and the registry snapshot, if they changed."""
@@ -349,8 +335,8 @@ class _CommitTracking(VoteUploader):
         self.pushed_commit: tuple[str | None, int, int] = (base, 0, 0)
         super().__init__(**kwargs)
 
-    def adopt(self, files: list[Path], published_ids: set[str]) -> int:
-        queued = super().adopt(files, published_ids)
+    def adopt(self, votes, published_ids: set[str]) -> int:
+        queued = super().adopt(votes, published_ids)
         with self._votes_lock:
             commit, pushed, adopted = self.pushed_commit
             self.pushed_commit = (commit, pushed, adopted + queued)

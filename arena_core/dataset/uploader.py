@@ -24,8 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 
+from arena_core.votes.clean import VoteTable
 from arena_core.votes.parquet import contract_table, parquet_bytes
-from arena_core.votes.read import parse_jsonl, read_votes
+from arena_core.votes.read import parse_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -119,25 +120,17 @@ class VoteUploader(CommitScheduler):
                          path_in_repo=DATA_DIR, every=every, hf_api=hf_api, token=token)  # fmt: skip
         self.lock = lock
 
-    def adopt(self, files: list[Path], published_ids: set[str]) -> int:
-        """Queue the votes of earlier local vote files that the Hub does not have yet.
-
-        For a restart on a machine that kept its disk (shards and compacted
-        files of earlier runs). Returns the number of votes queued. Raises
-        FileNotFoundError, queueing nothing, when a file vanished (a compaction moved it).
-        """
+    def adopt(self, votes: VoteTable, published_ids: set[str]) -> int:
+        """Queue those of ``votes`` (read from earlier local vote files) that the Hub does
+        not have yet. For a restart on a machine that kept its disk (shards and compacted
+        files of earlier runs). Returns the number of votes queued."""
         known = pa.array(sorted(published_ids), type=pa.string())
+        missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
         with self._votes_lock:
-            found = []  # all files read before any is queued: a file gone midway queues none
-            for path in files:
-                votes = read_votes(path)
-                missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
-                if missing.num_rows:
-                    found.append(contract_table(missing))
-            self._adopted.extend(found)
-            queued = sum(t.num_rows for t in found)
-            self.status.waiting = queued + self._count_waiting()
-            return queued
+            if missing.num_rows:
+                self._adopted.append(contract_table(missing))
+            self.status.waiting = missing.num_rows + self._count_waiting()
+            return missing.num_rows
 
     def push_to_hub(self):
         """Send the shard's complete new lines; advance only after the commit succeeded."""

@@ -85,7 +85,8 @@ def trusted_files(files: list[str], latest_us: int) -> Trusted:
     A part is trusted when a manifest beside it (``<part>/../../MANIFEST.json``) is of
     this layout and these rules, names the part with its size and SHA-256, its latest
     vote is not after ``latest_us``, and the trusted parts come in the manifest's order,
-    each once (the order breaks ties between duplicates), all under one manifest. Anything else is read the slow way.
+    each once (the order breaks ties between duplicates), all under one manifest.
+    Anything else is read the slow way.
     """
     entries: dict[int, tuple[Path, dict, int]] = {}  # rank -> (manifest, entry, its index)
     loaded: dict[Path, dict | None] = {}

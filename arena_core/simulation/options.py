@@ -1,5 +1,6 @@
-"""Argparse types for the scenarios' options: a value no simulation can run is refused by
-name when the options are parsed (``argument --mm-models: expected a whole number 2 or
+"""Argparse types for the command line's numbers (the scenarios' options, ``leaderboard
+--seed`` and ``--bootstrap``): a value no run can use is refused by name when the options
+are parsed (``argument --mm-models: expected a whole number 2 or
 more``), instead of a NaN table, an empty one, or a traceback from deep in the run."""
 
 from __future__ import annotations

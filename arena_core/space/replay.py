@@ -29,7 +29,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -45,14 +44,10 @@ from arena_core.space.views import LoadProgress
 from arena_core.space.voting import RATE_LIMITED
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import VoteLog
-from arena_core.votes.read import read_votes, vote_files
+from arena_core.votes.read import read_listed, vote_files
 from arena_core.votes.schema import Vote
 
 log = logging.getLogger(__name__)
-
-#: Times a replay lists and reads the vote files while compactions move them (see
-#: :meth:`VoteReplay._read_listed`).
-READ_ATTEMPTS = 5
 
 
 class VoteReplay:
@@ -97,7 +92,7 @@ class VoteReplay:
         start = time.perf_counter()
         self.limiter.hold()  # votes wait for the voters' recent votes (restored below)
         try:
-            files, votes = self._read_listed(lambda: [
+            files, votes = read_listed(lambda: [
                 p for p in self._vote_files() if p != self.vote_log.path])  # fmt: skip
             self._restore_limiter(votes)  # first: votes cast meanwhile are waiting for it
             self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
@@ -190,7 +185,7 @@ class VoteReplay:
         the Hub's votes arrive late (:meth:`reload`).
         """
         start = time.perf_counter()
-        files, votes = self._read_listed(self._vote_files)
+        files, votes = read_listed(self._vote_files)  # again if a compaction moves them
         # Inside a group commit, the batch's later votes are on disk already but not yet
         # applied; they are applied (and counted) after this rebuild, so it leaves them out.
         votes = votes.without(self.vote_log.unapplied)
@@ -201,23 +196,6 @@ class VoteReplay:
         log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
                  len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
         return files, votes, used
-
-    @staticmethod
-    def _read_listed(listing: Callable[[], list]) -> tuple[list, VoteTable]:
-        """The files ``listing`` names and their votes, listed and read again when one
-        vanished meanwhile: a compaction rolled it into a monthly part, which it writes
-        before it deletes the shard, so a new listing holds every vote once. Without this
-        the replay failed whole (a board of 0 votes) or missed the shard's votes."""
-        for _ in range(READ_ATTEMPTS - 1):
-            try:
-                files = listing()
-                votes = read_votes(files)
-            except FileNotFoundError:
-                continue
-            if all(Path(f).exists() for f in files):
-                return files, votes
-        files = listing()
-        return files, read_votes(files)
 
     def _vote_files(self) -> list:
         return [p for source in (self.vote_log.folder, *self.replay_sources)

@@ -23,7 +23,7 @@ import logging
 import mmap
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -124,6 +124,30 @@ def _categorical(table: pa.Table) -> pa.Table:
         if name in CATEGORICAL and not pa.types.is_dictionary(col.type):
             table = table.set_column(k, name, pc.dictionary_encode(col).cast(_DICT))
     return table
+
+
+#: Times :func:`read_listed` lists and reads while a compaction moves the files.
+READ_ATTEMPTS = 5
+
+
+def read_listed(
+    listing: Callable[[], list], attempts: int = READ_ATTEMPTS
+) -> tuple[list, VoteTable]:
+    """The files ``listing()`` names and their votes, listed and read again when one vanished
+    meanwhile: a compaction rolls shards into a monthly part, which it writes before it
+    deletes them, so a new listing holds every vote once. A vanished file either stops
+    :func:`read_votes` (it was gone before its turn) or is counted unreadable (gone while
+    read); either way its votes would be missed. The last attempt's error is raised."""
+    for _ in range(attempts - 1):
+        try:
+            files = listing()
+            votes = read_votes(files)
+        except FileNotFoundError:
+            continue
+        if all(Path(f).exists() for f in files):
+            return files, votes
+    files = listing()
+    return files, read_votes(files)
 
 
 def vote_files(paths) -> list[tuple[Path, str]]:
