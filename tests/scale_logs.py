@@ -5,7 +5,8 @@ kind of bad row, duplicates decided by time, by file order and by an invalid
 first occurrence, flags (including a NULL list and a list of one NULL), judges'
 votes, rows without a voter kind, a file without the ``voter`` and ``judge``
 columns, a file with a mistyped column (refused whole), a file whose empty columns pyarrow
-typed as null (read, not refused), and repeat voters among
+typed as null (read, not refused), integer columns as pandas saves them back (float64: read
+when whole, refused whole with a fraction), and repeat voters among
 whom a few vote against the crowd (what the anomalous-voter test flags).
 """
 
@@ -82,6 +83,13 @@ UNTYPED = [
     _row("untyped-2", "2025-07-02T00:00:01Z", "m3", "m1", "tie", category=None),
 ]
 
+#: The fifth file, as pandas writes it back (integer columns as float64); a sixth, the same
+#: with one fraction in ``schema_version``, is refused whole.
+FLOATS = [
+    _row("float-1", "2025-07-03T00:00:00Z", "m1", "m3"),
+    _row("float-2", "2025-07-03T00:00:01Z", "m2", "m1", "b"),
+]
+
 
 def damaged_log(folder: Path) -> Path:
     """Write the log under ``folder`` and return it."""
@@ -97,6 +105,14 @@ def damaged_log(folder: Path) -> Path:
     untyped = pa.Table.from_pylist(UNTYPED)
     assert pa.types.is_null(untyped.schema.field("category").type)
     pq.write_table(untyped, hand / "d.parquet")
+    # As pandas saves a published file it read: integer columns holding a null come back as
+    # float64 (read: whole values), and a float with a fraction in one (refused whole).
+    floats = pa.Table.from_pylist(FLOATS, schema=_SCHEMA)
+    floats = floats.set_column(0, "schema_version", floats.column(0).cast(pa.float64()))
+    floats = floats.append_column("session_id", pa.array(["s1", None]))
+    floats = floats.append_column("session_order", pa.array([2.0, None], pa.float64()))
+    pq.write_table(floats, hand / "e.parquet")
+    pq.write_table(floats.set_column(0, "schema_version", pa.array([3.0, 3.5])), hand / "f.parquet")
     generate(SynthSpec(votes=6000, months=3, models=5, voters=120, campaigners=2, seed=3,
                        start="2025-03"), folder / "synthetic")  # fmt: skip
     return folder

@@ -82,7 +82,7 @@ def test_spark_counts_and_board_equal_the_in_process_ones(spark, log_dir):
     sources = resolve([log_dir / "hand", f"{log_dir}/synthetic/**/*.parquet"])
     counts = counts_with_spark(sources, now_us=NOW_US, spark=spark)
     assert _sorted(counts).equals(_sorted(reference))
-    assert _skips(counts) == _skips(reference) and _skips(counts)["unreadable_file"] == 1
+    assert _skips(counts) == _skips(reference) and _skips(counts)["unreadable_file"] == 2
     duck = DuckVotes(resolve(log_dir), now_us=NOW_US)
     board = board_from_counts(counts, "tts-en", lambda q: duck.stream(q, 0, NOW_US))
     expected = board_from_votes(votes, "tts-en")

@@ -146,3 +146,27 @@ def test_the_readmes_table_is_the_schemas():
         kind = "list of strings" if str(f.type).startswith("list") else kinds[str(f.type)]
         row = f"| `{f.name}` | {kind} | {'yes' if f.required else ''} | {f.doc} |"
         assert row in readme, row
+
+
+NUMBER_FIELDS = (*STYLE_COLUMNS, "listen_a_s", "clip_b_s", "session_order")
+NUMBERS = st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from([2**63 - 1, 2**63, -(2**63), 10**400, 22050.0]))  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(NUMBER_FIELDS), NUMBERS)
+def test_every_number_the_log_acknowledges_is_read_back_as_written(tmp_path_factory, name,
+                                                                   value):  # fmt: skip
+    """A vote the log acknowledges is one every reader counts: a sample rate of 2**63 or a
+    session order of 2**64 was written, acknowledged, then skipped as ``wrong_type`` by
+    every replay, and a duration of 10**400 raised OverflowError out of the whole batch."""
+    folder = tmp_path_factory.mktemp("log")
+    fields = {name: value, **({"session_id": "s"} if name == "session_order" else {})}
+    try:
+        VoteLog(folder).append(arena="tts-en", model_a="m1", model_b="m2", vote="a", **fields)
+    except VoteError:
+        return  # refused with a message; nothing written
+    votes = read_votes(folder)
+    assert (len(votes), dict(votes.skipped)) == (1, {})
+    column = votes.table.column(name)
+    assert column[0].as_py() == (value if pa.types.is_integer(column.type) else float(value))

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_core.votes.read import castable, vote_files
+from arena_core.votes.read import castable, vote_files, whole_numbers
 from arena_core.votes.reasons import UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA
 
@@ -62,6 +62,12 @@ def empty_columns(path: str, columns, skipped: Counter) -> tuple[str, ...] | Non
             return None
         if pa.types.is_null(have) or (pa.types.is_list(have) and pa.types.is_null(have.value_type)):
             empty.append(name)
+    try:
+        whole_numbers(path, schema)
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+        log.error("skipping unreadable vote file %s: %s", path, exc)
+        skipped[UNREADABLE] += 1
+        return None
     return tuple(empty)
 
 

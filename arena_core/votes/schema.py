@@ -105,6 +105,9 @@ FIELDS: tuple[Field, ...] = (
 
 #: Arrow schema of a record, in field order.
 ARROW_SCHEMA = pa.schema([pa.field(f.name, f.type) for f in FIELDS])
+_FIELD_TYPE = {f.name: f.type for f in FIELDS}
+#: The range of the integer columns (Arrow's int64).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: Names of the fields a reader requires.
 REQUIRED = tuple(f.name for f in FIELDS if f.required)
 
@@ -191,8 +194,8 @@ class Vote:
                                             or not self.session_id):  # fmt: skip
             raise VoteError("session_id must be a non-empty string or None")
         order = self.session_order
-        if order is not None and (type(order) is not int or order < 1):
-            raise VoteError("session_order must be an integer of at least 1")
+        if order is not None and (type(order) is not int or not 1 <= order <= INT64_MAX):
+            raise VoteError("session_order must be an integer of at least 1 and below 2**63")
         for name in SECONDS_COLUMNS:
             value = getattr(self, name)
             if value is not None and not _plausible(name, value):
@@ -222,9 +225,21 @@ class Vote:
 
 
 def _plausible(name: str, value) -> bool:
-    """A style value the writer may record: a finite number, not negative but for loudness."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """A style value the writer may record: a finite number, not negative but for loudness,
+    that its column's type holds (readers refuse the row otherwise, so the vote would be
+    acknowledged and lost): a whole number within 64 bits in an integer column, a number a
+    double holds in the others (``10**400`` does not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return False
+    if _FIELD_TYPE[name] == pa.int64():
+        if not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
+            return False
+    else:
+        try:
+            if not math.isfinite(value):
+                return False
+        except OverflowError:  # an int too large for a double
+            return False
     return value >= 0 or name.endswith("lufs")
 
 
