@@ -157,7 +157,9 @@ def test_a_local_glob_is_read_like_its_folder(log_dir):
     globbed = DuckVotes(resolve([f"{hand}/*.parquet"]), now_us=NOW_US).counts()
     expected = counts_from_votes(read_for_counts(hand, now_us=NOW_US))
     assert _sorted(globbed).equals(_sorted(expected))
-    assert skipped_of(globbed)["unreadable_file"] == 2  # the mistyped files, as read_votes skips them
+    assert (
+        skipped_of(globbed)["unreadable_file"] == 2
+    )  # the mistyped files, as read_votes skips them
 
 
 def test_a_folder_named_like_a_glob_or_with_a_quote_is_read_as_a_folder(log_dir, votes, tmp_path):
