@@ -80,6 +80,27 @@ def test_duplicates_across_sources_are_written_once(tmp_path):
     assert len(read_votes(tmp_path)) == 2 and not read_votes(tmp_path).skipped
 
 
+@pytest.mark.parametrize("young", [True, False], ids=["beside-a-young-shard", "both-old"])
+def test_a_vote_id_held_twice_at_one_time_with_other_values_keeps_the_board(tmp_path, young):
+    """Which of two rows with one vote_id and one ts counts follows the files' order, and the
+    monthly files sort before the shards: compacting the old copy beside a young one (which
+    sorts first by name) made the old copy count, and changed the board."""
+    old = shard(tmp_path, "2026-11", "aaaa")
+    twin = tmp_path / "votes-0-twin.jsonl"  # sorts before the old shard
+    twin.write_bytes(old.read_bytes().replace(b'"vote":"a"', b'"vote":"b"'))
+    age = 0.1 if young else 2.0
+    os.utime(twin, (time.time() - age * HOUR,) * 2)
+    before = read_votes(tmp_path)
+    report = compact(tmp_path, min_age_minutes=60)
+    after = read_votes(tmp_path)
+    assert after.column("vote").to_pylist() == before.column("vote").to_pylist() == ["b"] * 4
+    if young:  # the old shard stays, and says why
+        assert old.exists() and "at the same time with other values" in report.kept[old.name]
+        assert report.votes == 0 and not list(tmp_path.glob("compacted/*/*.parquet"))
+    else:  # both rolled up: the part holds the row that counted
+        assert not old.exists() and report.votes == 4
+
+
 def test_nothing_is_deleted_when_the_written_files_do_not_match(tmp_path, monkeypatch):
     path = shard(tmp_path, "2026-11", "abab")
     real = compact_module._write_months

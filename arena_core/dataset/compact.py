@@ -109,14 +109,38 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         expected |= set(alone.column("vote_id").to_pylist())
     if not sources:
         return report
-    votes = read_votes(sources)
-    if set(votes.column("vote_id").to_pylist()) != expected:  # a vote valid alone, lost together
-        raise CompactionError(
-            "reading the files together drops votes that each file holds; nothing done"
-        )
-    whole = read_votes(folder)  # the log the board replays, for the verdict
-    report.written = _write_months(folder / COMPACTED, votes, whole)
-    _verify(votes, report.written)
+    now_us = time.time_ns() // 1000  # one clock for every read: the same rows are future
+    whole = read_votes(folder, now_us=now_us)  # the log the board replays, for the verdict
+    while sources:
+        votes = read_votes(sources, now_us=now_us)
+        if set(votes.column("vote_id").to_pylist()) != expected:  # valid alone, lost together
+            raise CompactionError(
+                "reading the files together drops votes that each file holds; nothing done"
+            )
+        before = set(folder.glob(f"{COMPACTED}/*/*.parquet"))
+        report.written = _write_months(folder / COMPACTED, votes, whole)
+        _verify(votes, report.written)
+        moved = _layout_changes(folder, sources, whole, now_us)
+        if not moved:
+            break
+        # Which of two rows with one vote_id and one ts counts follows the files' order, and
+        # the monthly files sort before the shards: such sources stay where they are.
+        for path in set(report.written) - before:
+            os.remove(path)
+        report.written = []
+        held = [p for p in sources if moved & set(read_votes(p, columns=["vote_id"])
+                                                  .column("vote_id").to_pylist())]  # fmt: skip
+        for path in held:
+            report.kept[path.relative_to(folder).as_posix()] = (
+                "holds a vote_id that another file holds at the same time with other values: "
+                "which counts depends on the files' order, so it stays in place"
+            )
+        sources = [p for p in sources if p not in held]
+        expected = set()
+        for path in sources:
+            expected |= set(read_votes(path, columns=["vote_id"]).column("vote_id").to_pylist())
+    if not sources:
+        return report
     report.rolled, report.votes = sources, len(votes)
     report.manifest = _manifest(folder / COMPACTED)
     if delete:
@@ -136,6 +160,29 @@ def _write_months(out: Path, votes: VoteTable, whole: VoteTable) -> list[Path]:
         ]
         written.append(write_parquet(part, out / str(month) / f"part-{digest}.parquet"))
     return written
+
+
+def _layout_changes(folder: Path, sources: list[Path], whole: VoteTable, now_us: int) -> set[str]:
+    """The vote ids whose counted row differs once ``sources`` are replaced by the monthly
+    files just written: a board of the compacted folder must be the board of the folder.
+
+    Two rows with one ``vote_id`` and one ``ts`` but other values (a forged or damaged
+    copy) are decided by the files' order, and compaction changes that order. ``counted``
+    and ``count_reason`` are left out: the monthly files carry the replay's verdict.
+    """
+    gone = {p.resolve() for p in sources}
+    after = read_votes([p for p, _ in vote_files(folder) if p.resolve() not in gone],
+                       now_us=now_us)  # fmt: skip
+    columns = [c for c in whole.table.column_names if c not in ("counted", "count_reason")]
+    old, new = whole.table.select(columns), after.table.select(columns)
+    if old.equals(new):
+        return set()
+
+    def rows(table: pa.Table) -> dict[str, str]:  # repr: NaN equals NaN
+        return {row["vote_id"]: repr(row) for row in table.to_pylist()}
+
+    old_rows, new_rows = rows(old), rows(new)
+    return {k for k in old_rows.keys() | new_rows.keys() if old_rows.get(k) != new_rows.get(k)}
 
 
 def _manifest(compacted: Path) -> Path | None:
