@@ -104,3 +104,20 @@ class FakeBackend(Backend):
         if self.fail or (self.fail_on and self.fail_on in text):
             raise RuntimeError("engine crashed")
         return Output.from_text(f"{text} [{language}]")
+
+
+def full_disk(monkeypatch) -> None:
+    """Make every write of the output cache fail as on a full disk (ENOSPC), and nothing else.
+
+    Only the cache module's ``os`` is replaced: the vote log and the rest keep the real one.
+    """
+    import errno
+    import os
+    import types
+
+    from arena_core.backends import cache
+
+    def replace(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    monkeypatch.setattr(cache, "os", types.SimpleNamespace(**{**vars(os), "replace": replace}))

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import threading
 from collections.abc import Callable
 from types import MappingProxyType
 
 import numpy as np
 import pytest
+from fakes import full_disk
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arena_core.backends import (
     Availability,
@@ -452,6 +456,90 @@ def test_a_corrupted_entry_is_a_miss_and_is_removed(tmp_path):
     path.write_bytes(b"RIFF garbage")
     assert cache.get(key, "audio") is None
     assert not path.exists()
+
+
+#: A short clip whose every truncation the property below may try (844 bytes as a WAV).
+CLIP = Output.from_audio(8000, (np.sin(np.arange(400) / 3) * 20000).astype(np.int16))
+
+
+@given(cut=st.integers(0, len(CLIP.to_bytes()) - 1))
+def test_a_cached_wav_cut_short_anywhere_is_dropped_and_counted_never_served(cut):
+    """Odd cuts used to raise numpy's ValueError out of every read; even cuts were served as
+    speech that stops mid-sentence. Either way it is now a counted miss, and the file goes."""
+    with tempfile.TemporaryDirectory() as folder:
+        cache = OutputCache(folder)
+        key = cache.key("m", "Hello", "v")
+        path = cache.put(key, CLIP)
+        path.write_bytes(path.read_bytes()[:cut])
+        restarted = OutputCache(folder)  # nothing in memory: the file is all there is
+        assert restarted.get(key, "audio") is None
+        assert restarted.dropped == 1 and not path.exists()
+
+
+def test_the_pool_regenerates_an_entry_cut_short_or_a_hit_too_long_for_its_prompt(tmp_path):
+    backend = FakeBackend("m", _audio(8000, SPEECH[:8000]), modality="audio")
+    other = FakeBackend("n", _audio(8000, SPEECH[:8000]), modality="audio")
+    with pool_of(backend, other, cache=OutputCache(tmp_path)) as pool:
+        whole = pool.generate("m", "Hello").duration
+        path = tmp_path / f"{pool.cache_key('m', 'Hello')}.wav"
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) * 2 // 5 & ~1])  # even: plays
+    with pool_of(backend, other, cache=OutputCache(tmp_path)) as pool:  # a restart
+        assert pool.generate("m", "Hello").duration == whole
+        assert len(backend.calls) == 2  # regenerated, not served short
+        assert Output.from_bytes("audio", path.read_bytes()).duration == whole  # and replaced
+        cache = OutputCache(tmp_path)
+        cache.put(pool.cache_key("m", "Hello"), Output.from_audio(8000, SPEECH[:8000].repeat(30)))
+        assert pool.generate("m", "Hello").duration == whole  # 30 s for "Hello": not served
+        assert len(backend.calls) == 3
+
+
+def test_folders_and_links_named_like_entries_stop_neither_the_cache_nor_eviction(tmp_path):
+    os.symlink("loop.wav", tmp_path / "loop.wav")  # a link to itself: stat() raises ELOOP
+    os.symlink("/nonexistent", tmp_path / "dangling.wav")
+    (tmp_path / "0000.wav").mkdir()
+    os.utime(tmp_path / "0000.wav", (1, 1))  # older than every entry: evicted first, if at all
+    one_entry = len(audio_output(0.5).to_bytes())
+    cache = OutputCache(tmp_path, max_bytes=one_entry * 4)
+    for n in range(12):
+        assert cache.put(cache.key("m", f"text {n}", "v"), audio_output(0.5)) is not None
+    on_disk = sum(p.stat().st_size for p in tmp_path.glob("*.wav") if p.is_file() and
+                  not p.is_symlink())  # fmt: skip
+    assert on_disk <= cache.max_bytes and cache.total_bytes == on_disk
+    assert (tmp_path / "0000.wav").is_dir() and (tmp_path / "loop.wav").is_symlink()
+    key = cache.key("m", "Hello", "v")
+    (tmp_path / f"{key}.wav").mkdir()  # a folder where an entry would go
+    assert cache.get(key, "audio") is None
+    assert cache.put(key, audio_output(0.5)) is None and cache.write_failures == 1
+
+
+def test_a_damaged_secret_is_replaced_and_the_cache_opens(tmp_path):
+    (tmp_path / ".secret").write_bytes(b"")  # cut short
+    cache = OutputCache(tmp_path)
+    assert len((tmp_path / ".secret").read_bytes()) == 32
+    assert cache.key("m", "Hello", "v") == OutputCache(tmp_path).key("m", "Hello", "v")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / ".secret").mkdir()  # cannot be replaced: kept in memory instead
+    assert OutputCache(tmp_path / "folder").put("k", audio_output(0.5)) is not None
+
+
+def test_a_failed_write_is_counted_logged_once_and_the_output_still_served(
+    tmp_path, monkeypatch, caplog
+):
+    cache = OutputCache(tmp_path, memory_bytes=10**6)
+    full_disk(monkeypatch)
+    clips = [audio_output(0.5) for _ in range(3)]
+    keys = [cache.key("m", f"text {n}", "v") for n in range(3)]
+    with caplog.at_level("INFO", logger="arena_core.backends.cache"):
+        assert [cache.put(k, c) for k, c in zip(keys, clips, strict=True)] == [None] * 3
+    assert cache.write_failures == 3
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1  # once per outage
+    assert [cache.get(k, "audio") for k in keys] == clips  # served from memory meanwhile
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+    assert cache.total_bytes == 0
+    monkeypatch.undo()
+    with caplog.at_level("INFO", logger="arena_core.backends.cache"):
+        assert cache.put(keys[0], clips[0]) is not None  # the disk has room again
+    assert "work again" in caplog.text and cache.total_bytes > 0
 
 
 # -- garbage from a backend ------------------------------------------------------------------

@@ -15,6 +15,8 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arena_core.backends import (
     BackendConfigError,
@@ -24,7 +26,7 @@ from arena_core.backends import (
     Output,
     make_backend,
 )
-from arena_core.backends.audio import decode_wav, encode_wav, rms
+from arena_core.backends.audio import AudioFormatError, decode_wav, encode_wav, rms
 from arena_core.backends.system import ProgramBackend
 from arena_core.registry import BackendSpec, Model
 
@@ -365,6 +367,32 @@ def test_decode_wav_reads_8_16_24_bit_and_stereo():
     # Stereo frames (100, 300) and (-100, -300) average to 200 and -200.
     stereo = np.array([100, 300, -100, -300], dtype="<i2").tobytes()
     assert decode_wav(_wav_bytes(22050, 2, 2, stereo))[1].tolist() == [200, -200]
+
+
+@settings(max_examples=300)
+@given(width=st.sampled_from([1, 2, 3, 4]), channels=st.integers(1, 3), frames=st.integers(1, 30),
+       data=st.data())  # fmt: skip
+def test_a_wav_cut_anywhere_is_read_to_its_last_whole_frame_or_refused_when_asked_whole(
+    width, channels, frames, data
+):
+    """A file cut short (odd or even bytes, in the header or the samples): read as an engine's
+    answer it gives the whole frames present, never a bare numpy error; read ``whole`` (the
+    cache's own files) it gives every frame or is refused, never speech that stops early."""
+    payload = data.draw(st.binary(min_size=frames * width * channels,
+                                  max_size=frames * width * channels))  # fmt: skip
+    wav = _wav_bytes(16000, width, channels, payload)
+    header = len(wav) - len(payload)
+    cut = data.draw(st.integers(0, len(wav)))
+    present = max(0, cut - header) // (width * channels)
+    try:
+        assert len(decode_wav(wav[:cut])[1]) == present
+    except AudioFormatError:
+        assert cut < header  # only a file cut inside its header is unreadable
+    if cut == len(wav):
+        assert len(decode_wav(wav[:cut], whole=True)[1]) == frames
+    else:
+        with pytest.raises(AudioFormatError):
+            decode_wav(wav[:cut], whole=True)
 
 
 def test_wav_round_trip_is_lossless(tmp_path):

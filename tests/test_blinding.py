@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pyloudnorm
 import pytest
+from fakes import full_disk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ from arena_core.space.blinding import (
     BlindingParams,
     blind,
     loudness,
+    shape,
 )
 
 PARAMS = BlindingParams()
@@ -194,3 +196,21 @@ def test_a_clip_prepared_with_its_cache_key_is_found_by_that_key_alone(tmp_path,
     assert Blinder(PARAMS).shaped("source-of-first") is None  # no cache, nothing kept
     other = Blinder(replace(PARAMS, loudness=-20.0), cache=OutputCache(tmp_path))
     assert other.shaped("source-of-first") is None  # other settings, other shapes
+
+
+def test_a_shaped_clip_cut_short_is_shaped_again_and_a_full_disk_fails_nothing(
+    tmp_path, pair, monkeypatch
+):
+    """A cut-short shaped clip raised numpy's ValueError out of every battle that drew it (odd
+    cut) or was delivered short (even cut); a failed write raised OSError out of prepare."""
+    first = Blinder(PARAMS, cache=OutputCache(tmp_path)).prepare(pair[0], "source")
+    for cut in (1, 0):  # odd, then even bytes short of half
+        (path,) = tmp_path.glob("*.wav")
+        path.write_bytes(first.to_bytes()[: len(first.to_bytes()) // 2 | cut])
+        restarted = Blinder(PARAMS, cache=OutputCache(tmp_path))
+        assert restarted.shaped("source") is None  # never served short
+        assert restarted.prepare(pair[0], "source").to_bytes() == first.to_bytes()
+    full_disk(monkeypatch)
+    unwritable = Blinder(PARAMS, cache=OutputCache(tmp_path / "full"))
+    assert unwritable.prepare(pair[1], "other").to_bytes() == shape(pair[1], PARAMS).to_bytes()
+    assert len(unwritable.blind(pair)) == 2

@@ -144,3 +144,56 @@ def test_after_the_warm_up_a_set_prompt_battle_reads_only_the_shaped_clips(tmp_p
     typed = service.new_battle("tts", "Something nobody warmed up")  # no shaped clip: generated
     assert typed.output_a.sample_rate == BlindingParams().sample_rate and raw_reads
     service.close()
+
+
+def test_a_damaged_cache_folder_or_a_full_disk_stops_neither_the_warm_up_nor_a_battle(
+    tmp_path, monkeypatch
+):
+    """Entries cut short (odd: numpy raised out of the warm-up thread and every battle; even:
+    served short), odd things in the folders, then a full disk (OSError out of both)."""
+    import os
+    import threading
+
+    from fakes import full_disk
+
+    from arena_core.backends.cache import OutputCache
+    from arena_core.space.service import ArenaService
+    from arena_core.votes.log import VoteLog
+
+    registry = parse_registry(REGISTRY)
+    arena = registry.arena("tts")
+    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
+
+    def boot(calibrate=False):  # a restart on the same folders
+        pool = ModelPool(arena, backends, cache=OutputCache(tmp_path / "raw"))
+        blinder = Blinder(BlindingParams(), cache=OutputCache(tmp_path / "shaped"))
+        return pool, blinder, Warmup(registry, {"tts": pool}, blinder, Pacer(),
+                                     calibrate=calibrate, rng=np.random.default_rng(0))  # fmt: skip
+
+    pool, _, warmup = boot()
+    warmup.run()
+    pool.close()
+    whole = {p.name: p.read_bytes() for p in tmp_path.glob("*/*.wav")}
+    for k, (name, data) in enumerate(sorted(whole.items())):
+        next(tmp_path.glob(f"*/{name}")).write_bytes(data[: len(data) // 2 | k % 2])
+    os.symlink("loop.wav", tmp_path / "shaped" / "loop.wav")
+    (tmp_path / "raw" / "0000.wav").mkdir()
+    died = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    for disk_full in (False, True):
+        if disk_full:
+            full_disk(monkeypatch)
+        pool, blinder, warmup = boot(calibrate=disk_full)
+        warmup.start().join()
+        assert died == [] and warmup.progress.done and warmup.progress.failed == {"tts": 0}
+        service = ArenaService(registry, {"tts": pool}, VoteLog(tmp_path / f"votes{disk_full}"),
+                               blinder=blinder, rng=np.random.default_rng(1))  # fmt: skip
+        service.load()
+        for prompt in (None, "A sentence typed by a visitor"):
+            view = service.new_battle("tts", prompt)
+            for clip in (view.output_a, view.output_b):  # the whole tone, not half of it
+                loud = np.flatnonzero(np.abs(clip.samples.astype(int)) > 200)
+                spoken = (loud[-1] - loud[0]) / clip.sample_rate
+                assert spoken > 0.9 * (0.5 + len(view.prompt) / 40)
+        service.close()
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("*/*.wav") if p.name in whole} == whole

@@ -1,6 +1,7 @@
 """The size bound on Gradio's folder of served files."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,25 @@ def test_a_started_budget_sweeps_at_once_not_only_after_its_interval(tmp_path):
         assert [p.exists() for p in files] == [False] * 6 + [True] * 4
     finally:
         budget.stop()
+
+
+def test_a_looping_link_or_an_undeletable_file_does_not_stop_the_bound(tmp_path, monkeypatch):
+    """stat() on a link to itself raised ELOOP out of every sweep, so nothing was ever deleted;
+    one file that cannot be deleted must not keep the others either."""
+    now = 10_000.0
+    files = [make(tmp_path, f"h{k}/audio.wav", 100, now - 1000 + k) for k in range(10)]
+    for link in (tmp_path / "loop", tmp_path / "h9" / "loop"):
+        os.symlink(link.name, link)  # counted and deleted as links, never followed
+        os.utime(link, (now - 2000, now - 2000), follow_symlinks=False)
+    assert FolderBudget(tmp_path, 500, clock=lambda: now).sweep() > 0
+    assert not (tmp_path / "loop").is_symlink() and [p.exists() for p in files[:6]] == [False] * 6
+    refused, real_unlink = files[7], Path.unlink
+
+    def unlink(path, missing_ok=False):
+        if path == refused:
+            raise PermissionError(13, "Permission denied", str(path))
+        real_unlink(path, missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    FolderBudget(tmp_path, 150, clock=lambda: now).sweep()
+    assert refused.exists() and not files[8].exists()  # the next oldest went instead

@@ -90,33 +90,44 @@ def encode_wav(sample_rate: int, samples: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def decode_wav(data: bytes) -> tuple[int, np.ndarray]:
+def decode_wav(data: bytes, *, whole: bool = False) -> tuple[int, np.ndarray]:
     """The bytes of a PCM WAV file (8/16/24/32-bit, any channel count) to (rate, mono int16).
 
     Raises :class:`AudioFormatError` for anything else, naming the container when
     it is a known one (a hosted service that answers FLAC or MP3 says so).
+
+    A partial last frame (a stream cut mid-sample) is dropped. ``whole`` also refuses a
+    file holding fewer frames than its header declares: a file cut short (a crash before
+    the disk had it all, a copy interrupted) would otherwise play as speech that stops
+    mid-sentence. Files we wrote ourselves (the output cache) are read with it; engines'
+    and services' answers are not, as a streamed WAV may declare a placeholder length.
     """
     if not data.startswith(WAV_MAGIC):
         raise AudioFormatError(f"not a WAV file ({sniff_audio_format(data)})")
     try:
         with wave.open(io.BytesIO(data), "rb") as wav:
             rate, width, channels = wav.getframerate(), wav.getsampwidth(), wav.getnchannels()
-            frames = wav.readframes(wav.getnframes())
+            declared = wav.getnframes()
+            frames = wav.readframes(declared)
     except (wave.Error, EOFError) as exc:
         raise AudioFormatError(f"unreadable WAV: {exc}") from None
-    samples = _frames_to_array(frames, width)
+    present = len(frames) // (width * channels)
+    if whole and present < declared:
+        raise AudioFormatError(f"WAV cut short: {present} of the {declared} frames it declares")
+    samples = _frames_to_array(frames[: present * width * channels], width)
     if channels > 1:
-        samples = samples[: len(samples) - len(samples) % channels].reshape(-1, channels)
+        samples = samples.reshape(-1, channels)
     return rate, as_mono_int16(samples)
 
 
 def _frames_to_array(frames: bytes, width: int) -> np.ndarray:
+    """Whole frames' bytes (a multiple of ``width``) to an array of their samples."""
     if width == 1:
         return np.frombuffer(frames, dtype=np.uint8)
     if width == 2:
         return np.frombuffer(frames, dtype="<i2")
     if width == 3:
-        raw = np.frombuffer(frames[: len(frames) - len(frames) % 3], dtype=np.uint8).reshape(-1, 3)
+        raw = np.frombuffer(frames, dtype=np.uint8).reshape(-1, 3)
         padded = np.zeros((len(raw), 4), dtype=np.uint8)
         padded[:, 1:] = raw  # little-endian 24-bit in the top three bytes of an int32
         return padded.view("<i4").reshape(-1)

@@ -16,12 +16,22 @@ in memory (outputs are immutable, so one object serves every battle): a battle
 on a set prompt then reads no file at all. Under load, disk reads and WAV
 decoding were a quarter of a battle's server time.
 
-Concurrency: writes go to a temporary file then :func:`os.replace`, so readers
-(threads or other processes) see a whole file or none. A read refreshes the
+Concurrency: writes go to a temporary file, synced to disk, then :func:`os.replace`, so
+readers (threads or other processes), and a restart after a crash, see a whole file or none. A read refreshes the
 file's modification time, which serves as its last-access time; when the total
 size exceeds ``max_bytes``, the least recently used files are deleted down to
 :data:`LOW_WATER` of the budget. A file evicted or corrupted under a reader is
 a miss, never an error.
+
+**Damage.** The folder is kept across restarts, so anything may be found in it: an
+entry cut short (a crash before the disk had the whole file, a copy interrupted),
+a folder or a link named like an entry, a damaged secret. None of these stops the
+cache or a caller: an entry that cannot be read whole is dropped and counted
+(:attr:`OutputCache.dropped`), so the output is generated again, never served
+damaged; only regular files count as entries, so a folder or a looping link is
+neither evicted nor allowed to stop eviction. A write that fails (disk full) is
+counted (:attr:`OutputCache.write_failures`) and logged once per run of failures:
+the output is still served, from the caller's hands (and the memory layer).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import json
 import logging
 import os
 import secrets
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -75,6 +86,9 @@ class OutputCache:
         self.max_bytes = int(max_bytes)
         self._secret = _load_or_create_secret(self.directory / SECRET_FILE)
         self._lock = threading.Lock()
+        #: Entries found damaged and dropped, and writes that failed, since start-up.
+        self.dropped = self.write_failures = 0
+        self._writes_failing = False
         self._size = sum(size for _, _, size in self._entries())
 
     def key(self, model_id: str, text: str, version: str, language: str | None = None) -> str:
@@ -115,34 +129,57 @@ class OutputCache:
             path = self.directory / f"{key}{suffix}"
             try:
                 data = path.read_bytes()
+                output = Output.from_bytes(modality, data)
             except FileNotFoundError:
+                continue
+            except (OSError, OutputError, UnicodeDecodeError) as exc:  # a folder, a loop, damage
+                self._drop(path, exc)
                 continue
             with contextlib.suppress(OSError):
                 os.utime(path)
-            try:
-                return Output.from_bytes(modality, data)
-            except (OutputError, UnicodeDecodeError) as exc:
-                logger.warning("dropping unreadable cache entry %s: %s", path.name, exc)
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            return output
         return None
 
+    def _drop(self, path: Path, reason: Exception) -> None:
+        """Count and remove an entry that cannot be read whole, so it is generated again."""
+        logger.warning("dropping unreadable cache entry %s: %s", path.name, reason)
+        with self._lock:
+            self.dropped += 1
+        with contextlib.suppress(OSError):  # a folder stays; it is never read as an entry
+            path.unlink()
+
     def put(self, key: str, output: Output) -> Path | None:
-        """Store ``output`` under ``key`` (atomically); returns its path, or None if it exceeds the budget."""
+        """Store ``output`` under ``key`` (atomically); returns its path, or None if it was not
+        stored: larger than the budget allows, or the write failed (disk full, see the module
+        docstring). Never raises for the disk: the caller has the output either way."""
         data = output.to_bytes()
         if len(data) > self.max_bytes * LOW_WATER:
             logger.info("not caching a %d-byte output (budget %d)", len(data), self.max_bytes)
             return None
         path = self.directory / f"{key}{output.suffix}"
         self._remember(key, output)
-        temp = self.directory / f".{key}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
-        temp.write_bytes(data)
-        os.replace(temp, path)
+        try:
+            _write_atomically(path, data)
+        except OSError as exc:
+            self._write_failed(path, exc)
+            return None
         with self._lock:
+            if self._writes_failing:
+                self._writes_failing = False
+                logger.info("cache writes to %s work again", self.directory)
             self._size += len(data)
             if self._size > self.max_bytes:
                 self._evict()
         return path
+
+    def _write_failed(self, path: Path, exc: OSError) -> None:
+        """Count a failed write; log the first of a run of failures (a full disk fails them all)."""
+        with self._lock:
+            self.write_failures += 1
+            first, self._writes_failing = not self._writes_failing, True
+        if first:
+            logger.warning("could not write cache entry %s (%s); serving outputs uncached until "
+                           "writes work again", path.name, exc)  # fmt: skip
 
     @property
     def total_bytes(self) -> int:
@@ -151,18 +188,29 @@ class OutputCache:
             return self._size
 
     def _entries(self) -> list[tuple[float, Path, int]]:
-        """(last access, path, size) of every entry; removes stale temporary files on the way."""
+        """(last access, path, size) of every entry; removes stale temporary files on the way.
+
+        Only regular files are entries (the cache writes nothing else): a folder or a link
+        named like one is left alone, and its target never looked at (a link may loop).
+        """
         entries, now = [], time.time()
-        for path in self.directory.iterdir():
+        try:
+            paths = list(self.directory.iterdir())
+        except OSError as exc:  # the folder itself went away: nothing to count or evict
+            logger.warning("could not list cache folder %s: %s", self.directory, exc)
+            return []
+        for path in paths:
             try:
-                stat = path.stat()
-            except FileNotFoundError:
+                info = path.lstat()
+            except OSError:
                 continue  # evicted or renamed by another writer meanwhile
-            if path.suffix == _TEMP_SUFFIX and now - stat.st_mtime > _STALE_TEMP_SECONDS:
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if path.suffix == _TEMP_SUFFIX and now - info.st_mtime > _STALE_TEMP_SECONDS:
                 with contextlib.suppress(OSError):
                     path.unlink()
             elif path.suffix in _ENTRY_SUFFIXES and not path.name.startswith("."):
-                entries.append((stat.st_mtime, path, stat.st_size))
+                entries.append((info.st_mtime, path, info.st_size))
         return entries
 
     def _evict(self) -> None:
@@ -173,8 +221,13 @@ class OutputCache:
         for _, path, size in entries:
             if total <= target:
                 break
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 path.unlink()
+            except FileNotFoundError:
+                pass  # removed by another process meanwhile: its bytes are gone all the same
+            except OSError as exc:
+                logger.warning("could not evict cache entry %s: %s", path.name, exc)
+                continue
             total -= size
         self._size = total
 
@@ -188,21 +241,60 @@ def _footprint(output: Output) -> int:
     return len(output.image_bytes)
 
 
-def _load_or_create_secret(path: Path) -> bytes:
-    """Read the cache's secret, creating it atomically (first writer wins) if absent."""
-    with contextlib.suppress(FileNotFoundError):
-        secret = path.read_bytes()
-        if len(secret) == _SECRET_BYTES:
-            return secret
-    temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
-    temp.write_bytes(secrets.token_bytes(_SECRET_BYTES))
+def _write_atomically(path: Path, data: bytes) -> None:
+    """``data`` to ``path`` through a temporary file, synced before the rename, so readers and
+    a restart after a crash find the whole file or none; the temporary file goes if it fails."""
+    temp = path.with_name(f".{path.stem}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
     try:
-        os.link(temp, path)  # fails if another process created it first
-    except FileExistsError:
-        pass
+        with open(temp, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def _read_secret(path: Path) -> bytes | None:
+    """The secret in ``path`` if it is whole; None if absent or damaged (folder, loop, length)."""
+    try:
+        secret = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("cache secret %s is unreadable: %s", path, exc)
+        return None
+    return secret if len(secret) == _SECRET_BYTES else None
+
+
+def _load_or_create_secret(path: Path) -> bytes:
+    """Read the cache's secret, creating it atomically (first writer wins) if absent.
+
+    A damaged secret is replaced: the entries it named become misses, which eviction
+    removes in time; a fresh secret that cannot be written (disk full, a folder in its
+    place) is kept in memory for this process. Either way the cache opens.
+    """
+    secret = _read_secret(path)
+    if secret is not None:
+        return secret
+    fresh = secrets.token_bytes(_SECRET_BYTES)
+    temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
+    damaged = path.is_symlink() or path.exists()
+    try:
+        temp.write_bytes(fresh)
+        if damaged:
+            logger.warning("cache secret %s is damaged; starting a fresh one", path)
+            os.replace(temp, path)
+        else:
+            with contextlib.suppress(FileExistsError):  # another process created it first
+                os.link(temp, path)
+    except OSError as exc:
+        logger.warning("could not store cache secret %s (%s); entries written now will be "
+                       "misses after a restart", path, exc)  # fmt: skip
+        return fresh
     finally:
-        temp.unlink()
-    secret = path.read_bytes()
-    if len(secret) != _SECRET_BYTES:
-        raise OSError(f"cache secret {path} is damaged; delete it to start a fresh cache")
-    return secret
+        with contextlib.suppress(OSError):
+            temp.unlink()
+    return _read_secret(path) or fresh

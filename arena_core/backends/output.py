@@ -99,10 +99,10 @@ class Output:
         return cls(modality="audio", sample_rate=int(sample_rate), samples=mono)
 
     @classmethod
-    def from_wav(cls, data: bytes) -> Output:
-        """Audio output from the bytes of a PCM WAV file."""
+    def from_wav(cls, data: bytes, *, whole: bool = False) -> Output:
+        """Audio output from the bytes of a PCM WAV file (``whole``: see :func:`audio.decode_wav`)."""
         try:
-            rate, samples = audio.decode_wav(data)
+            rate, samples = audio.decode_wav(data, whole=whole)
         except audio.AudioFormatError as exc:
             raise OutputError(str(exc)) from None
         return cls.from_audio(rate, samples)
@@ -172,9 +172,13 @@ class Output:
 
     @classmethod
     def from_bytes(cls, modality: str, data: bytes) -> Output:
-        """Inverse of :meth:`to_bytes` (used by the cache)."""
+        """Inverse of :meth:`to_bytes` (used by the cache).
+
+        A WAV must hold every frame its header declares: :meth:`to_bytes` writes exact
+        headers, so a shorter file was cut short after it was written.
+        """
         if modality == "audio":
-            return cls.from_wav(data)
+            return cls.from_wav(data, whole=True)
         if modality == "text":
             return cls.from_text(data.decode("utf-8"))
         if modality == "image":

@@ -260,7 +260,10 @@ class ModelPool:
         key = self._cache.key(model_id, text, backend.version, language) if self._cache else None
         if key is not None and use_cache:
             cached = self._cache.get(key, self.arena.modality)
-            if cached is not None:
+            doubt = None if cached is None else _implausible(cached, text)
+            if doubt is not None:  # the same bar as a fresh output: regenerated, then replaced
+                logger.warning("ignoring a cached output of %s: %s", model_id, doubt)
+            elif cached is not None:
                 self._learn_rate(model_id, cached)
                 return _Started(model_id, key, output=cached)
         if not probe:
@@ -294,18 +297,15 @@ class ModelPool:
             error = BackendError(model_id, describe_exception(exc))
             self._failed(started, error)
             raise error from exc
-        if output.duration > PLAUSIBLE_SECONDS + SECONDS_PER_CHAR * len(started.text):
-            error = BackendError(model_id, f"{output.duration:.0f} s of audio for "
-                                           f"{len(started.text)} characters of text")  # fmt: skip
+        doubt = _implausible(output, started.text)
+        if doubt is not None:
+            error = BackendError(model_id, doubt)
             self._failed(started, error)
             raise error
         self.health.record_success(model_id, self._clock() - started.began)
         self._learn_rate(model_id, output)
         if started.key is not None:
-            try:
-                self._cache.put(started.key, output)
-            except OSError:
-                logger.warning("could not cache an output of %s", model_id, exc_info=True)
+            self._cache.put(started.key, output)  # a failed write is the cache's to log
         return output
 
     def _learn_rate(self, model_id: str, output: Output) -> None:
@@ -347,6 +347,17 @@ class ModelPool:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _implausible(output: Output, text: str) -> str | None:
+    """Why ``output`` cannot be the speech of ``text`` (far too long), or None if it can.
+
+    Checked on fresh outputs and on cache hits alike: the cache folder outlives the
+    code that filled it, so a hit gets the same bar as a generation.
+    """
+    if output.duration > PLAUSIBLE_SECONDS + SECONDS_PER_CHAR * len(text):
+        return f"{output.duration:.0f} s of audio for {len(text)} characters of text"
+    return None
 
 
 def _error_or(function, *args):

@@ -59,13 +59,18 @@ class FolderBudget:
         self._stop = threading.Event()
 
     def sweep(self) -> int:
-        """Delete oldest files until the folder fits; returns the bytes freed."""
+        """Delete oldest files until the folder fits; returns the bytes freed.
+
+        Links are counted and deleted as links, never followed (one may loop or point
+        outside the folder); a file that cannot be looked at or deleted is skipped, so
+        one odd entry never stops the bound.
+        """
         files = []
         for root, _, names in os.walk(self.folder):
             for name in names:
                 path = Path(root, name)
-                with contextlib.suppress(FileNotFoundError):
-                    stat = path.stat()
+                with contextlib.suppress(OSError):
+                    stat = path.lstat()
                     files.append((stat.st_mtime, stat.st_size, path))
         total = sum(size for _, size, _ in files)
         if total <= self.max_bytes:
@@ -74,10 +79,15 @@ class FolderBudget:
         for mtime, size, path in sorted(files, key=lambda f: f[0]):
             if total - freed <= target or now - mtime < self.min_age:
                 break
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 path.unlink()
-                freed += size
-                _remove_empty_parents(path.parent, self.folder)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.warning("could not delete served file %s: %s", path, exc)
+                continue
+            freed += size
+            _remove_empty_parents(path.parent, self.folder)
         log.info("served-file folder was %d bytes over budget; freed %d", total - self.max_bytes,
                  freed)  # fmt: skip
         return freed

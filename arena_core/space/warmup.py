@@ -117,6 +117,9 @@ class Warmup:
             log.info("warm-up: %s", exc)
         except RuntimeError:  # the pool was closed under us: the app is shutting down
             self._stop.set()
+        except Exception:  # one pair that cannot be prepared must not leave the rest cold
+            self.progress.failed[arena.id] += 1
+            log.warning("warm-up: could not prepare %s on %r", model_id, prompt.id, exc_info=True)
         else:
             self.progress.done_count[arena.id] += 1
 
