@@ -2,6 +2,8 @@
 vote counts on that language's board. ArenaService with the fake models of ``fakes.py``:
 m0 and m1 speak English and German, m2 only English, m3 only German."""
 
+import copy
+
 import numpy as np
 import pytest
 from fakes import REGISTRY, Clock, FakeBackend
@@ -12,14 +14,19 @@ from arena_core.space.service import ArenaError, ArenaService
 from arena_core.votes.log import VoteLog
 
 
-@pytest.fixture
-def service(tmp_path):
-    registry = parse_registry(REGISTRY)
+def make_service(tmp_path, document=REGISTRY):
+    registry = parse_registry(document)
     arena = registry.arenas[0]
     pool = ModelPool(arena, {m.id: FakeBackend(m) for m in arena.models}, clock=Clock())
     service = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes"),
                            clock=Clock(), rng=np.random.default_rng(3))  # fmt: skip
     service.load()
+    return service
+
+
+@pytest.fixture
+def service(tmp_path):
+    service = make_service(tmp_path)
     yield service
     service.close()
 
@@ -60,3 +67,24 @@ def test_a_prompt_of_the_set_keeps_its_own_language(service):
 def test_a_language_the_arena_lacks_is_refused(service):
     with pytest.raises(ArenaError, match="no prompts in language 'fr'"):
         service.new_battle("speech", "Bonjour", language="fr")
+
+
+@pytest.mark.parametrize(
+    "never", [[["m0", "m1", "m3"]], [["m0", "m3"], ["m1", "m3"], ["m0", "m1"]]]
+)
+def test_a_language_no_two_models_that_may_meet_speak_is_neither_offered_nor_drawn(tmp_path,
+                                                                                 never):  # fmt: skip
+    """German is spoken by m0, m1 and m3 only: with them never paired, the arena offered
+    German and drew its set prompts, and every such battle failed with "Not enough models
+    are answering in this arena right now. Try again in a minute", never true."""
+    document = copy.deepcopy(REGISTRY)
+    document["arenas"][0]["never_paired"] = never
+    service = make_service(tmp_path, document)
+    try:
+        assert service.languages("speech") == ("en",)
+        views = [service.new_battle("speech") for _ in range(30)]  # the set prompts: no error
+        assert {v.category for v in views} == {"en"}
+        with pytest.raises(ArenaError, match="no prompts in language 'de'"):
+            service.new_battle("speech", "Wie spät ist es?", language="de")
+    finally:
+        service.close()

@@ -114,6 +114,9 @@ class ArenaService:
         self.progress, self.rebuilds = self.replay.progress, self.replay.rebuilds
         self._rng = rng if rng is not None else np.random.default_rng()
         self._rng_lock = threading.Lock()
+        self._drawable: dict[
+            str, tuple
+        ] = {}  # arena id: (its set prompts, categories) that can pair
         self.blinder, self.pacer, self.warmup = blinder, pacer, warmup
         self.analyses = Analyses(registry, lambda: [vote_log.folder, *self.replay_sources])
         self.judges = JudgeDesk(registry, self.book, vote_log, self._version, self.replay.apply,
@@ -242,17 +245,47 @@ class ArenaService:
 
     def languages(self, arena_id: str) -> tuple[str, ...]:
         """The prompt categories of an arena that are languages its models speak, in
-        first-seen order (the multilingual arena's "en", "de", ...; none for topics)."""
-        pool = self.pools[self.arena(arena_id).id]
-        return tuple(c for c in self.live[arena_id].categories if pool.language_of(c) is not None)
+        first-seen order (the multilingual arena's "en", "de", ...; none for topics), and
+        in which two models that may meet both speak (see :meth:`_pairable`)."""
+        arena = self.arena(arena_id)
+        pool, (_, pairable) = self.pools[arena.id], self._pairable(arena)
+        return tuple(c for c in self.live[arena_id].categories
+                     if c in pairable and pool.language_of(c) is not None)  # fmt: skip
+
+    def _pairable(self, arena: Arena) -> tuple:
+        """The arena's set prompts, and its categories, in which two models that may meet
+        (the registry's ``never_paired``) both speak, paused or not; computed once.
+
+        A language spoken by one model only, or only by one never-paired group, can never
+        give a battle: it was offered to visitors and its prompts drawn, and every such
+        battle failed with "try again in a minute", which would never be true.
+        """
+        drawable = self._drawable.get(arena.id)
+        if drawable is None:
+            pool, live = self.pools[arena.id], self.live[arena.id]
+            blocked = self.pairing[arena.id].rules.blocked
+            categories = set()
+            for category in (None, *live.categories):
+                speakers = [live.index[m] for m in pool.status() if pool.serves(m, category)]
+                if (~blocked[np.ix_(speakers, speakers)]).any():
+                    categories.add(category)
+                else:
+                    log.warning("arena %s: no two models that may meet speak %r; its prompts "
+                                "are never drawn", arena.id, category)  # fmt: skip
+            prompts = tuple(p for p in arena.prompts if p.category in categories)
+            drawable = self._drawable[arena.id] = (prompts, frozenset(categories))
+        return drawable
 
     def _prompt(self, arena: Arena, prompt: str | None,
                 language: str | None = None) -> tuple[str, str | None, str | None]:  # fmt: skip
         if language is not None and language not in self.languages(arena.id):
             raise ArenaError(f"Arena {arena.id!r} has no prompts in language {language!r}.")
         if prompt is None or prompt == "":
+            prompts, _ = self._pairable(arena)
+            if not prompts:
+                raise ArenaError(f"No two models of arena {arena.id!r} can meet on its prompts.")
             with self._rng_lock:
-                chosen = arena.prompts[int(self._rng.integers(len(arena.prompts)))]
+                chosen = prompts[int(self._rng.integers(len(prompts)))]
             return chosen.text, chosen.id, chosen.category
         text = clean_prompt(prompt, self.max_prompt_chars)
         for known in arena.prompts:
