@@ -228,6 +228,8 @@ def test_a_byte_order_mark_costs_no_vote(votes, tmp_path):
      ["--scenario", "complementarity", "--comp-votes", "0"],  # an empty table, exit 0
      ["--scenario", "matchmaking", "--mm-models", "1"],  # "low >= high"
      ["--scenario", "matchmaking", "--mm-draw-rate", "1.5"],
+     ["--scenario", "matchmaking", "--mm-draw-rate", "0.7"],  # passed, then the truth refused it
+     ["--scenario", "matchmaking", "--mm-drift", "-50"],  # written to the JSON, run as 0
      ["--scenario", "voters", "--voters-alpha", "1"],
      ["--scenario", "voters", "--voters-campaigners", "0"],  # ZeroDivisionError
      ["--scenario", "calibration", "--calibration-votes", "10"]],  # TypeError
@@ -239,6 +241,19 @@ def test_simulation_options_no_run_can_use_are_refused_by_name(argv, capsys):
         main(["simulate", *argv])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and f"argument {argv[-2]}:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["--mm-refit", "30"], ["--mm-report-at", "130"],
+                                  ["--mm-votes", "200", "--mm-report-at", "300"]])  # fmt: skip
+def test_report_points_the_simulation_never_measures_are_refused(argv, capsys):
+    """The board is measured at its refits: a report point off them (the defaults 2000 and
+    5000 with ``--mm-refit 30``) or past the last vote gave no width row and coverage
+    "never", with exit 0."""
+    from arena_core.cli import main
+
+    code = main(["simulate", "--scenario", "matchmaking", "--seeds", "1", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "--mm-report-at" in err and "Traceback" not in err
 
 
 def test_analyses_of_an_arena_the_votes_lack_are_refused(votes, tmp_path):

@@ -34,7 +34,7 @@ import numpy as np
 from arena_core.leaderboard import BoardParams
 from arena_core.matchmaking import MatchParams
 from arena_core.simulation.arena import SimArena
-from arena_core.simulation.options import COUNT, NON_NEGATIVE, PROBABILITY, real, whole
+from arena_core.simulation.options import COUNT, NON_NEGATIVE, real, whole
 from arena_core.simulation.synthetic import first_sustained, spearman
 
 #: The samplers compared, in report order.
@@ -222,24 +222,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--mm-spread", type=NON_NEGATIVE, default=d.spread, help="points from the worst to the best"
     )
-    add("--mm-draw-rate", type=PROBABILITY, default=d.draw_rate, help="chance two equals draw")
+    add("--mm-draw-rate", type=real(0.0, 0.5), default=d.draw_rate,
+        help="chance two equals draw (at most 0.5, as the simulated truth allows)")  # fmt: skip
     add("--mm-votes", type=COUNT, default=d.votes, help="votes per run")
     add("--mm-refit", type=COUNT, default=d.match.refit_votes, help="votes between refits")
     add("--mm-join", type=whole(0), default=d.join, help="votes before the newcomer joins")
     add(
-        "--mm-drift", type=real(), default=d.drift, help="drift of the truth, points per 1000 votes"
+        "--mm-drift",
+        type=NON_NEGATIVE,
+        default=d.drift,
+        help="drift of the truth: standard deviation, points per 1000 votes",
     )
-    add("--mm-report-at", type=COUNT, nargs="+", default=list(d.report_at), metavar="N",
-        help="votes after which interval widths and coverage are measured")  # fmt: skip
+    add("--mm-report-at", type=COUNT, nargs="+", default=None, metavar="N",
+        help="votes after which interval widths and coverage are measured (multiples of"
+             f" --mm-refit; default {', '.join(map(str, d.report_at))}, those within --mm-votes)")  # fmt: skip
     add("--mm-jobs", type=COUNT, default=1, help="processes to run the seeds in")
 
 
 def run(args) -> dict:
     base = Setup()
+    report_at = args.mm_report_at or [t for t in base.report_at if t <= args.mm_votes]
     setup = replace(base, models=args.mm_models, spread=args.mm_spread, draw_rate=args.mm_draw_rate,
                     votes=args.mm_votes, join=args.mm_join,
-                    drift=args.mm_drift, report_at=tuple(args.mm_report_at),
+                    drift=args.mm_drift, report_at=tuple(report_at),
                     match=replace(base.match, refit_votes=args.mm_refit))  # fmt: skip
+    unmeasured = [t for t in setup.report_at if t % args.mm_refit or t > args.mm_votes]
+    if unmeasured:  # the board is measured at refits only: such points gave no row, silently
+        raise ValueError(f"--mm-report-at {', '.join(map(str, unmeasured))}: the board is measured"
+                         f" where it is refitted, every --mm-refit ({args.mm_refit}) votes, up to"
+                         f" --mm-votes ({args.mm_votes}); choose multiples of {args.mm_refit}")  # fmt: skip
     seeds = range(args.seed, args.seed + (args.seeds or DEFAULT_SEEDS))
     return simulate(setup, seeds, jobs=args.mm_jobs)
 
