@@ -174,6 +174,28 @@ def test_fastchat_export_round_trips(tmp_path):
         assert got == expected, column
 
 
+def test_export_include_flagged_round_trips_judges_flags_and_any_year(tmp_path):
+    """The CLI's export read back gives the same table: a judge's verdict stays a judge's,
+    a flagged vote stays flagged, a time of year 999 or 1500 keeps its microseconds."""
+    base = {"schema_version": 4, "arena": "tts", "model_a": "m1", "model_b": "m2",
+            "voter": "h", "voter_kind": "human", "flags": []}  # fmt: skip
+    rows = [base | {"vote_id": "1", "ts": "0999-06-01T00:00:00.000000Z", "vote": "a"},
+            base | {"vote_id": "2", "ts": "1500-06-01T00:00:00.000001Z", "vote": "b",
+                    "flags": ["rate_limited"]},
+            base | {"vote_id": "3", "ts": "2026-01-01T00:00:00.5+02:00", "vote": "tie",
+                    "voter_kind": "judge", "judge": "jdg", "voter": "judge:jdg"}]  # fmt: skip
+    (tmp_path / "votes").mkdir()
+    (tmp_path / "votes" / "votes-x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "battles.json"
+    subprocess.run([sys.executable, "-m", "arena_core", "export", "--votes", str(tmp_path / "votes"),
+                    "--include-flagged", "--out", str(out)], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+    original, again = read_votes(tmp_path / "votes"), read_votes(out)
+    assert len(original) == 3 and not original.skipped
+    assert again.table.to_pylist() == original.table.to_pylist()
+    assert again.column("voter_kind").to_pylist() == ["human", "human", "judge"]
+    assert again.column("flags").to_pylist() == [[], ["rate_limited"], []]
+
+
 def read_votes_ts(text):
     return datetime.fromisoformat(text).astimezone(UTC)
 

@@ -32,7 +32,7 @@ from arena_core.votes.columns import (
     encode,
     first_occurrences,
 )
-from arena_core.votes.fastchat import read_export, to_battles
+from arena_core.votes.fastchat import RECORD_KEYS, read_export, to_battles
 from arena_core.votes.parquet import contract_table, parquet_bytes
 from arena_core.votes.read import parse_jsonl, read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, VOTES, Vote, VoteError, format_ts, parse_ts
@@ -62,12 +62,17 @@ def test_votes_export_as_fastchat_battles(tmp_path):
     ]
     votes = read_votes(write_jsonl(tmp_path / "v.jsonl", rows))
     battles = to_battles(votes)
-    assert battles[0] == {
+    fastchat = {
         "model_a": "m/a", "model_b": "m/b", "winner": "model_a",
         "tstamp": 1790812801.25,  # 2026-10-01T00:00:01.250Z: 20727 days of 86400 s, + 1.25
         "anony": True, "judge": "h1", "language": "en", "question_id": "p1",
         "arena": "speech", "vote_id": "00000000-0000-4000-8000-000000000001",
     }  # fmt: skip
+    assert {k: battles[0][k] for k in fastchat} == fastchat
+    # Every other field of the record, under its own name (the judge model as judge_model).
+    record = {RECORD_KEYS[k]: v for k, v in rows[0].items() if k in RECORD_KEYS}
+    assert battles[0] == fastchat | dict.fromkeys(RECORD_KEYS.values()) | record
+    assert record["ts"] == "2026-10-01T00:00:01.250Z" and record["judge_model"] is None
     assert [b["winner"] for b in battles] == ["model_a", "model_b", "tie", "tie (bothbad)"]
     assert battles[1]["judge"] == ""  # no voter hash: an empty judge, as FastChat's rows have
     assert battles[2]["model_a"] == "m/c" and battles[3]["arena"] == "other"

@@ -8,8 +8,15 @@ FastChat's own leaderboard, only anonymous battles count unless asked.
 
 Battles carry no id, so each gets a deterministic UUID-5 from its content and
 its occurrence number among identical rows: importing the same export twice
-deduplicates, and two genuinely identical battles both stay. Our own exports
-(:func:`to_battles`) carry ``vote_id`` and ``arena``, which are kept.
+deduplicates, and two genuinely identical battles both stay.
+
+Our own exports (:func:`to_battles`) carry ``vote_id`` and ``arena``, and beside
+FastChat's fields every other field of the vote record (:data:`RECORD_KEYS`): FastChat's
+fields cannot say who voted (a judge's verdict would come back a human's vote), whether
+the vote was flagged, or when to the microsecond (``tstamp`` is a double: microseconds
+are lost far from 1970). A battle carrying a ``vote_id`` is one of ours, and its record
+fields are read back as a JSONL line's would be, so importing the export gives the same
+votes; a FastChat export has none of them and imports as FastChat's tools read it.
 """
 
 from __future__ import annotations
@@ -24,8 +31,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from arena_core.votes.clean import VoteTable
+from arena_core.votes.lines import field_value, readable
 from arena_core.votes.reasons import NOT_ANONY, NOT_OBJECT, WRONG_TYPE
-from arena_core.votes.schema import ARROW_SCHEMA, SCHEMA_VERSION
+from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, SCHEMA_VERSION
+from arena_core.window import format_us
 
 #: Arena id given to imported battles, which carry none.
 DEFAULT_ARENA = "fastchat"
@@ -33,6 +42,14 @@ DEFAULT_ARENA = "fastchat"
 WINNER_TO_VOTE = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "both_bad"}
 #: Namespace of the derived vote ids (a fixed, arbitrary UUID).
 _NAMESPACE = uuid.UUID("6f1c3f5e-2b1a-4c55-9d0e-6a1e0c7b9a11")
+#: Contract fields a battle holds under FastChat's names (``winner``, ``language``,
+#: ``question_id``...), or under their own with a rule of their own (``arena``, ``vote_id``).
+_FASTCHAT_HELD = frozenset({"vote_id", "arena", "model_a", "model_b", "vote", "category",
+                            "prompt_id"})  # fmt: skip
+#: The other contract fields, and the key each has in our exports: its own name, but for
+#: ``judge`` (FastChat's ``judge`` is the voter), written as ``judge_model``.
+RECORD_KEYS = {f.name: "judge_model" if f.name == "judge" else f.name
+               for f in FIELDS if f.name not in _FASTCHAT_HELD}  # fmt: skip
 
 
 def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
@@ -75,7 +92,7 @@ def to_vote_row(battle: dict, arena: str) -> dict | None:
         return None
     winner = battle.get("winner")
     judge = battle.get("judge")
-    return {
+    row = {
         "schema_version": SCHEMA_VERSION,
         "vote_id": json.dumps(battle, sort_keys=True, default=str),
         "battle_id": None,
@@ -92,6 +109,19 @@ def to_vote_row(battle: dict, arena: str) -> dict | None:
         "judge": None,
         "flags": [],
     }
+    return _with_record(row, battle) if isinstance(battle.get("vote_id"), str) else row
+
+
+def _with_record(row: dict, battle: dict) -> dict | None:
+    """``row`` with the record fields one of our battles carries, judged as a JSONL line's
+    (None if one is mistyped); a field it lacks keeps the FastChat reading."""
+    for name, key in RECORD_KEYS.items():
+        if key in battle:
+            value = battle[key]
+            if not readable(name, value):
+                return None
+            row[name] = field_value(name, value)
+    return row
 
 
 #: Our vote values and FastChat's ``winner`` values.
@@ -102,26 +132,19 @@ def to_battles(votes: VoteTable, *, include_flagged: bool = False) -> list[dict]
     """Votes as FastChat ``clean_battle`` rows, so FastChat's notebooks run on our data.
 
     Every vote here was cast on anonymous outputs (``anony: true``); ``judge``
-    carries the salted voter hash, ``language`` the prompt category, and
-    ``vote_id`` is kept so a re-import maps back to the same votes.
+    carries the salted voter hash, ``language`` the prompt category. ``vote_id`` and
+    the record's other fields the table has (:data:`RECORD_KEYS`: ``ts`` exactly, the
+    voter, its kind and judge, the flags...) are added, so a re-import maps back to the
+    same votes; ``ts`` is formatted from ``votes.ts_us`` when the table lacks it.
     """
-    columns = (
-        "vote_id",
-        "arena",
-        "model_a",
-        "model_b",
-        "vote",
-        "voter",
-        "category",
-        "prompt_id",
-        "flags",
-    )
-    data = {c: votes.column(c).to_pylist() for c in columns}
+    names = votes.table.column_names
+    data = {c: votes.column(c).to_pylist() for c in {*_FASTCHAT_HELD, "voter", "flags", *names}}
+    extra = [(name, key) for name, key in RECORD_KEYS.items() if name in names]
     battles = []
     for k, ts_us in enumerate(votes.ts_us.tolist()):
         if data["flags"][k] and not include_flagged:
             continue
-        battles.append({
+        battle = {
             "model_a": data["model_a"][k],
             "model_b": data["model_b"][k],
             "winner": VOTE_TO_WINNER[data["vote"][k]],
@@ -132,7 +155,10 @@ def to_battles(votes: VoteTable, *, include_flagged: bool = False) -> list[dict]
             "question_id": data["prompt_id"][k],
             "arena": data["arena"][k],
             "vote_id": data["vote_id"][k],
-        })  # fmt: skip
+            "ts": format_us(ts_us),
+        }  # fmt: skip
+        battle.update((key, data[name][k]) for name, key in extra)
+        battles.append(battle)
     return battles
 
 
@@ -141,7 +167,9 @@ def _iso(tstamp: float) -> str | None:
         moment = datetime.fromtimestamp(tstamp, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime("%Y"): the C library writes year 999 as "999", which no
+    # reader takes as a timestamp.
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _str_or_none(value) -> str | None:

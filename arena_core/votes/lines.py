@@ -160,7 +160,7 @@ def judge_line(raw: bytes, skipped: Counter) -> dict | None:
     elif not all(_utf8(obj.get(name)) for name in _FIELD_TYPES):
         skipped[INVALID_JSON] += 1
     elif all(_type_ok(name, obj.get(name)) for name in _FIELD_TYPES):
-        return {name: _value(name, obj.get(name)) for name in _FIELD_TYPES}
+        return {name: field_value(name, obj.get(name)) for name in _FIELD_TYPES}
     else:
         skipped[WRONG_TYPE] += 1
     return None
@@ -225,7 +225,14 @@ def _type_ok(name: str, value) -> bool:
     return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
 
 
-def _value(name: str, value):
+def readable(name: str, value) -> bool:
+    """Whether a JSON value is one the field ``name`` takes from a JSONL line (the type
+    Arrow's parser accepts, strings without surrogates): for other JSON sources of
+    contract fields (our FastChat exports' extra fields), judged by the same rule."""
+    return _utf8(value) and _type_ok(name, value)
+
+
+def field_value(name: str, value):
     """A field's value as Arrow's parser reads it: a float field takes any JSON integer,
     one too large for a double becoming an infinity."""
     if type(value) is int and pa.types.is_floating(_FIELD_TYPES[name]):
