@@ -36,6 +36,7 @@ from huggingface_hub.errors import HfHubHTTPError
 from arena_core.page.presenters import sync_line
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
+from arena_core.votes.read import read_votes
 
 #: The push interval the outage test models (the default ``ARENA_PUSH_MINUTES``).
 TICK = timedelta(minutes=5)
@@ -79,6 +80,28 @@ def test_a_push_never_carries_a_line_without_its_newline(tmp_path):
     assert {k: whole[k] for k in ("ts", "model_a", "model_b", "vote", "voter")} == {
         k: row(7)[k] for k in ("ts", "model_a", "model_b", "vote", "voter")
     }
+    sync.flush()
+
+
+def test_a_damaged_line_is_pushed_as_it_is_so_every_replay_counts_it(tmp_path, caplog):
+    """The half line a write leaves when it could not be cut back is skipped and counted by
+    the Space's replay of its shard: the pushed commit holds it as it is, so a replay of
+    the commit skips and counts it alike, and its good lines still go to Parquet."""
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    acked = [append(log).vote_id]
+    half = b'{"schema_version":4,"vote_id":"half'
+    with sync.lock, log.path.open("ab") as f:
+        f.write(half + b"\n")  # the next vote ended the half line
+    acked.append(append(log, "b").vote_id)
+    sync.uploader.trigger().result()
+    local, hub = read_votes(sync.votes_dir), repo_votes(api)
+    assert dict(local.skipped) == {"invalid_json": 1}
+    assert dict(hub.skipped) == dict(local.skipped) and len(hub) == len(local) == 2
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)  # the Parquet file: the good lines
+    (damaged,) = (api.repo_dir(REPO) / "data").glob("*.damaged.jsonl")
+    assert damaged.read_bytes() == half + b"\n"
+    assert "1 damaged vote lines" in caplog.text
     sync.flush()
 
 

@@ -87,6 +87,9 @@ Arenas: {", ".join(f"`{a}`" for a in arenas) or "see the registry snapshot"}.
 
 - `data/votes-<process>-<n>.parquet`: votes as each Space process pushed them (a new
   file per push, never rewritten).
+- `data/votes-<process>-<n>.damaged.jsonl`, rarely: the lines of that push that are not
+  valid votes (say, half a line a failed write left), as they were, so that a replay
+  skips and counts them as the Space did. The `default` config reads Parquet only.
 - `data/compacted/<YYYY-MM>/part-*.parquet`: the same votes rolled up by month.
 - `{AUDIO_DIR}/<arena>/<model>/<hash>.parquet`: the `{AUDIO_CONFIG}` config, one file per
   output that fought in a battle (see "Audio" below).

@@ -7,8 +7,11 @@ added since the last successful push as one new Parquet file,
 ``data/<shard>-<n>.parquet``. Files are never rewritten once pushed (a failed
 push is retried at the next tick under the same name with the same and newer
 lines), so replicas never collide, compaction can roll files up while the Space
-runs, and the whole repo is Parquet: ``datasets.load_dataset(repo)`` loads every
-vote (it cannot mix JSONL and Parquet in one dataset).
+runs, and every vote is in Parquet: ``datasets.load_dataset(repo)`` loads every
+vote (it cannot mix JSONL and Parquet in one dataset; the card's config reads
+Parquet only). The rare damaged lines of a push go beside it as they are
+(``<shard>-<n>.damaged.jsonl``), so a replay of the repo skips and counts them as
+the Space's replay of its shard does.
 
 The Hub may be down when the Space starts. Then :class:`HubSync` lets the app
 come up on its local log and keeps trying in the background; once the Hub

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 
 from arena_core.votes.clean import VoteTable
+from arena_core.votes.lines import damaged_lines
 from arena_core.votes.parquet import contract_table, parquet_bytes
 from arena_core.votes.read import parse_jsonl
 
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: Repo folder of the vote files.
 DATA_DIR = "data"
+#: End of the name of a push's damaged lines, beside its Parquet file (see :func:`damaged_file`).
+DAMAGED_SUFFIX = ".damaged.jsonl"
 
 
 def utc_now() -> datetime:
@@ -67,6 +70,21 @@ def complete_lines(shard: Path, offset: int) -> tuple[int, bytes] | None:
         data = f.read()
     cut = data.rfind(b"\n") + 1
     return (offset + cut, data[:cut]) if cut else None
+
+
+def damaged_file(path_in_repo: str, data: bytes, skipped: Counter) -> CommitOperationAdd:
+    """The damaged lines of a push's ``data`` (say, the half line of a write the log could
+    not cut back), as they are, in a JSONL file of their own.
+
+    A bad row is skipped and counted by every reader: the Space's replay of its shard
+    counts these lines, so the Hub's copy must hold them for a replay of the commit to
+    count them alike (a line's verdict depends on that line alone). The Parquet file
+    beside it holds the good lines, which the dataset's Parquet-only readers read; the
+    compaction leaves a damaged file whole and reports it."""
+    lines = damaged_lines(data)
+    log.warning("pushing %d damaged vote lines (%s) as they are in %s: every replay skips "
+                "and counts them", len(lines), dict(skipped), path_in_repo)  # fmt: skip
+    return CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=b"\n".join(lines) + b"\n")
 
 
 class LineCount:
@@ -164,11 +182,13 @@ class VoteUploader(CommitScheduler):
         """The files of one push: the shard's new lines, and the adopted votes, if any."""
         operations, votes = [], 0
         if new is not None:
-            table = parse_jsonl(new[1], Counter())
-            path = f"{DATA_DIR}/{Path(self.shard_name).stem}-{self._sequence + 1:06d}.parquet"
-            operations.append(
-                CommitOperationAdd(path_in_repo=path, path_or_fileobj=parquet_bytes(table))
-            )
+            skipped = Counter()
+            table = parse_jsonl(new[1], skipped)
+            name = f"{DATA_DIR}/{Path(self.shard_name).stem}-{self._sequence + 1:06d}"
+            operations.append(CommitOperationAdd(path_in_repo=f"{name}.parquet",
+                                                 path_or_fileobj=parquet_bytes(table)))  # fmt: skip
+            if skipped:  # Parquet cannot hold them: the lines go as they are, beside it
+                operations.append(damaged_file(f"{name}{DAMAGED_SUFFIX}", new[1], skipped))
             votes += table.num_rows
         if adopted:
             table = pa.concat_tables(adopted)

@@ -166,6 +166,19 @@ def judge_line(raw: bytes, skipped: Counter) -> dict | None:
     return None
 
 
+def damaged_lines(data: bytes) -> list[bytes]:
+    """The lines of ``data`` (complete JSONL lines) that every reader skips and counts, each
+    as it is, newline excluded: a line's verdict depends on that line alone, so these lines
+    written to a file of their own are skipped and counted there for the same reasons."""
+    out = []
+    for raw in data.split(b"\n"):
+        verdict: Counter = Counter()
+        judge_line(raw, verdict)
+        if verdict:
+            out.append(raw)
+    return out
+
+
 def _arrow_row(raw: bytes) -> dict | None:
     """One line parsed by Arrow alone (which has no nesting limit), or None if it refuses.
 
