@@ -24,10 +24,12 @@ from arena_core.snapshots.revision import (
     Revision,
     board_settings,
     file_sha256,
+    revision_of,
     service_revisions,
 )
 from arena_core.snapshots.source import board_part
 from arena_core.votes.log import VoteLog
+from arena_core.votes.read import read_votes
 
 
 @pytest.fixture
@@ -120,6 +122,33 @@ def test_live_revisions_count_distinct_votes_and_follow_the_files(tmp_path):
     # A file removed (compacted away) takes its votes with it.
     one.path.unlink()
     assert revisions.read(revisions.position()) == Revision(1, first[0].vote_id)
+
+
+def _line(vote_id, second):
+    return json.dumps({"schema_version": 4, "vote_id": vote_id, "ts": f"2026-01-01T00:00:{second:02d}Z",
+                       "arena": "ar", "model_a": "m1", "model_b": "m2", "vote": "a"}) + "\n"  # fmt: skip
+
+
+def test_the_last_vote_is_the_replays_when_a_vote_repeats_later_in_another_file(tmp_path):
+    """The replay keeps a repeated vote_id's earliest row: X's later copy in another file
+    is dropped, so the last vote is Y, whatever each file's own last row is; also when the
+    rows arrive in a shard's new lines, in either order."""
+    (tmp_path / "a.jsonl").write_text(_line("X", 1) + _line("Y", 2))
+    (tmp_path / "b.jsonl").write_text(_line("X", 3))
+    files = sorted(tmp_path.glob("*.jsonl"))
+    revisions = LiveRevisions(lambda: files, threading.Lock())
+    expected = revision_of(read_votes(tmp_path))
+    assert expected == Revision(2, "Y")
+    assert revisions.read(revisions.position()) == expected
+    # The earlier copy arrives last: Z is last until its earlier row moves it before W.
+    (tmp_path / "a.jsonl").write_text(_line("W", 4) + _line("Z", 5))
+    (tmp_path / "b.jsonl").write_text("")
+    revisions = LiveRevisions(lambda: files, threading.Lock())
+    assert revisions.read(revisions.position()) == Revision(2, "Z")
+    with (tmp_path / "b.jsonl").open("a") as f:
+        f.write(_line("Z", 3))
+    assert revisions.read(revisions.position()) == revision_of(read_votes(tmp_path))
+    assert revision_of(read_votes(tmp_path)) == Revision(2, "W")
 
 
 def test_a_board_computed_while_votes_arrive_is_marked_moving(tmp_path):

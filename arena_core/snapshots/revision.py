@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from arena_core.leaderboard import BoardParams
 from arena_core.votes.clean import VoteTable, clean
 from arena_core.votes.read import parse_jsonl, read_votes, vote_files
@@ -108,8 +110,9 @@ def file_sha256(path: Path | None) -> str | None:
 @dataclass
 class _Seen:
     key: tuple
+    #: The file's valid votes and each one's ``ts`` (microseconds), aligned.
     ids: list
-    last: tuple[int, str] | None
+    ts: list
     #: Bytes of a JSONL shard read so far (whole lines): a grown shard is read from there.
     offset: int = 0
 
@@ -118,10 +121,9 @@ def _read_file(path: Path, size: int) -> _Seen:
     """A file read afresh: a shard up to ``size`` (its size when the position was taken, so
     lines written since wait for the next read), a Parquet file whole (never rewritten)."""
     if path.suffix == ".jsonl":
-        return _read_tail(path, _Seen((), [], None, 0), size)
+        return _read_tail(path, _Seen((), [], [], 0), size)
     votes = read_votes(path, columns=["vote_id"])
-    ids = votes.column("vote_id").to_pylist()
-    return _Seen((), ids, (int(votes.ts_us[-1]), ids[-1]) if ids else None)
+    return _Seen((), votes.column("vote_id").to_pylist(), votes.ts_us.tolist())
 
 
 def _read_tail(path: Path, seen: _Seen, size: int) -> _Seen:
@@ -131,10 +133,46 @@ def _read_tail(path: Path, seen: _Seen, size: int) -> _Seen:
         data = f.read(size - seen.offset)
     cut = data.rfind(b"\n") + 1
     votes = clean(parse_jsonl(data[:cut], Counter()), Counter(), ["vote_id"])
-    ids = votes.column("vote_id").to_pylist()
-    last = max(filter(None, [seen.last, (int(votes.ts_us[-1]), ids[-1]) if ids else None]),
-               default=None)  # fmt: skip
-    return _Seen((), seen.ids + ids, last, seen.offset + cut)
+    ids, ts = votes.column("vote_id").to_pylist(), votes.ts_us.tolist()
+    return _Seen((), seen.ids + ids, seen.ts + ts, seen.offset + cut)
+
+
+class _Firsts:
+    """Each vote's earliest ``ts`` over every file, and the last vote in replay order.
+
+    The replay keeps a repeated ``vote_id``'s earliest row, wherever it is, and orders by
+    ``(ts, vote_id)``: the last vote is the greatest ``(earliest ts, id)``. A file's own
+    last row is not enough: its vote may have an earlier row in another file.
+    """
+
+    def __init__(self):
+        self.ts: dict[str, int] = {}
+        self.last: tuple[int, str] | None = None
+
+    def add(self, ids: list, ts: list) -> None:
+        """Take a file's (or new lines') votes and their ``ts``, aligned."""
+        batch = dict(zip(ids, ts, strict=True))
+        if len(batch) == len(ids) and not batch.keys() & self.ts.keys():
+            # All new, the common case (a whole log at start-up): at dict speed.
+            self.ts.update(batch)
+            if ids:
+                moments = np.asarray(ts)
+                latest = int(moments.max())
+                top = (latest, max(ids[k] for k in np.flatnonzero(moments == latest)))
+                self.last = top if self.last is None else max(self.last, top)
+            return
+        stale = False  # the last vote's key moved earlier: look for the new last
+        for vote_id, moment in zip(ids, ts, strict=True):
+            known = self.ts.get(vote_id)
+            if known is None:
+                self.ts[vote_id] = moment
+                if self.last is None or (moment, vote_id) > self.last:
+                    self.last = (moment, vote_id)
+            elif moment < known:
+                self.ts[vote_id] = moment
+                stale |= self.last == (known, vote_id)
+        if stale:
+            self.last = max(((t, i) for i, t in self.ts.items()), default=None)
 
 
 class LiveRevisions:
@@ -149,7 +187,7 @@ class LiveRevisions:
                  hub: Callable[[], dict] | None = None):  # fmt: skip
         self.files, self.lock, self.hub = files, lock, hub or dict
         self._seen: dict[Path, _Seen] = {}
-        self._ids: set[str] = set()
+        self._firsts = _Firsts()
         self._mutex = threading.Lock()
 
     def position(self) -> tuple:
@@ -176,21 +214,23 @@ class LiveRevisions:
                 grown = seen is not None and key[0] == seen.key[0] and key[1] >= seen.key[1]
                 if grown and path.suffix == ".jsonl":
                     fresh = _read_tail(path, seen, key[1])
-                    self._ids.update(fresh.ids[len(seen.ids) :])
+                    self._firsts.add(fresh.ids[len(seen.ids) :], fresh.ts[len(seen.ts) :])
                 else:
                     fresh = _read_file(path, key[1])
                     if seen is not None:
                         rebuild.add(path)
-                    self._ids.update(fresh.ids)
+                    self._firsts.add(fresh.ids, fresh.ts)
                 fresh.key = tuple(key)
                 self._seen[path] = fresh
             for path in rebuild - {s[0] for s in stats}:
                 del self._seen[path]
             if rebuild:  # a file shrank, was replaced or removed: count afresh
-                self._ids = {i for seen in self._seen.values() for i in seen.ids}
-            lasts = [s.last for s in self._seen.values() if s.last is not None]
-            last = max(lasts)[1] if lasts else None
-            return Revision(votes_read=len(self._ids), last_vote_id=last, **dict(hub))
+                self._firsts = _Firsts()
+                for seen in self._seen.values():
+                    self._firsts.add(seen.ids, seen.ts)
+            last = self._firsts.last
+            return Revision(votes_read=len(self._firsts.ts),
+                            last_vote_id=last[1] if last else None, **dict(hub))  # fmt: skip
 
     def around(self, compute: Callable[[], object]) -> tuple[object, Revision]:
         """``compute()`` (a board) and the revision it was computed from.
