@@ -48,7 +48,7 @@ def fisher_covariance(ratings, battles, prior=None, prior_weight: float = 4.0) -
 
 
 def fit_snapshot(counts: PairCounts, prior, *, prior_weight: float | None = None,
-                 params: MatchParams | None = None) -> tuple[Posterior, Snapshot]:  # fmt: skip
+                 params: MatchParams | None = None, weights=None) -> tuple[Posterior, Snapshot]:  # fmt: skip
     """The board's posterior on ``counts`` and the sampler's :class:`Snapshot` of it.
 
     The ratings are the board's (the posterior mean, spread fitted when
@@ -66,7 +66,7 @@ def fit_snapshot(counts: PairCounts, prior, *, prior_weight: float | None = None
     else:
         weight = 1.0 / (PRECISION_PER_WEIGHT * (post.spread * NATURAL) ** 2)
     cov = post.dispersion * fisher_covariance(post.mean, battles, prior, weight)
-    return post, snapshot(post.mean, cov, battles, params)
+    return post, snapshot(post.mean, cov, battles, params, weights=weights)
 
 
 def interval_widths(covariance: np.ndarray) -> np.ndarray:

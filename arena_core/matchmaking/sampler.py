@@ -150,6 +150,7 @@ class Rules:
         w = np.ones(n_items) if weights is None else np.asarray(weights, dtype=float)
         if w.shape != (n_items,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
             raise ValueError(f"weights must be {n_items} positive numbers")
+        w = w / w.max()  # relative: equal weights of 1e-170 gave pair weights of 0 (no pair)
         blocked = np.eye(n_items, dtype=bool)
         for group in never:
             g = np.asarray(list(group), dtype=np.int64)
@@ -186,8 +187,10 @@ class Snapshot:
     sharpness: float
 
 
-def snapshot(ratings, covariance, battles, params: MatchParams | None = None) -> Snapshot:
-    """Precompute every pair's value from a fit (see the module docstring)."""
+def snapshot(ratings, covariance, battles, params: MatchParams | None = None, *,
+             weights=None) -> Snapshot:  # fmt: skip
+    """Precompute every pair's value from a fit (see the module docstring); ``weights`` are
+    the operator's (:class:`Rules`), which the interval goal honours as shares."""
     params = params or _DEFAULTS
     theta = to_theta(np.asarray(ratings, dtype=float))
     cov = np.asarray(covariance, dtype=float)
@@ -200,7 +203,7 @@ def snapshot(ratings, covariance, battles, params: MatchParams | None = None) ->
     np.fill_diagonal(rank, 0.0)
     rho = (expected_spearman if params.exact_rho else shortcut_spearman)(ratings, gap, s2)
     unsettled = (1.0 - rho) / max(1.0 - params.settled_rho, 1e-9)
-    interval = interval_value(cov, s2, h, params.target_width, params.interval_focus)
+    interval = interval_value(cov, s2, h, params.target_width, params.interval_focus, weights)
     eigen, vectors = np.linalg.eigh(cov)
     return Snapshot(
         ratings=np.asarray(ratings, dtype=float).copy(), battles=np.asarray(battles).copy(),
@@ -244,6 +247,8 @@ def draw_pair(snap: Snapshot, battles: np.ndarray, candidates: Sequence[int],
         raise NoPairError("fewer than two models can be paired")
     weight = rules.weights * member
     pair = _newcomer_pair(battles, member, rules, rng, params)
+    if pair is None:
+        member = _held_back(member, weight, rules, recent, params)
     to_intervals = rng.random() < snap.interval_share
     if pair is None and not to_intervals and rng.random() < params.posterior_share:
         pair = _posterior_pair(snap, member, rules, rng)
@@ -279,6 +284,24 @@ def _newcomer_pair(battles, member, rules: Rules, rng, params: MatchParams):
     return first, _pick(allowed * (met == met.min()), rng)
 
 
+def _held_back(member, weight, rules: Rules, recent: Recent | None, params: MatchParams):
+    """``member`` without the models over ``cap`` times their share of the recent window,
+    when the others can still be paired (a newcomer's draw is not held).
+
+    A bound, not a discount: scaling such a model's odds down (by the square of the
+    excess, until session 27) let a model whose pairs are worth a hundred times the
+    others' keep most of the draws. A hopeless model far below the rest is one: each of
+    its battles says little (``h`` is small), so its interval stays the widest and the
+    interval goal kept choosing it, in 93% of the battles at 4.7 times its share.
+    """
+    if recent is None or recent.votes <= 0:
+        return member
+    due = 2.0 * weight / weight.sum()  # battles per vote a model is due
+    kept = member & (recent.battles + 1 <= params.cap * due * recent.votes)
+    kept &= rules.pair_weight @ kept > 0  # someone it may meet among the others
+    return kept if kept.sum() >= 2 else member
+
+
 def _posterior_pair(snap: Snapshot, member, rules: Rules, rng):
     """A model far from its place in a posterior sample, and one it changed places with."""
     theta = to_theta(snap.ratings)
@@ -312,20 +335,14 @@ def _pair_odds(snap: Snapshot, battles, to_intervals: bool, pair_weight) -> np.n
 def _first_odds(odds, weight, recent: Recent | None, params: MatchParams) -> np.ndarray:
     """Odds of each model being drawn first: its share of the pair odds, lifted if starved.
 
-    A model over ``cap`` times its share of the window is held back (its pairs
-    scaled down, in place); one under ``floor`` times it is drawn first with
-    ``lift`` times the probability of its share, and the others make room.
+    A model under ``floor`` times its share of the window is drawn first with
+    ``lift`` times the probability of its share, and the others make room (one over
+    ``cap`` times it is out of the draw already: :func:`_held_back`).
     """
     if recent is None or recent.votes <= 0:
         return odds.sum(axis=1)
     due = 2.0 * weight / weight.sum()  # battles per vote a model is due
     seen = recent.battles / recent.votes
-    hold = (
-        np.where(due > 0, np.minimum(1.0, params.cap * due / np.maximum(seen, TINY_VAR)), 1.0) ** 2
-    )
-    if (hold < 1.0).any():
-        odds *= hold[:, None]
-        odds *= hold[None, :]
     first = odds.sum(axis=1)
     total = first.sum()
     if total <= 0:

@@ -68,18 +68,26 @@ def shortcut_spearman(ratings, gap, s2) -> float:
     return 1.0 - 12.0 * np.triu(misordered(gap, s2), 1).sum() / (n * (n * n - 1))
 
 
-def interval_value(cov, s2, h, target_width: float, focus_power: float) -> np.ndarray:
+def interval_value(cov, s2, h, target_width: float, focus_power: float,
+                   weights=None) -> np.ndarray:  # fmt: skip
     """Relative variance removed from the widest intervals (``theta_k - mean theta``), per pair.
 
     A battle of i and j removes ``h (c' S u)^2 / (1 + h u' S u)`` from the
     variance of a contrast ``c`` (``u = e_i - e_j``); summed over each model's
-    interval relative to its variance, weighted by ``(var_k / max var)^focus_power``
-    (``max var`` at least that of an interval ``target_width`` points wide).
+    interval relative to its variance, weighted by ``(w_k var_k / max w var)^focus_power``
+    (``max`` at least the variance of an interval ``target_width`` points wide).
+
+    ``weights`` (the registry's, default 1) make a model's interval count as if its
+    variance were ``w_k`` times larger: the draws even out ``w_k var_k``, and since a
+    model's variance falls as one over its battles, a model of weight 2 ends with about
+    twice the battles. A weight applied to the pairs alone is undone here: a model drawn
+    more has a narrower interval, so the widest intervals pull the votes back.
     """
     n = len(cov)
     own = np.maximum(centred_variances(cov), TINY_VAR)
+    need = own if weights is None else own * np.asarray(weights, dtype=float)
     target = (target_width * NATURAL / (2.0 * Z95)) ** 2
-    focus = (own / max(own.max(), target)) ** focus_power / own
+    focus = (need / max(need.max(), target)) ** focus_power / own
     centre = np.eye(n) - 1.0 / n
     g = cov @ ((centre * focus) @ centre) @ cov
     gd = np.diag(g)

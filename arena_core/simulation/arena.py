@@ -33,10 +33,13 @@ class SimArena:
     ``shares`` of votes per pair (``(n, n)``, above the diagonal) by
     :func:`~arena_core.simulation.synthetic.quota_pairs`, sides at random: a
     design chosen in advance, e.g. with the truth known
-    (``bench/matchmaking_bound.py``).
+    (``bench/matchmaking_bound.py``). ``rules`` (weights, groups that never meet) and
+    ``truth`` (default: ``setup``'s models spread evenly) serve the tests of the registry's
+    rules and of lopsided boards.
     """
 
-    def __init__(self, setup, sampler: str, seed: int, absent=(), shares=None):
+    def __init__(self, setup, sampler: str, seed: int, absent=(), shares=None, *, rules=None,
+                 truth: Truth | None = None):  # fmt: skip
         if sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {sampler!r}")
         if (sampler == "fixed") != (shares is not None) or (sampler == "fixed" and absent):
@@ -47,7 +50,8 @@ class SimArena:
             )
         self.setup, self.sampler, self.seed = setup, sampler, seed
         n = setup.models
-        self.truth = Truth(evenly_spread(n, setup.spread), draw_rate=setup.draw_rate)
+        self.truth = truth or Truth(evenly_spread(n, setup.spread), draw_rate=setup.draw_rate)
+        self.rules = rules  # the registry's weights and groups (matchmaking.Rules), if any
         self.prior = np.full(n, ANCHOR)
         self.rng_pairs = np.random.default_rng([seed, 1])
         self.rng_drift = np.random.default_rng([seed, 2])
@@ -76,8 +80,9 @@ class SimArena:
     def refit(self) -> None:
         """The board on the votes so far, and the sampler's snapshot of it."""
         board = self.setup.board
+        weights = None if self.rules is None else self.rules.weights
         post, self.snap = fit_snapshot(self.counts, self.prior, prior_weight=board.prior_weight,
-                                       params=self.setup.match)  # fmt: skip
+                                       params=self.setup.match, weights=weights)  # fmt: skip
         self.ratings = post.mean
         self.low, self.high = post.interval(board.ci_level)
 
@@ -113,7 +118,7 @@ class SimArena:
         window = self.setup.match.window
         recent = Recent(self.recent, min(t, window))
         a, b = draw_pair(self.snap, self.battles, self.candidates, self.rng_pairs, recent=recent,
-                         params=self.setup.match)  # fmt: skip
+                         rules=self.rules, params=self.setup.match)  # fmt: skip
         self.a[t], self.b[t] = a, b
         self.battles[a, b] += 1
         self.battles[b, a] += 1

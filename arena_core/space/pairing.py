@@ -115,7 +115,7 @@ class Pairing:
         """Refit on the current counts and publish the new snapshot (runs in the caller)."""
         counts = self.live.pair_counts()
         _, snap = fit_snapshot(counts, self._prior, prior_weight=self.live.params.prior_weight,
-                               params=self.params)  # fmt: skip
+                               params=self.params, weights=self.rules.weights)  # fmt: skip
         with self._lock:
             self._snap, self._fitted_votes = snap, counts.total()
         return snap
