@@ -63,6 +63,11 @@ class Window:
 ALL_TIME = Window()
 
 
+def parse_instant(text: str) -> int:
+    """An ISO-8601 date or time (UTC if no zone) as microseconds since the epoch."""
+    return _parse(text)
+
+
 def _parse(text: str | None) -> int | None:
     if text is None:
         return None

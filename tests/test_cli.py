@@ -5,6 +5,7 @@ import io
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -233,8 +234,11 @@ def test_plain_mle_with_an_unbeaten_model_still_prints_a_board(tmp_path):
 def test_windows_decay_prior_and_availability_options(log_dir, tmp_path, capsys):
     # In-process (arena_core.cli.main) to keep the suite fast; the subprocess tests above
     # cover the command as researchers run it.
-    def board(*extra):
-        assert main(["leaderboard", "--votes", str(log_dir), "--format", "json", *extra]) == 0
+    now = datetime.now(UTC).isoformat()
+
+    def board(*extra):  # one reader's clock: the documents are compared whole
+        argv = ["leaderboard", "--votes", str(log_dir), "--read-at", now, "--format", "json"]
+        assert main([*argv, *extra]) == 0
         return json.loads(capsys.readouterr().out)
 
     assert board("--since", "2000-01-01")["votes_used"] == 6
@@ -258,3 +262,38 @@ def test_the_table_lists_models_not_yet_rated_on_one_line(log_dir):
     text = format_table(board)
     assert "not yet rated: no published prior and no votes yet: V, W" in text
     assert "note: W" not in text  # the per-model notes are for unbounded ratings
+
+
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+def test_read_at_judges_rows_from_the_future_by_the_clock_a_board_names(tmp_path, capsys, engine):
+    """The same files gave different boards depending on when they were replayed: rows a
+    fast clock dated ahead were skipped by a replay run then and counted by one run later,
+    and no option replayed "as of" a board's time. A board now names the reader's clock
+    (``revision.read_at``) and ``--read-at`` replays with it, on either engine."""
+    from arena_core.votes.parquet import write_parquet
+
+    moments = iter(datetime(2026, 11, 1, 12, 0, tzinfo=UTC).replace(minute=m) for m in range(60))
+    log = VoteLog(tmp_path / "log", clock=lambda: next(moments))
+    for k in range(40):  # the last 10 are dated 30 to 39 minutes after the first 30
+        log.append(arena="ar", model_a="m1", model_b="m2", vote="ab"[k % 3 == 0])
+    write_parquet(read_votes(tmp_path / "log", now_us=10**18).table, tmp_path / "v" / "v.parquet")
+
+    def board(read_at):
+        argv = ["leaderboard", "--votes", str(tmp_path / "v"), "--engine", engine,
+                "--format", "json", "--read-at", read_at]  # fmt: skip
+        assert main(argv) == 0
+        return json.loads(capsys.readouterr().out)
+
+    then = board("2026-11-01T12:19:00Z")  # rows after 12:29 are from the future
+    assert then["votes_used"] == 30 and then["skipped"] == {"future_ts": 10}
+    assert then["revision"]["read_at"] == "2026-11-01T12:19:00.000000Z"
+    later = board("2026-11-02")
+    assert later["votes_used"] == 40 and later["skipped"] == {}
+    assert board(then["revision"]["read_at"]) == then  # replayed with its clock, digit for digit
+    assert main(["counts", "--votes", str(tmp_path / "v"), "--out", str(tmp_path / "c.parquet"),
+                 "--engine", engine, "--read-at", "2026-11-01T12:19:00Z"]) == 0  # fmt: skip
+    capsys.readouterr()
+    from arena_core.scale.contract import read_counts
+
+    counts = read_counts(tmp_path / "c.parquet")
+    assert sum(counts.column("votes").to_pylist()) == 30

@@ -3,6 +3,7 @@
 import json
 import re
 import threading
+import time
 import unicodedata
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -405,3 +406,28 @@ def test_models_that_cannot_run_here_leave_the_board_until_they_have_votes(tmp_p
     assert "m3" not in rows and {"m0", "m1", "m2"} <= rows
     cli = replayed(tmp_path, service, available={"m3": False})
     assert service.board("speech").to_json() == cli
+
+
+def test_a_row_skipped_as_from_the_future_counts_once_it_comes_due(tmp_path):
+    """A replica whose clock runs fast writes rows dated ahead: the start-up replay skips
+    them as future_ts, and the live board kept skipping them for good, while a replay of the
+    same files run later counted them. Now every file is replayed again when such a row
+    comes due, so the board stays a replay run now (here: 1.5 s after start-up)."""
+    folder = tmp_path / "votes"
+    folder.mkdir()
+    ahead = datetime.now(UTC) + timedelta(minutes=10, seconds=1.5)
+    row = {"schema_version": 4, "vote_id": "00000000-0000-4000-8000-000000000001",
+           "ts": ahead.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", "arena": "speech",
+           "model_a": "m0", "model_b": "m1", "vote": "a"}  # fmt: skip
+    (folder / "votes-replica.jsonl").write_text(json.dumps(row) + "\n")
+    service, _ = make_service(tmp_path)
+    try:
+        first = service.board("speech")
+        assert first.votes_used == 0 and first.skipped["future_ts"] == 1
+        deadline = time.monotonic() + 30
+        while service.board("speech").votes_used == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        board = service.board("speech")
+        assert board.votes_used == 1 and "future_ts" not in board.skipped
+    finally:
+        service.close()

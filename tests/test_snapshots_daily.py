@@ -78,7 +78,8 @@ def test_one_snapshot_a_day_on_the_hub_reproduced_by_the_cli(space, capsys, capl
     commit = published["revision"]["commit"]
     for board, category in zip(published["boards"], (None, "numbers", "short"), strict=True):
         args = ["leaderboard", "--repo", REPO, "--revision", commit, "--arena", "speech",
-                "--format", "json", *(["--category", category] if category else [])]  # fmt: skip
+                "--read-at", published["revision"]["read_at"], "--format", "json",
+                *(["--category", category] if category else [])]  # fmt: skip
         assert cli.main(args) == 0
         doc = json.loads(capsys.readouterr().out)
         assert board_part(doc) == board_part(board) and doc["settings"] == board["settings"]
@@ -127,10 +128,13 @@ def test_without_the_hub_snapshots_go_to_the_data_folder(tmp_path, capsys):
                            unavailable=lambda arena_id: ["espeak/en+klatt"])  # fmt: skip
     assert daily.tick()
     snap = json.loads((tmp_path / "data/leaderboards/speech/2026-12-01.json").read_text())
+    read_at = snap["revision"]["read_at"]  # the reader's clock: the snapshot's, not the test's
     assert snap["revision"] == {"votes_read": 4, "last_vote_id": written[-1].vote_id,
-                                "repo": None, "commit": None, "unpushed": None, "moving": False}  # fmt: skip
+                                "repo": None, "commit": None, "unpushed": None, "moving": False,
+                                "read_at": read_at}  # fmt: skip
     args = ["leaderboard", "--votes", str(log.folder), "--registry", str(tmp_path / "registry.yaml"),
-            "--arena", "speech", "--unavailable", "espeak/en+klatt", "--format", "json"]  # fmt: skip
+            "--arena", "speech", "--unavailable", "espeak/en+klatt", "--read-at", read_at,
+            "--format", "json"]  # fmt: skip
     assert cli.main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert board_part(doc) == board_part(snap["boards"][0])

@@ -62,7 +62,7 @@ def test_the_board_names_its_commit_and_the_cli_prints_it_again_digit_for_digit(
                            registry_sha256=file_sha256(settings.registry))  # fmt: skip
     assert reproduce_command(revision, shown) == (
         f"python -m arena_core leaderboard --repo {REPO} --revision {revision.commit} "
-        "--arena speech --format json"
+        f"--arena speech --read-at {revision.read_at} --format json"
     )
     # Two more votes, not pushed yet: the board says so, and is no longer that commit's.
     later = [vote(service, c) for c in ("b", "b")]
@@ -71,7 +71,8 @@ def test_the_board_names_its_commit_and_the_cli_prints_it_again_digit_for_digit(
     assert revision_later.last_vote_id == later[-1] and not revision_later.exact_commit
     service.sync.uploader.trigger().result()
     # The earlier commit still gives the earlier board, with the published registry.
-    doc = printed(capsys, "--repo", REPO, "--revision", revision.commit, "--arena", "speech")
+    doc = printed(capsys, "--repo", REPO, "--revision", revision.commit, "--arena", "speech",
+                  "--read-at", revision.read_at)  # fmt: skip
     assert board_part(doc) == json.loads(json.dumps(board.to_json()))
     assert doc["revision"] == revision.to_json()
     assert doc["settings"] == shown

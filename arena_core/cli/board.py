@@ -27,7 +27,7 @@ from arena_core.leaderboard import (
     board_from_votes,
     check_prior_weight,
 )
-from arena_core.scale.cli_options import add_scale_options
+from arena_core.scale.cli_options import add_read_at, add_scale_options, reader_clock
 from arena_core.simulation.options import whole
 from arena_core.snapshots import source as snapshot_source
 from arena_core.snapshots.revision import Revision, revision_of
@@ -77,6 +77,7 @@ def add_command(sub) -> None:
     )
     board.add_argument("--since", help="only votes from this ISO date or time on (UTC if no zone)")
     board.add_argument("--until", help="only votes before this ISO date or time")
+    add_read_at(board)
     board.add_argument(
         "--half-life",
         type=float,
@@ -129,6 +130,7 @@ def run(args) -> int:
         half_life_days=args.half_life,
     )
     window = Window.parse(args.since, args.until)
+    args.now_us = reader_clock(args)
     args = snapshot_source.resolve(args)  # --repo: the revision's votes and registry
     registry = _registry(args.registry)
     if args.style_control:
@@ -153,7 +155,7 @@ def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revis
     """The boards of ``leaderboard`` by the in-process path (every vote read into memory),
     and the revision they were computed from."""
     votes = read_votes(args.votes, columns=(*BOARD_COLUMNS, "vote_id"), fastchat_all=args.fastchat_all,
-                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+                       fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip
     arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = []
     for arena_id in arenas:
@@ -179,7 +181,7 @@ def _style_board(args, registry, params: BoardParams, window: Window) -> int:
         raise ValueError("--style-control needs --registry: the fit starts from its models' priors")
     check_style_params(params)
     votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
-                       fastchat_arena=args.arena or "fastchat")  # fmt: skip
+                       fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip
     arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = [style_board(votes, registry.arena(a), category=args.category, params=params,
                           window=window) for a in arenas]  # fmt: skip

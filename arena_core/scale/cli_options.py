@@ -8,11 +8,28 @@ is in :mod:`~arena_core.scale.commands`, imported when a command runs, so
 from __future__ import annotations
 
 import argparse
+import time
+
+from arena_core.window import parse_instant
 
 #: Engines of ``counts``.
 COUNT_ENGINES = ("duckdb", "spark", "python")
 #: Engines of ``leaderboard``.
 BOARD_ENGINES = ("auto", "duckdb", "python")
+
+
+def add_read_at(parser: argparse.ArgumentParser) -> None:
+    """``--read-at``, the reader's clock of ``leaderboard`` and ``counts``."""
+    parser.add_argument("--read-at", metavar="TIME",
+                        help="the reader's clock, an ISO date or time (UTC if no zone; default:"
+                        " now): rows dated over ten minutes after it are from the future and "
+                        "skipped. A board's revision names the clock it was read at")  # fmt: skip
+
+
+def reader_clock(args: argparse.Namespace) -> int:
+    """``--read-at`` in microseconds since the epoch (now if not given): one clock for every
+    read of the command, so the rows a faster clock wrote count in all its reads or none."""
+    return parse_instant(args.read_at) if args.read_at else time.time_ns() // 1000
 
 
 def add_counts_command(sub) -> None:
@@ -26,6 +43,7 @@ def add_counts_command(sub) -> None:
     counts.add_argument("--out", required=True, metavar="FILE", help="the counts Parquet file")
     counts.add_argument("--spark-master", default=None,
                         help="Spark master URL (default: the session's, else local[*])")  # fmt: skip
+    add_read_at(counts)
     counts.set_defaults(run=_run_counts)
     manifest = sub.add_parser("manifest", help="validate compacted monthly files once, so "
                               "the DuckDB engine need not check their rows at every read")  # fmt: skip

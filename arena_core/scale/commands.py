@@ -22,9 +22,11 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arena_core.scale.cli_options import reader_clock
 from arena_core.scale.contract import CountsError, read_counts, skipped_of, write_counts
 from arena_core.scale.sources import SourceError, local_bytes, resolve
 from arena_core.snapshots.revision import Revision
+from arena_core.window import format_us
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,8 @@ def make_counts(engine: str, votes, *, spark_master: str | None = None,
 def run_counts(args) -> int:
     """``python -m arena_core counts``."""
     start = time.perf_counter()
-    table = make_counts(args.engine, args.votes, spark_master=args.spark_master)
+    table = make_counts(args.engine, args.votes, spark_master=args.spark_master,
+                        now_us=reader_clock(args))  # fmt: skip
     write_counts(table, args.out)
     votes = int(pc.sum(table.column("votes")).as_py() or 0)
     sys.stderr.write(f"wrote {table.num_rows} count rows ({votes} votes) to {args.out} with "
@@ -129,7 +132,9 @@ def scaled_boards(args, params, window, registry) -> tuple[list, Revision] | Non
                                         entrants=entrants, params=params, window=window,
                                         available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
     counted = pc.sum(counts.column("votes")).as_py() or 0
-    return boards, Revision(votes_read=counted, last_vote_id=None, **getattr(args, "hub", {}))
+    read_at = None if args.counts else format_us(args.now_us)  # a counts file's clock is its own
+    return boards, Revision(votes_read=counted, last_vote_id=None, read_at=read_at,
+                            **getattr(args, "hub", {}))  # fmt: skip
 
 
 def _stream_and_counts(args):
@@ -147,10 +152,10 @@ def _stream_and_counts(args):
             raise CountsError("--engine duckdb reads Parquet only; use --engine python")
         from arena_core.scale.python_engine import read_for_counts, vote_stream
 
-        return vote_stream(read_for_counts(votes)), read_counts(args.counts)
+        return vote_stream(read_for_counts(votes, now_us=args.now_us)), read_counts(args.counts)
     from arena_core.scale.duck import DuckVotes
 
-    duck = DuckVotes(sources)
+    duck = DuckVotes(sources, now_us=args.now_us)
     counts = read_counts(args.counts) if args.counts else duck.counts()
     if not counts.num_rows:
         return (lambda query: iter(())), counts

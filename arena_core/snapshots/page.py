@@ -30,6 +30,8 @@ def reproduce_command(revision: Revision, settings: dict) -> str:
             args += [f"--{key}", settings[key]]
     if settings["unavailable"]:
         args += ["--unavailable", *settings["unavailable"]]
+    if revision.read_at:  # the same clock judges the same rows to be from the future
+        args += ["--read-at", revision.read_at]
     return shlex.join([*args, "--format", "json"])
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from arena_core.leaderboard import BoardParams
 from arena_core.votes.clean import VoteTable, clean
 from arena_core.votes.read import parse_jsonl, read_votes, vote_files
-from arena_core.window import Window
+from arena_core.window import Window, format_us
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,10 @@ class Revision:
     local log, or before the Hub answered); ``unpushed``: votes of the board not in that
     commit yet (0: the commit reproduces the board). ``votes_read`` and ``last_vote_id``:
     valid distinct votes read and the last in replay order. ``moving``: votes arrived
-    while the board was computed, so it may hold some after this revision.
+    while the board was computed, so it may hold some after this revision. ``read_at``: the
+    reader's clock, which judged rows dated more than ten minutes after it to be from the
+    future (skipped as ``future_ts``); ``leaderboard --read-at`` replays with the same
+    clock, so rows a faster clock wrote count in neither or both.
     """
 
     votes_read: int
@@ -55,6 +59,8 @@ class Revision:
     commit: str | None = None
     unpushed: int | None = None
     moving: bool = False
+    #: Not part of what the revision is: the same votes read later are the same revision.
+    read_at: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -82,9 +88,10 @@ class Revision:
 
 def revision_of(votes: VoteTable, **hub) -> Revision:
     """The revision of a vote table read with its ``vote_id`` column (``hub``: ``repo``,
-    ``commit``, ``unpushed``)."""
+    ``commit``, ``unpushed``), with the clock it was read by."""
     last = votes.column("vote_id")[-1].as_py() if len(votes) else None
-    return Revision(votes_read=len(votes), last_vote_id=last, **hub)
+    return Revision(votes_read=len(votes), last_vote_id=last, read_at=format_us(votes.read_at_us),
+                    **hub)  # fmt: skip
 
 
 def board_settings(params: BoardParams, *, arena: str, category: str | None = None,
@@ -230,7 +237,8 @@ class LiveRevisions:
                     self._firsts.add(seen.ids, seen.ts)
             last = self._firsts.last
             return Revision(votes_read=len(self._firsts.ts),
-                            last_vote_id=last[1] if last else None, **dict(hub))  # fmt: skip
+                            last_vote_id=last[1] if last else None,
+                            read_at=format_us(time.time_ns() // 1000), **dict(hub))  # fmt: skip
 
     def around(self, compute: Callable[[], object]) -> tuple[object, Revision]:
         """``compute()`` (a board) and the revision it was computed from.

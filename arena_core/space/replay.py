@@ -13,6 +13,9 @@ holds the rules that keep it so, all under the vote log's lock:
 * **Flagged voters.** A vote that flags its voter takes their earlier votes out of the
   boards: by a rebuild in the background (:mod:`arena_core.space.rebuild`), or by a full
   one under the lock when the vote was queued during the start-up replay.
+* **Rows from the future.** A row dated more than ten minutes after the replay's clock (a
+  replica whose clock runs fast) is skipped; when it comes due, every file is replayed
+  again (:meth:`VoteReplay.reload`), so the boards stay those of a replay run now.
 
 It also holds the anomalous-voter test, which each full replay recomputes. Kept apart
 from :class:`~arena_core.space.service.ArenaService` because these rules share their
@@ -42,12 +45,15 @@ from arena_core.space.rebuild import BackgroundRebuild
 from arena_core.space.sessions import SessionCounter, session_counts
 from arena_core.space.views import LoadProgress
 from arena_core.space.voting import RATE_LIMITED
-from arena_core.votes.clean import VoteTable
+from arena_core.votes.clean import FUTURE_SLACK_US, VoteTable
 from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_listed, vote_files
 from arena_core.votes.schema import Vote
 
 log = logging.getLogger(__name__)
+
+#: The longest a timer waits before it looks again (a row dated years ahead).
+_DAY_S = 86_400.0
 
 
 class VoteReplay:
@@ -82,6 +88,7 @@ class VoteReplay:
         self.progress = LoadProgress()
         self._pending: list[Vote] = []
         self._replaying = threading.Lock()  # one replay at a time: load, then any reload
+        self._future_timer: threading.Timer | None = None
 
     def load(self) -> LoadProgress:
         """Replay the votes already in the log folder (all shards but this process's own)."""
@@ -100,6 +107,7 @@ class VoteReplay:
             self._restore_sessions(votes)
             if len(votes):
                 self.vote_log.advance_to(int(votes.ts_us.max()))
+            self._replay_when_due(votes.future_from_us)
         except Exception as exc:  # the app must come up, showing what went wrong
             log.exception("vote replay failed")
             self.progress.error = f"{type(exc).__name__}: {exc}"
@@ -189,6 +197,7 @@ class VoteReplay:
         # Inside a group commit, the batch's later votes are on disk already but not yet
         # applied; they are applied (and counted) after this rebuild, so it leaves them out.
         votes = votes.without(self.vote_log.unapplied)
+        self._replay_when_due(votes.future_from_us)
         self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
         used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         self.progress.skipped = Counter(votes.skipped)
@@ -196,6 +205,33 @@ class VoteReplay:
         log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
                  len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
         return files, votes, used
+
+    def _replay_when_due(self, future_from_us: int | None) -> None:
+        """Replay every file again once the earliest row skipped as from the future comes
+        due (its time less the reader's slack): until then a replay skips it as this one
+        did, from then on it counts it. Checked at least daily, so a row dated in year
+        9999 costs a timer, never a replay."""
+        if self._future_timer is not None:
+            self._future_timer.cancel()
+            self._future_timer = None
+        if future_from_us is None:
+            return
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        wait = (future_from_us - FUTURE_SLACK_US - now_us) / 1_000_000
+        timer = threading.Timer(min(max(wait, 0.0) + 1.0, _DAY_S), self._future_due,
+                                args=(future_from_us,))  # fmt: skip
+        timer.daemon = True
+        self._future_timer = timer
+        timer.start()
+
+    def _future_due(self, future_from_us: int) -> None:
+        now_us = int(self._wall_clock().timestamp() * 1_000_000)
+        if future_from_us - FUTURE_SLACK_US > now_us:
+            self._replay_when_due(future_from_us)  # not yet: look again later
+        else:
+            log.info("a vote row skipped as from the future is due now: replaying again")
+            if self.reload() is None:  # the start-up replay is still running: once it is done
+                self._replay_when_due(future_from_us)
 
     def _vote_files(self) -> list:
         return [p for source in (self.vote_log.folder, *self.replay_sources)

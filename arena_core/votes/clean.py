@@ -73,6 +73,13 @@ class VoteTable:
     encoded: dict[str, Encoded]
     skipped: Counter
     files: int = 0
+    #: The reader's clock (microseconds since the epoch) the rows were judged by: later
+    #: than it plus :data:`FUTURE_SLACK_US`, a row was skipped as ``future_ts``. A board
+    #: names it (its revision's ``read_at``), so a later replay can judge the rows alike.
+    read_at_us: int | None = None
+    #: The earliest ``ts`` of a row skipped as ``future_ts`` (None if none was): from
+    #: that time less the slack, a replay counts it (the Space replays again then).
+    future_from_us: int | None = None
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -89,7 +96,8 @@ class VoteTable:
         rows = np.flatnonzero(~mask(pc.is_in(self.table.column("vote_id"), value_set=ids)))
         return VoteTable(table=self.table.take(indices(rows)), ts_us=self.ts_us[rows],
                          encoded={k: e.select(rows) for k, e in self.encoded.items()},
-                         skipped=self.skipped, files=self.files)  # fmt: skip
+                         skipped=self.skipped, files=self.files, read_at_us=self.read_at_us,
+                         future_from_us=self.future_from_us)  # fmt: skip
 
 
 def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *,
@@ -105,7 +113,7 @@ def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *
     encoded = _encode(table)
     if now_us is None:
         now_us = time.time_ns() // 1000
-    ok, ts_us = _validate(table, encoded, skipped, now_us + FUTURE_SLACK_US)
+    ok, ts_us, future_from = _validate(table, encoded, skipped, now_us + FUTURE_SLACK_US)
     rows = np.flatnonzero(ok)
     ids = table.column("vote_id")
     order = _replay_order(ts_us[rows], ids if ok.all() else ids.take(indices(rows)))
@@ -121,7 +129,8 @@ def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *
         table = table.take(indices(rows))
         ts_us = ts_us[rows]
         encoded = {k: e.select(rows) for k, e in encoded.items()}
-    return VoteTable(table=table, ts_us=ts_us, encoded=encoded, skipped=skipped)
+    return VoteTable(table=table, ts_us=ts_us, encoded=encoded, skipped=skipped,
+                     read_at_us=now_us, future_from_us=future_from)  # fmt: skip
 
 
 def _encode(table: pa.Table) -> dict[str, Encoded]:
@@ -167,10 +176,11 @@ def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter, la
     mark(encoded["model_a"].codes == encoded["model_b"].codes, SAME_MODEL)
     ts_us, good_ts = _parse_timestamps(table.column("ts"), reason == 0)
     mark(~good_ts & (reason == 0), BAD_TS)
-    mark(ts_us > latest_us, FUTURE_TS)
+    future = (reason == 0) & (ts_us > latest_us)
+    mark(future, FUTURE_TS)
     for code, count in zip(*np.unique(reason[reason > 0], return_counts=True), strict=True):
         skipped[labels[code - 1]] += int(count)
-    return reason == 0, ts_us
+    return reason == 0, ts_us, (int(ts_us[future].min()) if future.any() else None)
 
 
 def _mask(values) -> np.ndarray:
