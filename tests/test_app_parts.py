@@ -1,13 +1,19 @@
 """The app's pure parts: settings, matchmaking, the board's table and summary, charts, About."""
 
+import math
+import threading
 from collections import Counter
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ROOT
+from hypothesis import given
+from hypothesis import strategies as st
 
+from arena_core.backends.pool import TIMEOUT_GRACE
 from arena_core.dataset.hub import SyncStatus
 from arena_core.leaderboard import (
     Board,
@@ -22,7 +28,8 @@ from arena_core.page import plots, presenters, table, ui_text
 from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.elo import sequential_elo
 from arena_core.registry import BackendSpec, Model, load_registry
-from arena_core.space.config import ConfigError, Settings
+from arena_core.space.blinding import BlindingParams
+from arena_core.space.config import RANGES, ConfigError, Settings
 from arena_core.space.live import LiveArena
 from arena_core.space.service import LoadProgress, Reveal, Side
 from arena_core.votes.schema import Vote
@@ -39,6 +46,92 @@ def test_settings_from_the_environment():
         Settings.from_env({"ARENA_TIMEOUT": "soon"})
     with pytest.raises(ConfigError, match="positive"):
         Settings.from_env({"ARENA_RATE_LIMIT": "0"})
+
+
+#: Values that pass a sign check and then break at run time: a timeout past
+#: threading.TIMEOUT_MAX (OverflowError in every generation), a listening gate no vote can
+#: pass (OverflowError in every vote), a snapshot period timedelta cannot hold (a traceback
+#: at start-up), a sample rate the clip shaper refuses later without naming the variable.
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("ARENA_TIMEOUT", "inf"),
+        ("ARENA_TIMEOUT", "1e10"),
+        ("ARENA_LISTEN_SHARE", "inf"),
+        ("ARENA_LISTEN_SHARE", "2"),
+        ("ARENA_SNAPSHOT_EVERY_HOURS", "inf"),
+        ("ARENA_SNAPSHOT_EVERY_HOURS", "1e20"),
+        ("ARENA_JUDGE_PAUSE", "inf"),
+        ("ARENA_BATTLE_TTL", "1e300"),
+        ("ARENA_RATE_WINDOW", "inf"),
+        ("ARENA_PUSH_MINUTES", "inf"),
+        ("ARENA_RATE_LIMIT", "1" + "0" * 40),
+        ("ARENA_CACHE_MB", "1" + "0" * 40),
+        ("ARENA_CACHE_MEMORY_MB", "1" + "0" * 40),
+        ("ARENA_TRUSTED_PROXIES", "1" + "0" * 40),
+        ("ARENA_AUDIO_RATE", "4000"),
+        ("ARENA_AUDIO_RATE", "1000000"),
+    ],
+)
+def test_a_number_setting_out_of_its_range_stops_the_start_naming_the_variable(name, raw):
+    with pytest.raises(ConfigError, match=name):
+        Settings.from_env({"ARENA_VOTER_SALT": "s", name: raw})
+
+
+@pytest.mark.parametrize(("name", "raw", "value"), [
+    ("ARENA_AUDIO_RATE", "8000", 8000), ("ARENA_AUDIO_RATE", "192000", 192_000),
+    ("ARENA_LISTEN_SHARE", "1", 1.0), ("ARENA_TIMEOUT", " 3600 ", 3600.0),
+    ("ARENA_CACHE_MEMORY_MB", "0", 0), ("ARENA_LOUDNESS", "-14", -14.0),
+])  # fmt: skip
+def test_the_ends_of_a_range_are_accepted(name, raw, value):
+    settings = Settings.from_env({"ARENA_VOTER_SALT": "s", name: raw})
+    assert getattr(settings, name.removeprefix("ARENA_").lower()) == value
+
+
+def test_the_highest_values_allowed_work_where_they_are_used():
+    """Checked against what consumes them, not against the table itself."""
+    assert RANGES["ARENA_TIMEOUT"].high + TIMEOUT_GRACE < threading.TIMEOUT_MAX
+    assert RANGES["ARENA_JUDGE_PAUSE"].high < threading.TIMEOUT_MAX
+    assert RANGES["ARENA_PUSH_MINUTES"].high * 60 < threading.TIMEOUT_MAX
+    assert timedelta(hours=RANGES["ARENA_SNAPSHOT_EVERY_HOURS"].high) < timedelta.max
+    BlindingParams(sample_rate=RANGES["ARENA_AUDIO_RATE"].low)
+    BlindingParams(sample_rate=RANGES["ARENA_AUDIO_RATE"].high)
+    for bounds in RANGES.values():
+        assert math.isfinite(bounds.low) and math.isfinite(bounds.high)
+
+
+@given(name=st.sampled_from(sorted(RANGES)),
+       raw=st.one_of(st.text(max_size=12), st.floats().map(repr), st.integers().map(str),
+                     st.sampled_from(["inf", "-inf", "nan", "1e400", "0", "-0", "1e-400"])))  # fmt: skip
+def test_any_text_for_a_number_is_a_finite_value_in_range_or_one_config_error(name, raw):
+    bounds = RANGES[name]
+    try:
+        settings = Settings.from_env({"ARENA_VOTER_SALT": "s", name: raw})
+    except ConfigError as error:
+        refused = str(error)
+    else:
+        refused = None
+    if refused is not None:
+        assert name in refused
+        return
+    value = getattr(settings, name.removeprefix("ARENA_").lower())
+    assert isinstance(value, bounds.kind) and math.isfinite(value)
+    assert bounds.low <= value <= bounds.high
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_variable_is_unset_for_every_setting(blank):
+    """An empty ARENA_DATA_DIR put the votes in the current directory; every variable
+    now reads an empty value as its default, as the numbers always did."""
+    defaults = Settings.from_env({"ARENA_VOTER_SALT": "s"})
+    names = ["ARENA_REGISTRY", "ARENA_DATA_DIR", "ARENA_DATASET_LICENSE", "ARENA_DATASET_REPO",
+             "HF_TOKEN", "SPACE_ID", "ARENA_JUDGES", "ARENA_JUDGE_TOKEN", "ARENA_MONITORING",
+             "ARENA_REQUIRE_LOGIN", "ARENA_WARMUP", "GRADIO_ANALYTICS_ENABLED", *RANGES]  # fmt: skip
+    settings = Settings.from_env({"ARENA_VOTER_SALT": "s", **dict.fromkeys(names, blank)})
+    assert settings == defaults
+    assert settings.data_dir == Path("data") and settings.registry == Path("registry.yaml")
+    assert settings.dataset_license == "cc-by-4.0"
+    assert len(Settings.from_env({"ARENA_VOTER_SALT": blank}).voter_salt) == 32  # random
 
 
 def test_matchmaking_draws_distinct_candidates_both_ways_favouring_rare_pairs():

@@ -161,7 +161,7 @@ def test_the_snapshot_period_is_read_from_the_environment(raw, hours):
     assert Settings.from_env(env).snapshot_every_hours == hours
 
 
-@pytest.mark.parametrize("raw", ["-1", "daily", "nan"])
+@pytest.mark.parametrize("raw", ["-1", "daily", "nan", "inf", "1e20", "8761"])
 def test_a_bad_snapshot_period_is_refused(raw):
     with pytest.raises(ConfigError, match="ARENA_SNAPSHOT_EVERY_HOURS"):
         Settings.from_env({"ARENA_VOTER_SALT": "s", "ARENA_SNAPSHOT_EVERY_HOURS": raw})

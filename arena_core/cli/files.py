@@ -80,7 +80,7 @@ def _compact_with(args, compact) -> int:
 
         from arena_core.dataset.repo import compact_repo
 
-        token = os.environ.get("HF_TOKEN")
+        token = os.environ.get("HF_TOKEN") or None
         with tempfile.TemporaryDirectory(prefix="arena-compact-") as tmp:
             try:
                 report = compact_repo(

@@ -26,13 +26,13 @@ def add_commands(sub) -> None:
     run.add_argument("--battles", type=_positive, default=20, help="battles to judge (default 20)")
     run.add_argument(
         "--data",
-        default=os.environ.get("ARENA_DATA_DIR", "data"),
+        default=os.environ.get("ARENA_DATA_DIR") or "data",
         metavar="DIR",
         help="the arena's data folder: votes are appended to DIR/votes (default: ARENA_DATA_DIR "
         "or ./data)",
     )
     run.add_argument(
-        "--registry", default=os.environ.get("ARENA_REGISTRY", "registry.yaml"), metavar="FILE"
+        "--registry", default=os.environ.get("ARENA_REGISTRY") or "registry.yaml", metavar="FILE"
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(run=_judge)
@@ -45,7 +45,7 @@ def add_commands(sub) -> None:
     report.add_argument("--votes", nargs="+", required=True, metavar="PATH")
     report.add_argument("--arena", required=True)
     report.add_argument(
-        "--registry", default=os.environ.get("ARENA_REGISTRY", "registry.yaml"), metavar="FILE"
+        "--registry", default=os.environ.get("ARENA_REGISTRY") or "registry.yaml", metavar="FILE"
     )
     report.add_argument("--format", choices=("table", "json"), default="table")
     report.set_defaults(run=_report)

@@ -182,7 +182,7 @@ def add_commands(sub) -> None:
         "exit 1 on a problem",
     )
     cmd.add_argument(
-        "--registry", default=os.environ.get("ARENA_REGISTRY", "registry.yaml"), metavar="FILE"
+        "--registry", default=os.environ.get("ARENA_REGISTRY") or "registry.yaml", metavar="FILE"
     )
     cmd.add_argument("--format", choices=("table", "json"), default="table")
     cmd.set_defaults(run=_check)

@@ -29,7 +29,7 @@ def hub_api():
     """The Hub client (imported here: it is slow to import and only ``--repo`` needs it)."""
     from huggingface_hub import HfApi
 
-    return HfApi(token=os.environ.get("HF_TOKEN"))
+    return HfApi(token=os.environ.get("HF_TOKEN") or None)
 
 
 #: Builds the Hub client; tests replace it with a local stand-in (the Hub is out of reach).

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from arena_core.integrity.identity import IdentityRule
 
@@ -113,100 +114,134 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
-        """Build settings from ``env``; a malformed number raises :class:`ConfigError`."""
-        salt = env.get("ARENA_VOTER_SALT", "")
+        """Build settings from ``env``. An empty or blank variable counts as unset; a number
+        that is malformed or outside its :data:`RANGES` raises :class:`ConfigError`."""
+        salt = _text(env, "ARENA_VOTER_SALT", "")
         if not salt:
             salt = secrets.token_hex(16)
             log.warning("ARENA_VOTER_SALT is not set: voter hashes change at every restart, so "
                         "the rate limit and the anomalous-voter test start afresh each time")  # fmt: skip
-        space_id = env.get("SPACE_ID", "")
+        space_id = _text(env, "SPACE_ID", "")
         require_login = _switch(env, "ARENA_REQUIRE_LOGIN", cls.require_login)
         if require_login and not space_id:
             raise ConfigError("ARENA_REQUIRE_LOGIN needs Hugging Face sign-in, which only a Space "
                               "offers (SPACE_ID is not set): every vote would be refused")  # fmt: skip
-        judges = tuple(j.strip() for j in env.get("ARENA_JUDGES", "").split(",") if j.strip())
-        judge_token = env.get("ARENA_JUDGE_TOKEN", "")
+        judges = tuple(j.strip() for j in _text(env, "ARENA_JUDGES", "").split(",") if j.strip())
+        judge_token = _text(env, "ARENA_JUDGE_TOKEN", "")
         if judges and not judge_token:
             raise ConfigError("ARENA_JUDGES needs ARENA_JUDGE_TOKEN: judges vote with it")
         return cls(
             judges=judges,
             judge_token=judge_token,
-            judge_pause=_number(env, "ARENA_JUDGE_PAUSE", cls.judge_pause, float, zero=True),
-            registry=Path(env.get("ARENA_REGISTRY", cls.registry)),
-            data_dir=Path(env.get("ARENA_DATA_DIR", cls.data_dir)),
+            judge_pause=_number(env, "ARENA_JUDGE_PAUSE", cls.judge_pause),
+            registry=Path(_text(env, "ARENA_REGISTRY", str(cls.registry))),
+            data_dir=Path(_text(env, "ARENA_DATA_DIR", str(cls.data_dir))),
             voter_salt=salt,
-            rate_limit=_number(env, "ARENA_RATE_LIMIT", cls.rate_limit, int),
-            rate_window=_number(env, "ARENA_RATE_WINDOW", cls.rate_window, float),
-            battle_ttl=_number(env, "ARENA_BATTLE_TTL", cls.battle_ttl, float),
-            timeout=_number(env, "ARENA_TIMEOUT", cls.timeout, float),
-            max_prompt_chars=_number(env, "ARENA_MAX_PROMPT_CHARS", cls.max_prompt_chars, int),
-            cache_mb=_number(env, "ARENA_CACHE_MB", cls.cache_mb, int),
-            cache_memory_mb=_count(env, "ARENA_CACHE_MEMORY_MB", cls.cache_memory_mb),
-            dataset_repo=env.get("ARENA_DATASET_REPO", ""),
-            hf_token=env.get("HF_TOKEN", ""),
-            push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes, float),
-            dataset_license=env.get("ARENA_DATASET_LICENSE", cls.dataset_license),
+            rate_limit=_number(env, "ARENA_RATE_LIMIT", cls.rate_limit),
+            rate_window=_number(env, "ARENA_RATE_WINDOW", cls.rate_window),
+            battle_ttl=_number(env, "ARENA_BATTLE_TTL", cls.battle_ttl),
+            timeout=_number(env, "ARENA_TIMEOUT", cls.timeout),
+            max_prompt_chars=_number(env, "ARENA_MAX_PROMPT_CHARS", cls.max_prompt_chars),
+            cache_mb=_number(env, "ARENA_CACHE_MB", cls.cache_mb),
+            cache_memory_mb=_number(env, "ARENA_CACHE_MEMORY_MB", cls.cache_memory_mb),
+            dataset_repo=_text(env, "ARENA_DATASET_REPO", ""),
+            hf_token=_text(env, "HF_TOKEN", ""),
+            push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes),
+            dataset_license=_text(env, "ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=space_id,
-            trusted_proxies=_count(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
+            trusted_proxies=_number(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
             require_login=require_login,
-            listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share, float, zero=True),
+            listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share),
             monitoring=_switch(env, "ARENA_MONITORING", cls.monitoring),
             analytics=_switch(env, "GRADIO_ANALYTICS_ENABLED", cls.analytics),
-            temp_mb=_number(env, "ARENA_TEMP_MB", cls.temp_mb, int),
-            clip_mb=_number(env, "ARENA_CLIP_MB", cls.clip_mb, int),
-            audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate, int),
-            loudness=_loudness(env, "ARENA_LOUDNESS", cls.loudness),
+            temp_mb=_number(env, "ARENA_TEMP_MB", cls.temp_mb),
+            clip_mb=_number(env, "ARENA_CLIP_MB", cls.clip_mb),
+            audio_rate=_number(env, "ARENA_AUDIO_RATE", cls.audio_rate),
+            loudness=_number(env, "ARENA_LOUDNESS", cls.loudness),
             warmup=_switch(env, "ARENA_WARMUP", cls.warmup),
             snapshot_every_hours=_number(
-                env, "ARENA_SNAPSHOT_EVERY_HOURS", cls.snapshot_every_hours, float, zero=True
+                env, "ARENA_SNAPSHOT_EVERY_HOURS", cls.snapshot_every_hours
             ),
         )
 
 
-def _number(env: Mapping[str, str], name: str, default, kind, *, zero: bool = False):
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
-    if not (value >= 0 if zero else value > 0):  # NaN compares false: refused too
-        raise ConfigError(f"{name} must be {'>= 0' if zero else 'positive'}, got {raw!r}")
-    return value
+@dataclass(frozen=True)
+class Range:
+    """The values a number setting may take: ``kind`` (int or float) from ``low`` to
+    ``high``; ``low`` itself refused when ``above_low`` (a period of 0 seconds)."""
+
+    kind: type
+    low: float
+    high: float
+    above_low: bool = False
+
+    def __str__(self) -> str:
+        what = "whole number" if self.kind is int else "number"
+        if (self.above_low and self.low == 0) or (self.kind is int and self.low == 1):
+            return f"a positive {what} at most {self.high:g}"
+        above = "above" if self.above_low else "from"
+        return f"a {what} {above} {self.low:g} to {self.high:g}"
 
 
-def _loudness(env: Mapping[str, str], name: str, default: float) -> float:
-    """A loudness in LUFS: negative, unlike the other numbers, and with room for the peaks
-    (12 dB of headroom under -1 dBFS, see ``arena_core.space.blinding``)."""
+#: The range of every number setting. Each is finite and bounded so that a typo (an extra
+#: zero, ``inf``) stops the start with the variable's name instead of failing later, far
+#: from it: a timeout beyond ``threading.TIMEOUT_MAX``, a period ``timedelta`` cannot hold,
+#: a listening gate no vote can pass. The highs are generous: an hour for one generation,
+#: a week for a battle, a TiB of disk, 16 proxies.
+RANGES: Mapping[str, Range] = MappingProxyType({
+    "ARENA_RATE_LIMIT": Range(int, 1, 1_000_000),
+    "ARENA_RATE_WINDOW": Range(float, 0, 30 * 86_400, above_low=True),  # up to 30 days
+    "ARENA_BATTLE_TTL": Range(float, 0, 7 * 86_400, above_low=True),  # up to a week
+    "ARENA_TIMEOUT": Range(float, 0, 3600, above_low=True),  # up to an hour
+    "ARENA_MAX_PROMPT_CHARS": Range(int, 1, 100_000),
+    "ARENA_CACHE_MB": Range(int, 1, 1_048_576),  # up to 1 TiB
+    "ARENA_CACHE_MEMORY_MB": Range(int, 0, 65_536),  # up to 64 GiB; 0: none
+    "ARENA_PUSH_MINUTES": Range(float, 0, 7 * 1440, above_low=True),  # up to a week
+    "ARENA_TRUSTED_PROXIES": Range(int, 0, 16),
+    "ARENA_LISTEN_SHARE": Range(float, 0, 1),  # 1: both clips to the end; 0: no gate
+    "ARENA_TEMP_MB": Range(int, 1, 1_048_576),
+    "ARENA_CLIP_MB": Range(int, 1, 65_536),
+    "ARENA_AUDIO_RATE": Range(int, 8000, 192_000),  # Hz, as arena_core.space.blinding takes
+    # LUFS: with room for the peaks (12 dB of headroom under -1 dBFS, see space.blinding).
+    "ARENA_LOUDNESS": Range(float, -40, -14),
+    "ARENA_JUDGE_PAUSE": Range(float, 0, 86_400),  # up to a day
+    "ARENA_SNAPSHOT_EVERY_HOURS": Range(float, 0, 8760),  # up to a year; 0: off
+})  # fmt: skip
+
+
+def _text(env: Mapping[str, str], name: str, default: str) -> str:
+    """A setting's text; empty or blank counts as unset, as for every other variable (an
+    empty ``ARENA_DATA_DIR`` would otherwise put the votes in the current directory)."""
     raw = env.get(name)
-    if raw is None or raw == "":
+    return default if raw is None or not raw.strip() else raw
+
+
+def _number(env: Mapping[str, str], name: str, default):
+    """A number setting within its :data:`RANGES`; unset or blank: ``default``."""
+    bounds = RANGES[name]
+    raw = _text(env, name, "")
+    if not raw:
         return default
+    text = raw.strip()
+    # int() alone would take "²" or "1_0"; a whole number is ASCII digits with a sign.
+    if bounds.kind is int and not (text.lstrip("+-").isascii() and text.lstrip("+-").isdigit()):
+        raise ConfigError(f"{name} must be {bounds}, got {raw!r}")
     try:
-        value = float(raw)
+        value = bounds.kind(text)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a number") from None
-    if not -40.0 <= value <= -14.0:
-        raise ConfigError(f"{name} must be within -40..-14 LUFS, got {raw!r}")
+    low_ok = value > bounds.low if bounds.above_low else value >= bounds.low
+    if not (low_ok and value <= bounds.high):  # NaN compares false: refused too
+        raise ConfigError(f"{name} must be {bounds}, got {raw!r}")
     return value
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name)
-    if raw is None or raw == "":
+    raw = _text(env, name, "")
+    if not raw:
         return default
     if raw.strip().lower() in ("1", "true", "yes", "on"):
         return True
     if raw.strip().lower() in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name}={raw!r} is not one of 1/0, true/false, yes/no, on/off")
-
-
-def _count(env: Mapping[str, str], name: str, default: int) -> int:
-    """A whole number >= 0 (``_number`` refuses 0, which is meaningful here)."""
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    if not (raw.strip().isascii() and raw.strip().isdigit()):
-        raise ConfigError(f"{name} must be a whole number >= 0, got {raw!r}")
-    return int(raw)
