@@ -4,8 +4,10 @@ import dataclasses
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from arena_core.registry import RegistryError, load_registry
+from arena_core.registry import Registry, RegistryError, load_registry
 
 VALID = """
 arenas:
@@ -139,6 +141,69 @@ def test_not_yaml_and_unreadable_files(tmp_path):
     empty.write_text("arenas: []\n")
     with pytest.raises(RegistryError, match="non-empty list"):
         load_registry(empty)
+
+
+#: Files PyYAML lets escape as other exceptions than a YAML error (a traceback out of the
+#: loader and ``registry --check``), each now one RegistryError naming the file.
+ESCAPES = {
+    "latin-1 text": "title: Caf\xe9".encode("latin-1"),
+    "a complex key": b"? [1]\n: 2\n",
+    "a complex key in a model": b"arenas: [{models: [{id: a, ? [1] : 2}]}]\n",
+    "a bracket 5,000 deep": b"arenas: " + b"[" * 5000 + b"]" * 5000 + b"\n",
+    "an int that is not one": b"arenas: !!int abc\n",
+    "a bool that is not one": b"arenas: !!bool maybe\n",
+}
+
+
+@pytest.mark.parametrize("content", ESCAPES.values(), ids=ESCAPES.keys())
+def test_a_file_yaml_cannot_read_is_one_registry_error_naming_it(tmp_path, content):
+    path = tmp_path / "registry.yaml"
+    path.write_bytes(content)
+    with pytest.raises(RegistryError, match="not valid YAML") as err:
+        load_registry(path)
+    assert err.value.file == path
+
+
+@pytest.mark.parametrize("name", ["prompts.yaml", "prompts.jsonl"])
+def test_a_prompt_file_not_in_utf8_is_one_registry_error_naming_it(tmp_path, name):
+    path = write(tmp_path, VALID.replace("prompts: prompts.yaml", f"prompts: {name}"))
+    line = (
+        '{"id": "c1", "text": "Caf\xe9"}\n'
+        if name.endswith("jsonl")
+        else "- {id: c1, text: Caf\xe9}\n"
+    )
+    (tmp_path / name).write_bytes(line.encode("latin-1"))
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    assert err.value.file == tmp_path / name
+
+
+def test_nesting_as_deep_as_a_registry_needs_is_read(tmp_path):
+    nested = "[" * 90 + "]" * 90
+    path = write(tmp_path, VALID.replace("voice: en-us}", f"voice: en-us, deep: {nested}}}"))
+    options = load_registry(path).arena("tts-en").model("espeak-ng/en-us").backend.options
+    expected = []
+    for _ in range(89):
+        expected = [expected]
+    assert options["deep"] == expected
+
+
+#: Pieces of YAML syntax, tags and aliases included, that a fuzzed file is built from.
+_YAML_BITS = ["arenas:", " [", "]", "{", "}", ": ", "- ", "? ", "\n", "  ", "&a ", "*a", ",",
+              "!!int ", "!!bool ", "!!float ", "!!timestamp ", "!!binary ", "!!set ", "!!omap ",
+              "id", "abc", "1", "2026-02-30", "'", '"', "#", "|", ">", "\t", "%YAML 1.1\n"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_YAML_BITS), max_size=40).map(lambda bits: "".join(bits).encode())
+       | st.binary(max_size=200))  # fmt: skip
+def test_any_file_loads_or_is_one_registry_error(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("fuzz") / "registry.yaml"
+    path.write_bytes(content)
+    try:
+        loaded = load_registry(path)
+    except RegistryError as err:
+        loaded = err.file
+    assert isinstance(loaded, Registry) or loaded == path
 
 
 def test_unknown_arena_lookup_lists_known_ones(tmp_path):

@@ -112,6 +112,11 @@ def test_what_is_not_about_priors_is_the_loaders_error_exit_2(tmp_path, capsys):
     assert code == 2 and "cannot read" in err
     code, _, err = run_check(capsys, write(tmp_path, "arenas: [\n"))
     assert code == 2 and "not valid YAML" in err
+    # Files that once escaped as a traceback (exit 1): latin-1, a complex key, deep nesting.
+    for content in ("title: Caf\xe9".encode("latin-1"), b"? [1]\n: 2\n", b"[" * 5000):
+        (tmp_path / "registry.yaml").write_bytes(content)
+        code, _, err = run_check(capsys, tmp_path / "registry.yaml")
+        assert code == 2 and "registry.yaml: not valid YAML" in err
 
 
 def test_a_future_date_fails_the_check_with_todays_date(tmp_path):

@@ -324,8 +324,16 @@ def _load_prompt_file(ctx: Ctx, path: Path) -> Any:
     if not path.is_file():
         raise ctx.error(f"prompt file {str(path)!r} does not exist", "prompts")
     if path.suffix == ".jsonl":
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ctx.at(file=path).error(f"cannot read: {exc.strerror}", "prompts") from None
+        except UnicodeDecodeError as exc:
+            raise ctx.at(file=path).error(
+                f"is not UTF-8: byte {exc.start} cannot be decoded", "prompts"
+            ) from None
         rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(lines, 1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
