@@ -1,6 +1,7 @@
 """Registry loading: valid files load into frozen dataclasses; bad ones get one precise error."""
 
 import dataclasses
+import posixpath
 import textwrap
 
 import pytest
@@ -8,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena_core.registry import Registry, RegistryError, load_registry
+from arena_core.registry.fields import ID_PATTERN, valid_id
 
 VALID = """
 arenas:
@@ -86,6 +88,14 @@ BROKEN = [
     (("params_m: 63", "params_m: .inf"), "tts-en", "piper/joe", "params_m", "finite"),
     (("value: 86.5", "value: -.inf"), "tts-en", "piper/joe", "prior.value", "finite"),
     (("id: m1", "id: 'has space'"), "chat", "has space", "id", "not a valid id"),
+    # An id is a path inside the data folder and the dataset repo (leaderboards/<arena>/):
+    # a '..' part wrote a snapshot outside it, an empty or '.' part names another id's place.
+    (("id: chat", "id: x/../../../escaped"), "x/../../../escaped", None, "id", "not a valid id"),
+    (("id: m1", "id: a//b"), "chat", "a//b", "id", "not a valid id"),
+    (("id: m1", "id: a/./b"), "chat", "a/./b", "id", "not a valid id"),
+    (("id: m1", "id: a/"), "chat", "a/", "id", "not a valid id"),
+    (("id: m1", "id: a/.."), "chat", "a/..", "id", "not a valid id"),
+    (("id: p1", "id: p/../q"), "tts-en", None, "prompts.id", "not a valid id"),
     (("prompts: prompts.yaml", "prompts: missing.yaml"), "chat", None, "prompts", "does not exist"),
 ]  # fmt: skip
 
@@ -204,6 +214,14 @@ def test_any_file_loads_or_is_one_registry_error(tmp_path_factory, content):
     except RegistryError as err:
         loaded = err.file
     assert isinstance(loaded, Registry) or loaded == path
+
+
+@given(st.text(alphabet="a./:-", min_size=1, max_size=12))
+def test_a_valid_id_is_a_path_that_stays_where_it_is_put(value):
+    """posixpath.normpath, not the id check, says whether a path climbs or collapses."""
+    path = f"leaderboards/{value}/2026-01-01.json"
+    stays = posixpath.normpath(path) == path
+    assert valid_id(value) == (stays and ID_PATTERN.fullmatch(value) is not None)
 
 
 def test_unknown_arena_lookup_lists_known_ones(tmp_path):

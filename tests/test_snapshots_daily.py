@@ -16,7 +16,7 @@ from hubhistory import synced_space
 
 from arena_core import cli
 from arena_core.leaderboard import BoardParams
-from arena_core.registry import load_registry
+from arena_core.registry import RegistryError, load_registry
 from arena_core.snapshots.daily import (
     DailySnapshots,
     SnapshotStore,
@@ -165,3 +165,14 @@ def test_the_snapshot_period_is_read_from_the_environment(raw, hours):
 def test_a_bad_snapshot_period_is_refused(raw):
     with pytest.raises(ConfigError, match="ARENA_SNAPSHOT_EVERY_HOURS"):
         Settings.from_env({"ARENA_VOTER_SALT": "s", "ARENA_SNAPSHOT_EVERY_HOURS": raw})
+
+
+@pytest.mark.parametrize("arena_id", ["x/../../../escaped", "..", "a//b", "a/."])
+def test_an_arena_id_that_would_leave_the_snapshot_folder_is_refused(tmp_path, arena_id):
+    """The registry refuses such an id; the path is refused again where it is built."""
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY.replace("id: speech", f"id: '{arena_id}'", 1))
+    with pytest.raises(RegistryError, match="not a valid id"):
+        load_registry(registry)
+    with pytest.raises(ValueError, match="cannot name a snapshot file"):
+        snapshot_path(arena_id, datetime(2026, 1, 1, tzinfo=UTC).date())

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Ids of arenas, models and prompts: stable, URL- and file-name-friendly.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}$")
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}")
+#: Path segments (between ``/``) an id may not have: ids name folders and files (a daily
+#: snapshot is ``leaderboards/<arena>/<date>.json``, locally and in the dataset repo), where
+#: ``..`` climbs out of the folder and an empty or ``.`` segment names another id's place.
+BAD_SEGMENTS = frozenset({"", ".", ".."})
+
+
+def valid_id(value: str) -> bool:
+    """Whether ``value`` matches :data:`ID_PATTERN` and has none of :data:`BAD_SEGMENTS`."""
+    return bool(ID_PATTERN.fullmatch(value)) and not BAD_SEGMENTS & set(value.split("/"))
 
 
 class RegistryError(ValueError):
@@ -79,9 +88,10 @@ def text(
 
 def ident(ctx: Ctx, raw: Mapping, key: str, prefix: str = "") -> str:
     value = text(ctx, raw, key, prefix=prefix)
-    if not ID_PATTERN.match(value):
+    if not valid_id(value):
         raise ctx.error(
-            f"{value!r} is not a valid id (letters, digits and . _ + / : @ -, up to 128)",
+            f"{value!r} is not a valid id (letters, digits and . _ + / : @ -, up to 128; "
+            "no empty, '.' or '..' part between slashes)",
             prefix + key,
         )
     return value

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from arena_core.leaderboard import BoardParams, board_from_votes
 from arena_core.registry import Arena, Registry
+from arena_core.registry.fields import valid_id
 from arena_core.selection import Entrant
 from arena_core.snapshots.revision import board_settings, file_sha256, revision_of
 from arena_core.snapshots.version import CodeVersion, code_version
@@ -54,7 +55,13 @@ class SnapshotError(RuntimeError):
 
 
 def snapshot_path(arena_id: str, day: date) -> str:
-    """``leaderboards/<arena>/<YYYY-MM-DD>.json``, the same in the repo and the data folder."""
+    """``leaderboards/<arena>/<YYYY-MM-DD>.json``, the same in the repo and the data folder.
+
+    The registry refuses an arena id that would leave that folder (``x/../..``); checked
+    again here, where the id becomes a path.
+    """
+    if not valid_id(arena_id):
+        raise ValueError(f"arena id {arena_id!r} cannot name a snapshot file")
     return f"{SNAPSHOT_DIR}/{arena_id}/{day.isoformat()}.json"
 
 
