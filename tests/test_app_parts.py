@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ from arena_core.matchmaking import NoPairError, draw_pair, fit_snapshot
 from arena_core.page import plots, presenters, table, ui_text
 from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.elo import sequential_elo
-from arena_core.registry import BackendSpec, Model, load_registry
+from arena_core.registry import Arena, BackendSpec, Model, Prompt, Registry, load_registry
 from arena_core.space.blinding import BlindingParams
 from arena_core.space.config import RANGES, ConfigError, Settings
 from arena_core.space.live import LiveArena
@@ -209,6 +210,29 @@ def test_names_are_escaped_in_the_table():
     hostile = replace(board, rows=tuple(replace(r, model="<script>x</script>") for r in board.rows))
     html = table.board_html(hostile, list(hostile.rows), {}, {})
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_only_an_http_url_is_linked_in_the_table_and_the_about_page():
+    board, _ = small_board()
+    registry_models = {m.id: replace(m, url=url) for m, url in zip(
+        models().values(), ["javascript:alert(1)", "https://x.org/y?a=1&b=2", "data:,x"], strict=True)}  # fmt: skip
+    html = table.board_html(board, list(board.rows), {}, registry_models)
+    assert "javascript:" not in html and "data:," not in html
+    assert html.count("href=") == 1 and 'href="https://x.org/y?a=1&amp;b=2"' in html
+    arena = Arena("ar", "Ar", "audio", tuple(registry_models.values()), (Prompt("p", "P"),))
+    about = ui_text.about(Registry((arena,)), BoardParams())
+    assert "javascript:" not in about and "(https://x.org/y?a=1&b=2)" in about
+
+
+@pytest.mark.parametrize(
+    ("url", "linked"), [("javascript:alert(1)", False), ("https://x.org/", True)]
+)
+def test_a_models_report_links_only_an_http_url(url, linked):
+    from arena_core.page.model_html import summary_html
+
+    report = SimpleNamespace(name="M", model="m", board_row=None, registry={"url": url},
+                             available=None, median_latency_s=None)  # fmt: skip
+    assert ("href=" in summary_html(report, {})) == linked
 
 
 def test_weight_filter_keeps_open_or_closed_models():

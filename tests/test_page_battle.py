@@ -158,6 +158,17 @@ def test_the_reveal_names_links_highlights_and_ranks():
     assert "revealed bad" in battle.reveal_head("A", reveal.a, None, "both_bad", board)
 
 
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "data:text/html,x", " java\nscript:x"])
+def test_the_reveal_links_only_an_http_url(url):
+    """The loader refuses other URLs; a Model built another way is not linked either."""
+    board = Board("ar", None, "bt", (row("m/a", 1, 1),), 15, {})
+    side = Side("m/a", "Alpha", 1000.0, 1016.4)
+    head = battle.reveal_head(
+        "A", side, Model("m/a", "Alpha", BackendSpec("fake"), url=url), "a", board
+    )
+    assert "href" not in head and "Alpha" in head
+
+
 def test_the_vote_line_thanks_and_passes_on_notes():
     counted = Reveal("tie", Side("a", "A", 1.0, 2.0), Side("b", "B", 1.0, 0.0), True)
     assert (

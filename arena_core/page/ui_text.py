@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from arena_core.leaderboard import BoardParams
 from arena_core.registry import Registry
+from arena_core.registry.fields import http_url
 
 TITLE = "Open Model Arena"
 
@@ -216,7 +217,7 @@ def about(registry: Registry, params: BoardParams, status: Mapping[str, str] | N
             "| --- | --- | --- | --- | --- | --- |"
         )
         for m in arena.models:
-            name = f"[{m.name}]({m.url})" if m.url else m.name
+            name = f"[{m.name}]({m.url})" if m.url and http_url(m.url) else m.name
             here = model_state((status or {}).get(f"{arena.id}/{m.id}", ""))
             licence = m.license or "not stated"
             speed = f"{rtf[m.id]:.2f}" if rtf and m.id in rtf else ""

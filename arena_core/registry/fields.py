@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 #: Ids of arenas, models and prompts: stable, URL- and file-name-friendly.
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}")
@@ -18,6 +19,15 @@ ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/:@-]{0,127}")
 #: snapshot is ``leaderboards/<arena>/<date>.json``, locally and in the dataset repo), where
 #: ``..`` climbs out of the folder and an empty or ``.`` segment names another id's place.
 BAD_SEGMENTS = frozenset({"", ".", ".."})
+
+
+def http_url(value: str) -> bool:
+    """Whether ``value`` is an http(s) URL with a host and no space or control character:
+    a link a reader can open, and nothing a page would run (``javascript:``, ``data:``)."""
+    if not value.isprintable() or any(c.isspace() for c in value):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def valid_id(value: str) -> bool:

@@ -47,6 +47,7 @@ from arena_core.registry.fields import (
     RegistryError,
     check_keys,
     check_unique,
+    http_url,
     ident,
     number,
     text,
@@ -255,6 +256,9 @@ def _parse_model(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
     params_m = number(ctx, raw, "params_m", required=False)
     if params_m is not None and not 0 < params_m < math.inf:
         raise ctx.error("must be a positive, finite number of millions", "params_m")
+    url = text(ctx, raw, "url", required=False)
+    if url is not None and not http_url(url):
+        raise ctx.error(f"{url!r} is not an http(s) URL with a host", "url")
     weight = number(ctx, raw, "weight", required=False)
     if weight is not None and not 0 < weight <= MAX_WEIGHT:
         raise ctx.error(f"must be a number above 0 and at most {MAX_WEIGHT:g}", "weight")
@@ -266,7 +270,7 @@ def _parse_model(ctx: Ctx, raw: Any, mapping: PriorMapping | None) -> Model:
         params_m=params_m,
         prior=_parse_prior(ctx, raw.get("prior"), mapping),
         license=text(ctx, raw, "license", required=False),
-        url=text(ctx, raw, "url", required=False),
+        url=url,
         description=text(ctx, raw, "description", required=False),
         weight=1.0 if weight is None else weight,
         family=text(ctx, raw, "family", required=False),

@@ -53,10 +53,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from arena_core.ratings.scale import ANCHOR, SCALE
-from arena_core.registry.fields import Ctx, RegistryError, number, text
+from arena_core.registry.fields import Ctx, RegistryError, http_url, number, text
 
 #: Problem kinds. A prior without a source (or with an unusable one).
 NO_SOURCE = "no_source"
@@ -242,13 +241,11 @@ def _source(raw: Any, problems: list[Problem]) -> str | None:
                                 f"where the figure was published, got {got}"))  # fmt: skip
         return None
     source = raw.strip()
-    if "://" in source:
-        parts = urlsplit(source)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            problems.append(Problem(NO_SOURCE, "prior.source", f"{source!r} is not an http(s) "
-                                    "URL with a host; give a link readers can open, or a "
-                                    "citation"))  # fmt: skip
-            return None
+    if "://" in source and not http_url(source):
+        problems.append(Problem(NO_SOURCE, "prior.source", f"{source!r} is not an http(s) "
+                                "URL with a host; give a link readers can open, or a "
+                                "citation"))  # fmt: skip
+        return None
     return source
 
 
