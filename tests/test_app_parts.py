@@ -248,6 +248,35 @@ def test_weight_filter_keeps_open_or_closed_models():
     assert shown["open"] == ["x"] and sorted(shown["closed"]) == ["y", "z"]
 
 
+#: Stated licences and whether the board may claim open weights from them: only a
+#: recognised open licence, stated first, is a claim; other text is shown, not counted open.
+LICENCES = [
+    ("Apache-2.0", True), ("apache-2.0", True), ("MIT", True), ("Apache-2.0 OR MIT", True),
+    ("Apache-2.0 (weights and voices, hexgrad); MIT (ONNX export)", True),
+    ("CC0-1.0 (voice); piper-tts engine GPL-3.0-or-later", True), ("CC-BY-SA-4.0", True),
+    ("Llama 3.1 Community License", True), ("CreativeML Open RAIL++-M", True),
+    ("unknown", False), ("No licence stated", False), ("MIT-like", False),
+    ("Open source", False), ("Apache-2.0 OR Proprietary", False), ("see the model card", False),
+    ("CMU Flite licence (BSD-style)", False), ("Proprietary API terms", False), ("", False),
+    ("(Apache-2.0)", False), ("Proprietary; MIT (client code)", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("licence", "claimed"), LICENCES)
+def test_open_weights_are_claimed_only_from_a_recognised_open_licence(licence, claimed):
+    model = Model("m", "M", BackendSpec("fake"), license=licence)
+    assert table.open_weights(model) is claimed
+
+
+def test_the_shipped_models_counted_open_are_those_with_a_recognised_licence():
+    """Flite's and Festival's licences are BSD-style texts with no identifier: stated on the
+    About tab as they are, not counted open. Every other shipped model states one first."""
+    registry = load_registry(ROOT / "registry.yaml")
+    not_open = {m.id for a in registry.arenas for m in a.models if not table.open_weights(m)}
+    assert not_open == {"flite/kal", "flite/kal16", "flite/awb", "flite/rms", "flite/slt",
+                        "festival/kal_diphone", "festival/cmu_us_slt_arctic_hts"}  # fmt: skip
+
+
 def test_rank_and_interval_cells_say_what_the_board_knows():
     row = LeaderboardRow(rank=2, rank_worst=4, component=2, model="M", model_id="m", params=None,
                          params_m=None, rating=1010.0, ci_low=990.0, ci_high=1040.0, elo=1000.0,

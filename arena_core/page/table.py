@@ -23,18 +23,17 @@ from arena_core.page.presenters import interval_text, rank_text
 from arena_core.provenance import ARENA, ARENA_THIN, BLENDED, PRIOR
 from arena_core.registry import Model
 from arena_core.registry.fields import http_url
+from arena_core.registry.licences import open_licence
 
 #: Weight filters: value -> label.
 WEIGHTS = {"all": "All", "open": "Open", "closed": "Closed"}
-#: Words in a licence that mean the weights are not published.
-_CLOSED_WORDS = ("proprietary", "closed", "terms of service", "commercial api")
 
 
 def open_weights(model: Model) -> bool:
-    """Whether a model's weights are published: the registry states a licence for them
-    that is not a proprietary one. A model with no stated licence counts as closed."""
-    licence = (model.license or "").lower()
-    return bool(licence) and not any(word in licence for word in _CLOSED_WORDS)
+    """Whether the board may claim a model's weights are open: its stated licence starts
+    with a recognised open licence (:func:`arena_core.registry.licences.open_licence`).
+    Any other text, or none, claims nothing, so the model is not counted open."""
+    return open_licence(model.license) is not None
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ Model authors: open a pull request that adds an entry to the arena's `models:` l
       - id: my-org/my-voice          # stable: votes are filed under it
         name: My Voice (v1)          # what the board shows
         backend: {{type: hf-inference, model: my-org/my-voice}}   # or a local engine
-        license: Apache-2.0          # the weights' licence; none stated counts as closed
+        license: Apache-2.0          # the weights' licence, its SPDX id first: only a recognised open one counts as open weights
         url: https://huggingface.co/my-org/my-voice
         params: 82M                  # only where your own documentation states them
         params_m: 82

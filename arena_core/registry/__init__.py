@@ -5,6 +5,7 @@
 * :mod:`~arena_core.registry.fields` holds the field readers every part shares;
 * :mod:`~arena_core.registry.priors` reads a model's published prior and the arena's
   mapping onto the rating scale, with their sources;
+* :mod:`~arena_core.registry.licences` says which stated licences count as open weights;
 * :mod:`~arena_core.registry.check` is ``python -m arena_core registry --check``, which
   lists every problem of a file instead of stopping at the first.
 """
