@@ -3,13 +3,14 @@
 import dataclasses
 import posixpath
 import textwrap
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from arena_core.registry import Registry, RegistryError, load_registry
-from arena_core.registry.fields import ID_PATTERN, valid_id
+from arena_core.registry.fields import ID_PATTERN, Ctx, check_free_form, valid_id
 
 VALID = """
 arenas:
@@ -204,11 +205,11 @@ def test_a_prompt_file_not_in_utf8_is_one_registry_error_naming_it(tmp_path, nam
 
 
 def test_nesting_as_deep_as_a_registry_needs_is_read(tmp_path):
-    nested = "[" * 90 + "]" * 90
+    nested = "[" * 30 + "]" * 30
     path = write(tmp_path, VALID.replace("voice: en-us}", f"voice: en-us, deep: {nested}}}"))
     options = load_registry(path).arena("tts-en").model("espeak-ng/en-us").backend.options
     expected = []
-    for _ in range(89):
+    for _ in range(29):
         expected = [expected]
     assert options["deep"] == expected
 
@@ -237,6 +238,55 @@ def test_a_valid_id_is_a_path_that_stays_where_it_is_put(value):
     path = f"leaderboards/{value}/2026-01-01.json"
     stays = posixpath.normpath(path) == path
     assert valid_id(value) == (stays and ID_PATTERN.fullmatch(value) is not None)
+
+
+def alias_bomb(levels: int, indent: str) -> str:
+    """A "billion laughs": each level a list of nine aliases of the one before."""
+    lines = [f'{indent}l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [
+        f"{indent}l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, levels)
+    ]
+    return "\n".join(lines)
+
+
+def test_an_alias_bomb_in_a_models_options_is_refused_at_load(tmp_path):
+    """856 bytes that expanded to ~3 GB of keyword arguments when the model was called."""
+    hosted = ("{type: gradio-space, space: 'http://127.0.0.1:9/', api_name: /predict}",
+              "\n          type: gradio-space\n          space: 'http://127.0.0.1:9/'\n"
+              "          args:\n            text: '{text}'\n            pad:\n"
+              + alias_bomb(9, "              "))  # fmt: skip
+    path = write(tmp_path, VALID.replace("{type: piper, voice: en_US-joe-medium}", hosted[1]))
+    assert len(path.read_bytes()) < 2000
+    with pytest.raises(RegistryError, match="expands to more than") as err:
+        load_registry(path)
+    assert (err.value.file, err.value.arena, err.value.model) == (path, "tts-en", "piper/joe")
+    assert err.value.field == "backend"
+
+
+def test_an_alias_bomb_in_a_judges_options_is_refused_at_load(tmp_path):
+    judge = ("judges:\n  - id: j\n    name: J\n    kind: intelligibility\n    arenas: [tts-en]\n"
+             "    options:\n      pad:\n" + alias_bomb(9, "        ") + "\n")  # fmt: skip
+    with pytest.raises(RegistryError, match="expands to more than") as err:
+        load_registry(write(tmp_path, VALID + judge))
+    assert err.value.field == "judges[j].options"
+
+
+def test_an_error_quoting_an_alias_bomb_is_cut_short(tmp_path):
+    """A field's error quotes the value it refuses; the full repr of 9**7 strings took
+    seconds and tens of megabytes (9**9: gigabytes)."""
+    levels = ", ".join(["&l0 [a, a, a, a, a, a, a, a, a]"] + [
+        f"&l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 7)])  # fmt: skip
+    path = write(tmp_path, VALID.replace("params_m: 63", f"params_m: [{levels}]"))
+    with pytest.raises(RegistryError, match="must be a number") as err:
+        load_registry(path)
+    assert len(str(err.value)) < 1000
+
+
+@given(st.recursive(st.text(max_size=3) | st.integers(), lambda kids: st.lists(kids, max_size=4)
+                    | st.dictionaries(st.text(max_size=3), kids, max_size=4), max_leaves=40))  # fmt: skip
+def test_options_within_the_bounds_are_kept_as_written(options):
+    """Anything small passes unchanged; the bound is on size, never on shape."""
+    assert check_free_form(Ctx(file=None, base_dir=Path(".")), {"args": options}, "backend") is None
 
 
 def test_unknown_arena_lookup_lists_known_ones(tmp_path):

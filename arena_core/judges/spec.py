@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from arena_core.judges.base import KINDS, JudgeSpec
-from arena_core.registry.fields import Ctx, check_keys, check_unique, ident, text
+from arena_core.registry.fields import Ctx, check_free_form, check_keys, check_unique, ident, text
 
 _JUDGE_KEYS = {"id", "name", "kind", "arenas", "family", "options"}
 
@@ -61,6 +61,7 @@ def _parse_judge(ctx: Ctx, raw: Any, arena_ids: list[str]) -> JudgeSpec:
     options = raw.get("options") or {}
     if not isinstance(options, Mapping):
         raise ctx.error("must be a mapping of the kind's settings", prefix + "options")
+    check_free_form(ctx, options, prefix + "options")
     return JudgeSpec(
         id=ident(ctx, raw, "id", prefix=prefix),
         name=text(ctx, raw, "name", prefix=prefix),

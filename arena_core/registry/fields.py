@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,52 @@ class Ctx:
         )
 
 
+#: Most values (scalars, lists and mappings, keys included) free-form options may expand
+#: to. A YAML alias repeats what it names, so nine lines of nested aliases (856 bytes)
+#: expand to 9**9 strings: gigabytes of keyword arguments when a hosted model is called.
+#: The largest shipped options hold a few dozen values.
+MAX_FREE_FORM_VALUES = 10_000
+#: Most characters of text in them, after the same expansion.
+MAX_FREE_FORM_CHARS = 1_000_000
+#: Deepest nesting in them (each alias counts at its depth where it is used).
+MAX_FREE_FORM_DEPTH = 32
+
+
+def check_free_form(ctx: Ctx, value: object, field: str) -> None:
+    """Refuse free-form options (a backend's or a judge's settings, passed on as they are)
+    that expand beyond :data:`MAX_FREE_FORM_VALUES`, :data:`MAX_FREE_FORM_CHARS` or
+    :data:`MAX_FREE_FORM_DEPTH`. The walk has its own stack, not recursion, and stops at
+    the first bound passed, so an alias bomb (or a list that contains itself) costs at
+    most that many steps."""
+    stack, values, chars = [(value, 1)], 0, 0
+    while stack:
+        item, depth = stack.pop()
+        values += 1
+        if isinstance(item, str | bytes):
+            chars += len(item)
+        elif isinstance(item, Mapping):
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend((part, depth + 1) for part in item)
+        if values > MAX_FREE_FORM_VALUES or chars > MAX_FREE_FORM_CHARS:
+            raise ctx.error(f"expands to more than {MAX_FREE_FORM_VALUES:,} values or "
+                            f"{MAX_FREE_FORM_CHARS:,} characters (YAML aliases repeat what "
+                            "they name)", field)  # fmt: skip
+        if depth > MAX_FREE_FORM_DEPTH:
+            raise ctx.error(f"is nested deeper than {MAX_FREE_FORM_DEPTH} levels", field)
+
+
+def shown(value: object) -> str:
+    """``repr`` cut short (``reprlib``): a value an error quotes may be an alias bomb
+    (``title: *bomb``), whose full ``repr`` would take gigabytes."""
+    return _SHORT.repr(value)
+
+
+#: ``repr`` of at most two levels, four items each, 80 characters of a string.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring = 2, 4, 4, 80
+
+
 def check_keys(ctx: Ctx, raw: Mapping, allowed: set[str], prefix: str = "") -> None:
     for key in raw:
         if key not in allowed:
@@ -91,7 +138,7 @@ def text(
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
-        got = "nothing" if value is None else repr(value)
+        got = "nothing" if value is None else shown(value)
         raise ctx.error(f"must be a non-empty string, got {got}", prefix + key)
     return value.strip()
 
@@ -114,7 +161,7 @@ def number(
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        got = "nothing" if value is None else repr(value)
+        got = "nothing" if value is None else shown(value)
         raise ctx.error(f"must be a number, got {got}", prefix + key)
     try:
         return float(value)

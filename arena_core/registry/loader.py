@@ -45,6 +45,7 @@ from arena_core.ratings.scale import ANCHOR
 from arena_core.registry.fields import (
     Ctx,
     RegistryError,
+    check_free_form,
     check_keys,
     check_unique,
     http_url,
@@ -296,6 +297,7 @@ def _parse_backend(ctx: Ctx, raw: Any) -> BackendSpec:
     if not isinstance(backend_type, str) or not backend_type.strip():
         raise ctx.error("is missing or empty", "backend.type")
     options = {k: v for k, v in raw.items() if k != "type"}
+    check_free_form(ctx, options, "backend")
     return BackendSpec(type=backend_type, options=MappingProxyType(options))
 
 

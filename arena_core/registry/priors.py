@@ -55,7 +55,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from arena_core.ratings.scale import ANCHOR, SCALE
-from arena_core.registry.fields import Ctx, RegistryError, http_url, number, text
+from arena_core.registry.fields import Ctx, RegistryError, http_url, number, shown, text
 
 #: Problem kinds. A prior without a source (or with an unusable one).
 NO_SOURCE = "no_source"
@@ -236,7 +236,7 @@ def _mapped(mapping: PriorMapping, value: float, stated: float | None,
 def _source(raw: Any, problems: list[Problem]) -> str | None:
     """A URL (http or https, with a host) or a citation; a missing one is reported."""
     if not isinstance(raw, str) or not raw.strip():
-        got = "nothing" if raw is None or raw == "" else repr(raw)
+        got = "nothing" if raw is None or raw == "" else shown(raw)
         problems.append(Problem(NO_SOURCE, "prior.source", "is required: the URL or citation "
                                 f"where the figure was published, got {got}"))  # fmt: skip
         return None
