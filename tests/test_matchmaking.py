@@ -156,6 +156,21 @@ def test_a_newcomer_is_explored_first_against_opponents_across_the_board():
     assert votes == 10 and len(set(opponents)) == 10
 
 
+def test_the_model_the_draw_is_about_is_shown_on_either_side_half_the_time():
+    """Which side is "A" is a coin flip, whoever the draw picked first: a newcomer (always
+    drawn first here) showing up as "A" more often would tell a visitor which voice is new.
+    Counting ``a < b`` missed a sampler that always put its first pick on side A."""
+    battles = even_battles(5, 15)
+    battles[4] = battles[:, 4] = 0  # model 4 is new: every draw is its (newcomer_share=1)
+    snap, _ = fit([1000] * 5, battles)
+    params = MatchParams(newcomer_share=1.0)
+    draws = [draw_pair(snap, battles, range(5), np.random.default_rng(s), params=params)
+             for s in range(600)]  # fmt: skip
+    assert all(4 in d for d in draws)
+    on_a = sum(a == 4 for a, _ in draws)
+    assert 240 < on_a < 360  # 300 +- 5 sd
+
+
 def test_a_starved_model_is_lifted_to_its_share_and_a_crowded_one_held_back():
     snap, battles = fit([1000, 1005, 1010, 1400, 1800], even_battles(5, 40))
     rng = np.random.default_rng(5)

@@ -6,7 +6,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from arena_core.matchmaking import NoPairError, Rules, draw_pair, fisher_covariance, snapshot
+from arena_core.matchmaking import (
+    MatchParams,
+    NoPairError,
+    Rules,
+    draw_pair,
+    fisher_covariance,
+    snapshot,
+)
 from arena_core.registry import RegistryError, load_registry
 from arena_core.simulation.arena import SimArena
 from arena_core.simulation.matchmaking import Setup
@@ -103,6 +110,44 @@ def test_never_paired_models_never_meet_and_no_allowed_pair_is_an_error():
     assert set(pairs) == {frozenset(p) for p in [(0, 2), (0, 3), (1, 2), (1, 3)]}
     with pytest.raises(NoPairError):
         draw_pair(snap, battles, [0, 1], rng, rules=rules)
+
+
+def test_a_newcomer_never_meets_a_model_it_must_never_be_paired_with():
+    """``never_paired`` holds on a newcomer's draws too: a new voice kept apart from model 0
+    (say, another build of the same engine) is explored against every other model, never 0."""
+    battles = np.full((5, 5), 15.0)
+    np.fill_diagonal(battles, 0)
+    battles[4] = battles[:, 4] = 0  # model 4 is new
+    ratings = np.full(5, 1000.0)
+    snap = snapshot(ratings, fisher_covariance(ratings, battles), battles)
+    rules = Rules.build(5, never=[[0, 4]])
+    rng = np.random.default_rng(4)
+    params = MatchParams(newcomer_share=1.0)  # every draw is the newcomer's
+    pairs = Counter(
+        frozenset(draw_pair(snap, battles, range(5), rng, rules=rules, params=params))
+        for _ in range(300)
+    )
+    assert set(pairs) == {frozenset((4, k)) for k in (1, 2, 3)}
+
+
+def test_with_nothing_left_to_learn_pairs_follow_the_rules_and_weights():
+    """When no pair is worth a vote any more (a board known exactly: zero covariance, so
+    every ranking and interval value is 0), any allowed pair is drawn, in proportion to
+    ``w_i * w_j``: pairs kept apart still never meet, nobody meets itself, weights still count."""
+    battles = np.full((4, 4), 500.0)
+    np.fill_diagonal(battles, 0)
+    snap = snapshot(np.array([1000.0, 1100, 1200, 1300]), np.zeros((4, 4)), battles)
+    assert not snap.rank.any() and not snap.interval.any()
+    rules = Rules.build(4, weights=[3, 1, 1, 1], never=[[0, 1]])
+    rng = np.random.default_rng(8)
+    draws = Counter(
+        frozenset(draw_pair(snap, battles, range(4), rng, rules=rules)) for _ in range(3000)
+    )
+    # Allowed pairs and their w_i * w_j: 0-2 and 0-3 weigh 3, 1-2, 1-3 and 2-3 weigh 1 (of 9).
+    expected = {(0, 2): 3 / 9, (0, 3): 3 / 9, (1, 2): 1 / 9, (1, 3): 1 / 9, (2, 3): 1 / 9}
+    assert set(draws) == {frozenset(p) for p in expected}
+    for p, share in expected.items():
+        assert draws[frozenset(p)] / 3000 == pytest.approx(share, abs=0.03), p
 
 
 def test_a_weighted_model_is_drawn_in_proportion_to_its_weight():
