@@ -22,8 +22,10 @@ from arena_core.space.blinding import (
     BlindingError,
     BlindingParams,
     blind,
+    deliver,
     loudness,
     shape,
+    speech_bounds,
 )
 
 PARAMS = BlindingParams()
@@ -83,6 +85,84 @@ def test_silence_is_trimmed_to_the_same_margin(pair):
     assert PARAMS.margin - 0.012 <= trail <= PARAMS.margin + PARAMS.margin_jitter + 0.012
 
 
+def test_the_trailing_margin_has_its_own_random_share():
+    """The silence after the speech is ``margin`` plus a random share of ``margin_jitter``,
+    drawn per delivery: a fixed trail would give away the longer clip's exact speech length
+    (clip length minus the trail). A flat block stands in for shaped speech, so its end is
+    exact to the sample."""
+    rate = PARAMS.sample_rate
+    block = Output.from_audio(rate, np.full(rate, 10_000, dtype=np.int16))
+    rng = np.random.default_rng(9)
+    trails = []
+    for _ in range(40):
+        (clip,) = deliver([block], PARAMS, rng)
+        trails.append(
+            (len(clip.samples) - 1 - np.flatnonzero(np.abs(clip.samples) > 100)[-1]) / rate
+        )
+    trails = np.array(trails)
+    low, high = PARAMS.margin, PARAMS.margin + PARAMS.margin_jitter
+    assert np.all((trails >= low - 1 / rate) & (trails <= high + 1 / rate))
+    # Spread over the range (uniform: each quarter end is missed by 40 draws with p = 1e-5).
+    assert trails.min() < low + 0.25 * PARAMS.margin_jitter
+    assert trails.max() > high - 0.25 * PARAMS.margin_jitter
+
+
+def test_the_silence_is_dithered_afresh_on_every_delivery(pair):
+    """Every sample carries its own dither, the margins and padding too: exact digital zeros
+    would mark where a clip was padded (and which engines gate their silence), and the same
+    silence twice would be bytes a client could match. Triangular dither of +-1 LSB over
+    silence rounds to +-1 about a quarter of the time, and never further."""
+    rate = PARAMS.sample_rate
+    edge = round(PARAMS.margin * rate)  # the margins are at least this long, both ends
+    rng = np.random.default_rng(10)
+    first, second = blind(pair, PARAMS, rng), blind(pair, PARAMS, rng)
+    for clip in (*first, *second):
+        for silence in (clip.samples[:edge], clip.samples[-edge:]):
+            assert np.max(np.abs(silence)) == 1  # there, and far below anything audible
+            assert np.mean(silence != 0) == pytest.approx(1 / 4, abs=0.04)
+    for one, other in zip(first, second, strict=True):
+        assert not np.array_equal(one.samples[:edge], other.samples[:edge])
+        assert not np.array_equal(one.samples[-edge:], other.samples[-edge:])
+
+
+def quiet_then_loud(rate=16_000, seed=0):
+    """0.2 s of silence, 0.5 s of quiet speech 30 dB under the 1.0 s of loud speech that
+    follows (well above the -45 dB silence threshold), 0.2 s of silence."""
+    rng = np.random.default_rng(seed)
+    quiet = rng.normal(0, 1, rate // 2) * 0.3 * 10 ** (-30 / 20)
+    loud = rng.normal(0, 1, rate) * 0.3
+    silence = np.zeros(rate // 5)
+    x = np.concatenate([silence, quiet, loud, silence])
+    return Output.from_audio(rate, np.round(x / np.abs(x).max() * 0.9 * 32767).astype(np.int16))
+
+
+def test_quiet_speech_above_the_silence_threshold_is_kept():
+    """Only frames more than ``silence_db`` (-45 dB) under the loudest are silence: a soft
+    opening syllable 30 dB down is speech, and trimming must not cut it off."""
+    clip = quiet_then_loud()
+    start, stop = speech_bounds(clip.samples / 32767, clip.sample_rate, PARAMS.silence_db)
+    assert (start, stop) == (3200, 3200 + 24_000)  # 0.2 s in, 1.5 s long: 10 ms frames
+    shaped = shape(clip, PARAMS)
+    assert len(shaped.samples) / shaped.sample_rate == pytest.approx(1.5, abs=0.011)
+
+
+def test_the_shaped_clip_cache_keeps_apart_what_shapes_differently(tmp_path):
+    """A shaped clip is reused only for the same samples at the same rate under the same
+    shaping settings: another ``silence_db`` trims differently, and the same samples at
+    another rate are another sound (another length); reusing either served a wrong clip."""
+    clip = quiet_then_loud()
+    cache = OutputCache(tmp_path)
+    strict = replace(PARAMS, silence_db=-20.0)  # the quiet opening is silence now
+    assert Blinder(PARAMS, cache=cache).prepare(clip).to_bytes() == shape(clip, PARAMS).to_bytes()
+    assert Blinder(strict, cache=cache).prepare(clip).to_bytes() == shape(clip, strict).to_bytes()
+    assert len(shape(clip, strict).samples) < len(shape(clip, PARAMS).samples)
+    slower = Output.from_audio(8000, clip.samples)  # the same samples, twice as long
+    assert (
+        Blinder(PARAMS, cache=cache).prepare(slower).to_bytes() == shape(slower, PARAMS).to_bytes()
+    )
+    assert len(shape(slower, PARAMS).samples) > len(shape(clip, PARAMS).samples)
+
+
 def test_the_same_model_and_prompt_never_give_the_same_bytes(pair):
     rng = np.random.default_rng(2)
     files = {clip.to_bytes() for _ in range(20) for clip in blind([pair[0], pair[0]], PARAMS, rng)}
@@ -97,6 +177,17 @@ def test_peaks_land_on_the_ceiling_within_the_loudness_jitter():
         peak_db = 20 * np.log10(np.max(np.abs(as_float(clip))))
         assert peak_db <= SAFETY_CEILING_DB
         assert abs(peak_db - PARAMS.ceiling) <= PARAMS.loudness_jitter + 0.05
+
+
+def test_limited_peaks_land_exactly_on_the_ceiling_before_the_jitter():
+    """Shaped (before the per-delivery loudness offset), every clip the limiter reaches
+    peaks on the ceiling to a hundredth of a dB: the peak level is the same for all of them."""
+    clips = [speech_like(rate, 2.0, level, seed=s, pulses=2.0 * (s % 2))
+             for s, (rate, level) in enumerate([(24_000, 0.9), (16_000, 0.1), (22_050, 0.5),
+                                                (44_100, 0.02)])]  # fmt: skip
+    for clip in clips:
+        peak_db = 20 * np.log10(np.max(np.abs(as_float(shape(clip, PARAMS)))))
+        assert peak_db == pytest.approx(PARAMS.ceiling, abs=0.01)
 
 
 def test_a_buzzier_voice_is_limited_by_at_most_the_limiters_depth():
