@@ -7,10 +7,16 @@ rebuilt again)."""
 
 import threading
 
+from fakes import REGISTRY
 from test_service_integrity import battle, campaign, campaign_service, replayed
 
 import arena_core.space.rebuild as rebuild_module
+from arena_core.integrity.anomaly import ANOMALOUS_FLAG
+from arena_core.leaderboard import BoardParams
+from arena_core.registry import parse_registry
+from arena_core.space.live import LiveArena
 from arena_core.votes.read import read_votes
+from arena_core.votes.schema import Vote
 
 
 def held_reads(monkeypatch):
@@ -76,3 +82,31 @@ def test_a_full_rebuild_makes_the_one_in_flight_obsolete(tmp_path, monkeypatch):
         if thread.name == "board-rebuild":
             thread.join(60)
     assert service.board("speech").to_json() == replayed(tmp_path).to_json()
+
+
+def test_a_caught_up_vote_of_a_voter_flagged_since_is_left_out_at_once():
+    """A vote written before its voter was flagged carries no flag; when the boards catch up
+    on it (``excluded=True``) it is left out there and then, counted as ``anomalous_voter``
+    on the arena's board and its category's, as a replay leaves it out. The rebuild test
+    above looks only after a second full rebuild, which hid a live board that counted it."""
+    live = LiveArena(parse_registry(REGISTRY).arenas[0])
+
+    def cast(k, winner="a", **kwargs):
+        return Vote(vote_id=f"v{k}", ts=f"2026-01-01T00:00:{k:02d}.000Z", arena="speech",
+                    model_a="m0", model_b="m1", vote=winner, category="en", **kwargs)  # fmt: skip
+
+    assert live.apply(cast(1, voter="honest")) is not None
+    before = [live.board(c).to_json()["rows"] for c in (None, "en")]
+    assert live.apply(cast(2, "b", voter="campaign"), excluded=True) is None
+    for category, rows in zip((None, "en"), before, strict=True):
+        board = live.board(category)
+        assert board.votes_used == 1 and board.skipped == {"anomalous_voter": 1}
+        assert board.to_json()["rows"] == rows  # the ratings did not move
+    assert live.battles()[0, 1] == 1  # matchmaking does not count it either
+    # A vote flagged when written is counted as flagged first, as select_votes orders reasons.
+    live.apply(cast(3, "b", voter="campaign", flags=(ANOMALOUS_FLAG,)), excluded=True)
+    assert live.board().skipped == {"anomalous_voter": 1, "flagged": 1}
+    # Boards that include flagged votes count it like any other.
+    everyone = LiveArena(live.arena, BoardParams(include_flagged=True))
+    assert everyone.apply(cast(2, "b", voter="campaign"), excluded=True) is not None
+    assert everyone.board().votes_used == 1 and not everyone.board().skipped

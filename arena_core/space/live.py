@@ -156,6 +156,7 @@ class LiveArena:
             if reason:
                 for track in tracks:
                     track.skipped[reason] += 1
+                    track.version += 1  # the board shows the skipped counts: not the cached one
                 return None
             steps = []
             for track in tracks:
