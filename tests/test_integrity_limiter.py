@@ -125,6 +125,19 @@ def test_a_restored_vote_leaves_the_window_exactly_window_seconds_after_it_was_c
     assert limiter.allow("v")
 
 
+def test_a_vote_stamped_in_the_future_counts_as_cast_at_the_restart():
+    """A vote logged by a clock that was ahead (a negative age) counts as cast at the
+    restart: its voter is held for one window, not for the window plus the clock's error
+    (an hour ahead kept them out an hour longer)."""
+    clock = Clock(1000.0)
+    limiter = RateLimiter(limit=1, window=100, clock=clock)
+    assert limiter.restore([("v", -3600.0)]) == 1
+    clock.now = 1099.9
+    assert not limiter.allow("v")
+    clock.now = 1100.0
+    assert limiter.allow("v")
+
+
 def test_a_vote_exactly_one_window_old_is_not_restored():
     clock = Clock(1000.0)
     limiter = RateLimiter(limit=1, window=100, clock=clock)
