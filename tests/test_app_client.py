@@ -227,6 +227,7 @@ def test_the_api_board_names_its_votes_and_the_cli_prints_it_again(running_app, 
     unavailable = shown["settings"]["unavailable"]
     argv = ["leaderboard", "--votes", str(running_app.settings.votes_dir), "--registry",
             str(running_app.settings.registry), "--arena", "tts-en", "--format", "json",
+            "--read-at", shown["revision"]["read_at"],  # the reader's clock the board names
             *(["--unavailable", *unavailable] if unavailable else [])]  # fmt: skip
     assert cli.main(argv) == 0
     printed = json.loads(capsys.readouterr().out)

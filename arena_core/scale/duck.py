@@ -46,7 +46,7 @@ from arena_core.scale.rules import (
     reason_sql,
     ts_us_sql,
 )
-from arena_core.scale.sources import SourceError, Sources, empty_columns, file_order, is_remote
+from arena_core.scale.sources import SourceError, Sources, file_order, is_remote, odd_columns
 from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.reasons import DUPLICATE
 
@@ -103,7 +103,7 @@ class DuckVotes:
     def _schema_ok(self, path: str) -> bool:
         """Refuse a local file whose contract column has another type, as read_votes does
         (DuckDB reads a column of Arrow's null type as nulls itself)."""
-        return empty_columns(path, READ_COLUMNS, self.skipped) is not None
+        return odd_columns(path, READ_COLUMNS, self.skipped) is not None
 
     def _views(self, latest_us: int) -> None:
         """``raw`` (the files, in order), ``checked`` (each row's reason), ``valid``; then the

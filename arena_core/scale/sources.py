@@ -39,19 +39,27 @@ class SourceError(ValueError):
     """Votes an engine cannot read (a JSONL file, an unknown URL): the message says what to use."""
 
 
-def empty_columns(path: str, columns, skipped: Counter) -> tuple[str, ...] | None:
+#: Kinds of :func:`odd_columns`: a column whose type holds no value, and a floating column
+#: where the contract has integers (whole values: checked).
+EMPTY, FLOATING = "empty", "floating"
+
+
+def odd_columns(path: str, columns, skipped: Counter) -> tuple[tuple[str, str], ...] | None:
     """Check a local Parquet file's contract ``columns`` by the rule of ``read_votes``
-    (:func:`~arena_core.votes.read.castable`): None if the file is refused (logged, and
-    counted in ``skipped`` as unreadable), else the columns whose type holds no value
-    (Arrow's null type, or a list of it: what pyarrow infers for a column null or ``[]`` in
-    every row), which an engine reading with the contract's types must add as nulls itself."""
+    (:func:`~arena_core.votes.read.castable`, :func:`~arena_core.votes.read.whole_numbers`):
+    None if the file is refused (logged, and counted in ``skipped`` as unreadable), else the
+    columns an engine reading with the contract's types must treat itself, with their kind:
+    :data:`EMPTY`, a type that holds no value (Arrow's null type, or a list of it: what
+    pyarrow infers for a column null or ``[]`` in every row), to add as typed nulls, and
+    :data:`FLOATING`, a floating column where the contract has integers (what pandas makes
+    of an integer column holding a null), to read as such and cast."""
     try:
         schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as exc:
         log.error("skipping unreadable vote file %s: %s", path, exc)
         skipped[UNREADABLE] += 1
         return None
-    empty = []
+    odd = []
     for name in columns:
         if name not in schema.names:
             continue
@@ -61,14 +69,16 @@ def empty_columns(path: str, columns, skipped: Counter) -> tuple[str, ...] | Non
             skipped[UNREADABLE] += 1
             return None
         if pa.types.is_null(have) or (pa.types.is_list(have) and pa.types.is_null(have.value_type)):
-            empty.append(name)
+            odd.append((name, EMPTY))
+        elif pa.types.is_floating(have) and pa.types.is_integer(ARROW_SCHEMA.field(name).type):
+            odd.append((name, FLOATING))
     try:
         whole_numbers(path, schema)
     except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
         log.error("skipping unreadable vote file %s: %s", path, exc)
         skipped[UNREADABLE] += 1
         return None
-    return tuple(empty)
+    return tuple(odd)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,15 @@ from arena_core.scale.rules import (
     reason_sql,
     ts_us_sql,
 )
-from arena_core.scale.sources import SourceError, Sources, empty_columns, file_order, is_remote
+from arena_core.scale.sources import (
+    EMPTY,
+    FLOATING,
+    SourceError,
+    Sources,
+    file_order,
+    is_remote,
+    odd_columns,
+)
 from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.reasons import DUPLICATE
 
@@ -130,36 +138,42 @@ def counts_with_spark(sources: Sources, *, now_us: int | None = None, master: st
     return conform(table, +skipped)
 
 
-def _checked_files(files: list[str], skipped: Counter) -> dict[tuple[str, ...], list[str]]:
-    """The files Spark may read, grouped by the contract columns each holds no value in.
+def _checked_files(files: list[str], skipped: Counter) -> dict[tuple, list[str]]:
+    """The files Spark may read, grouped by the contract columns each holds no value in, or
+    holds as floats where the contract has integers (:func:`~arena_core.scale.sources.odd_columns`).
 
     A local file is checked as ``read_votes`` checks it (a mistyped contract column
     refuses it whole, counted in ``skipped``); Spark, reading with the contract's types,
     would stop the whole job on it. Remote files are not read twice: a mistyped one stops
     the job with Spark's error.
     """
-    groups: dict[tuple[str, ...], list[str]] = {}
+    groups: dict[tuple, list[str]] = {}
     for path in files:
-        empty = () if is_remote(path) else empty_columns(path, READ_COLUMNS, skipped)
-        if empty is not None:
-            groups.setdefault(empty, []).append(path)
+        odd = () if is_remote(path) else odd_columns(path, READ_COLUMNS, skipped)
+        if odd is not None:
+            groups.setdefault(odd, []).append(path)
     return groups
 
 
-def _read(spark, groups: dict[tuple[str, ...], list[str]]):
+def _read(spark, groups: dict[tuple, list[str]]):
     """The contract columns of every file, with ``file_path`` and ``row_index``: each group
-    read with the contract's types for the columns it has values in, the others added as
-    typed nulls (Spark cannot read a Parquet null column as a string). Also each file's
-    name as Spark writes it in ``file_path``, by our name (:func:`_normal`)."""
+    read with the contract's types for the columns it has values in, the empty ones added
+    as typed nulls (Spark cannot read a Parquet null column as a string), the floating ones
+    read as doubles and cast (Spark stops the job on a double read as a BIGINT; their
+    values were checked whole). Also each file's name as Spark writes it in
+    ``file_path``, by our name (:func:`_normal`)."""
     from pyspark.sql import functions as F  # noqa: N812  (imported here: pyspark is optional)
 
     frames, names = [], {}
-    for empty, paths in groups.items():
-        schema = ", ".join(f"{c} {_TYPES.get(c, 'STRING')}" for c in READ_COLUMNS if c not in empty)
+    for odd, paths in groups.items():
+        kinds = dict(odd)
+        schema = ", ".join(f"{c} {'DOUBLE' if kinds.get(c) == FLOATING else _TYPES.get(c, 'STRING')}"
+                           for c in READ_COLUMNS if kinds.get(c) != EMPTY)  # fmt: skip
         df = spark.read.schema(schema).parquet(*(_literal(p) for p in paths))
         names.update((_normal(name), _spark_key(name)) for name in df.inputFiles())
-        for name in empty:
-            df = df.withColumn(name, F.lit(None).cast(_TYPES.get(name, "STRING")))
+        for name, kind in odd:
+            value = F.col(name) if kind == FLOATING else F.lit(None)
+            df = df.withColumn(name, value.cast(_TYPES.get(name, "STRING")))
         frames.append(df.select(*READ_COLUMNS, "_metadata.file_path", "_metadata.row_index"))
     return functools.reduce(lambda x, y: x.unionByName(y), frames), names
 
@@ -181,7 +195,7 @@ def _spark_key(name: str) -> str:
     return re.sub(r"^file:/+", "/", name) if name.startswith("file:") else name
 
 
-def _views(spark, order: list[str], groups: dict[tuple[str, ...], list[str]], latest_us: int):
+def _views(spark, order: list[str], groups: dict[tuple, list[str]], latest_us: int):
     """``checked`` (every row, its reason and its rank among its ``vote_id``) and ``valid``.
 
     The files are read with the contract's schema (a column a file lacks reads as
