@@ -18,7 +18,7 @@ import arena_core.votes.log as vote_log_module
 from arena_core.backends import Availability, ModelPool, Output, PoolSettings
 from arena_core.leaderboard import BoardParams, Entrant, Window, board_from_votes
 from arena_core.registry import parse_registry
-from arena_core.space.battles import BattleBook, BattleError
+from arena_core.space.battles import ALREADY_VOTED, LISTENING, BattleBook, BattleError
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, clean_prompt
 from arena_core.votes.log import VoteLog
@@ -102,6 +102,33 @@ def test_a_battle_takes_one_vote_only(tmp_path, second):
     with pytest.raises(ArenaError, match="already voted"):
         service.vote(view.handle, second, voter="v1")
     assert len(logged(tmp_path)) == 1
+
+
+def test_a_second_vote_and_the_gate_say_why_they_refuse_without_the_message_read(tmp_path):
+    # The page keeps a successful vote's thanks when its own second vote is refused, and
+    # counts the gate's seconds down: both read the refusal's reason and wait, not its words.
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech")
+    service.vote(view.handle, "a", voter="v1")
+    with pytest.raises(ArenaError, match="already voted") as refused:
+        service.vote(view.handle, "b", voter="v1")
+    assert (refused.value.reason, refused.value.wait) == (ALREADY_VOTED, None)
+    clock = Clock()
+    book = BattleBook(ttl=1800, clock=clock)
+    handle, _ = book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
+                          category=None)  # fmt: skip
+    book.delivered(handle, listen_seconds=6.0)
+    clock.now += 4.5
+    with pytest.raises(BattleError, match="Listen to both clips") as held:
+        book.close_for_vote(handle)
+    assert held.value.reason == LISTENING and held.value.wait == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("blank", [" ", "   ", "\t \n", "\u3000"])  # \u3000: ideographic space
+def test_a_prompt_of_spaces_only_is_no_prompt_a_sentence_of_the_set(tmp_path, blank):
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech", blank)
+    assert view.prompt in {p.text for p in service.arena("speech").prompts}
 
 
 def test_refusals_write_nothing(tmp_path):

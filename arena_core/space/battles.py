@@ -22,8 +22,19 @@ from dataclasses import dataclass, field
 HANDLE_BYTES = 32
 
 
+#: ``BattleError.reason`` of a second vote on one battle (its first vote was taken).
+ALREADY_VOTED = "already_voted"
+#: ``BattleError.reason`` of a vote the listening gate holds back for ``wait`` more seconds.
+LISTENING = "listening"
+
+
 class BattleError(ValueError):
-    """A vote the battle record refuses; the message is shown to the visitor."""
+    """A vote the battle record refuses; the message is shown to the visitor, ``reason`` and
+    ``wait`` let a page react to it without parsing the message (see ``views.ArenaError``)."""
+
+    def __init__(self, message: str, *, reason: str | None = None, wait: float | None = None):
+        super().__init__(message)
+        self.reason, self.wait = reason, wait
 
 
 @dataclass
@@ -103,13 +114,16 @@ class BattleBook:
                 del self._open[handle]
                 raise BattleError("This battle has expired. Start a new battle.")
             if battle.voted:
-                raise BattleError("You already voted on this battle. Start a new battle.")
+                raise BattleError("You already voted on this battle. Start a new battle.",
+                                  reason=ALREADY_VOTED)  # fmt: skip
             if not battle.delivered:
                 raise BattleError("Both outputs must arrive before you vote.")
             left = battle.delivered_at + battle.listen_seconds - self._clock()
             if gate and left > 0:
                 raise BattleError(
-                    f"Listen to both clips before you vote ({math.ceil(left)} s left)."
+                    f"Listen to both clips before you vote ({math.ceil(left)} s left).",
+                    reason=LISTENING,
+                    wait=left,
                 )
             battle.voted = True
             return battle

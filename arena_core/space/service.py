@@ -280,7 +280,7 @@ class ArenaService:
                 language: str | None = None) -> tuple[str, str | None, str | None]:  # fmt: skip
         if language is not None and language not in self.languages(arena.id):
             raise ArenaError(f"Arena {arena.id!r} has no prompts in language {language!r}.")
-        if prompt is None or prompt == "":
+        if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
             prompts, _ = self._pairable(arena)
             if not prompts:
                 raise ArenaError(f"No two models of arena {arena.id!r} can meet on its prompts.")

@@ -15,7 +15,17 @@ _KEPT_FORMAT = {"\u200c", "\u200d"}
 
 
 class ArenaError(ValueError):
-    """A request the arena refuses; the message is written for the visitor."""
+    """A request the arena refuses; the message is written for the visitor.
+
+    ``reason`` names the refusals a page treats apart from the others (see
+    :data:`~arena_core.space.battles.ALREADY_VOTED` and ``LISTENING``), and ``wait`` is the
+    seconds after which the same request would pass (the listening gate's): a page keeps
+    itself consistent with them without reading the message.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None, wait: float | None = None):
+        super().__init__(message)
+        self.reason, self.wait = reason, wait
 
 
 @dataclass(frozen=True)

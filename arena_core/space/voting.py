@@ -77,7 +77,7 @@ class VoteDesk:
         try:
             battle = self.book.close_for_vote(handle)
         except BattleError as exc:
-            raise ArenaError(str(exc)) from None
+            raise ArenaError(str(exc), reason=exc.reason, wait=exc.wait) from None
         flags = () if self.limiter.allow(voter) else (RATE_LIMITED,)
         if self._is_flagged(voter):
             flags += (ANOMALOUS_FLAG,)
