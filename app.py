@@ -28,6 +28,7 @@ from arena_core.page import assets, battle, media, presenters, speed, ui_text
 from arena_core.page.arena_tab import arena_layout
 from arena_core.page.board_tab import board_tab
 from arena_core.snapshots.live import LiveBoards
+from arena_core.space.battles import ALREADY_VOTED, LISTENING
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
@@ -79,7 +80,8 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
             gr.HTML(ui_text.HEADER)
             if settings.space_id:  # OAuth login only works on a Space
                 gr.LoginButton(scale=0)
-        session = gr.State(None)
+        # The session's battle and votes, one dict per visitor updated in place (see claim).
+        session = gr.State({})
         with gr.Tabs() as tabs:
             with gr.Tab("Arena", id="arena", elem_id="arena-tab"):
                 arena_in = _arena_tab(service, settings, session, offer, clips, demo)
@@ -140,6 +142,12 @@ class _Battles:
         self.vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
 
     async def start(self, state, arena_id, prompt, language=""):
+        """Open a battle and make it the session's (the API's /new_battle)."""
+        view, values = await self.open(arena_id, prompt, language)
+        return self.claim(state, view), view.prompt, *values
+
+    async def open(self, arena_id, prompt, language="") -> tuple[BattleView, list]:
+        """A new battle and its outputs as the page's media values, once its hold is over."""
         try:
             view, values = await asyncio.get_running_loop().run_in_executor(
                 self.battle_workers, self._open, arena_id, prompt, language
@@ -148,34 +156,44 @@ class _Battles:
             raise _refusal(exc) from None
         if view.hold > 0:
             await asyncio.sleep(view.hold)
-        state = {"handle": view.handle, "arena": view.arena, "modality": view.modality,
-                 "voted": False, "votes": (state or {}).get("votes", 0)}  # fmt: skip
-        return state, view.prompt, *values
+        return view, values
+
+    @staticmethod
+    def claim(state: dict | None, view: BattleView) -> dict:
+        """``state`` (updated in place) naming ``view`` as the session's battle. In place:
+        Gradio hands each handler the session's own object, so a vote still in flight for
+        the last battle sees at once that it is no longer the one on screen (``page_vote``)."""
+        state = state if state is not None else {}
+        state.update(handle=view.handle, arena=view.arena, modality=view.modality, voted=False)
+        state.setdefault("votes", 0)
+        return state
 
     def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
         view = self.service.new_battle(arena_id, prompt or None, language or None)
         return view, media.values(view, self.clips, self.cache)
 
-    async def reveal_of(self, state, choice, request: gr.Request, profile,
+    async def reveal_of(self, handle, choice, request: gr.Request, profile,
                         listened: str | None = None) -> Reveal:  # fmt: skip
+        """The vote on battle ``handle``, recorded; its refusal raised as the service's
+        ArenaError (or IdentityError), whose ``reason`` and ``wait`` the page reads."""
         # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
         # address the trusted proxies saw. Only the salted hash leaves this function, and
         # so for the session Gradio issued (one per page load, one per API client).
         username = profile.username if profile is not None else request.username
-        try:
-            voter = voter_hash(self.settings.voter_salt, voter_identity(
-                self.settings.identity, username=username, headers=request.headers,
-                client_host=request.client.host if request.client else None))  # fmt: skip
-            session = session_hash(self.settings.voter_salt, request.session_hash)
-            vote = functools.partial(self.service.vote, (state or {}).get("handle"), choice,
-                                     voter, session=session, listened=listened)  # fmt: skip
-            return await asyncio.get_running_loop().run_in_executor(self.vote_workers, vote)
-        except (ArenaError, IdentityError) as exc:
-            raise _refusal(exc) from None
+        voter = voter_hash(self.settings.voter_salt, voter_identity(
+            self.settings.identity, username=username, headers=request.headers,
+            client_host=request.client.host if request.client else None))  # fmt: skip
+        session = session_hash(self.settings.voter_salt, request.session_hash)
+        vote = functools.partial(self.service.vote, handle, choice, voter, session=session,
+                                 listened=listened)  # fmt: skip
+        return await asyncio.get_running_loop().run_in_executor(self.vote_workers, vote)
 
     async def cast(self, state, choice, request: gr.Request,
                    profile: gr.OAuthProfile | None = None):  # fmt: skip
-        reveal = await self.reveal_of(state, choice, request, profile)
+        try:
+            reveal = await self.reveal_of((state or {}).get("handle"), choice, request, profile)
+        except (ArenaError, IdentityError) as exc:
+            raise _refusal(exc) from None
         state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
         return state, presenters.reveal_markdown(reveal), presenters.reveal_data(reveal)
 
@@ -211,28 +229,64 @@ def _wire_api(battles: _Battles, page, session, offer) -> None:
 
 
 def _wire_page(battles: _Battles, page, session, demo) -> None:
-    """The page's own events: battles, votes, players, and the arena picker."""
+    """The page's own events: battles, votes, players, and the arena picker.
+
+    The session's state names the battle on screen (``handle``); asking for a battle or
+    picking another arena clears it at once (``_leave``), before anything is generated.
+    What a battle or a vote sends back lands on the page only while the state still names
+    the battle it belongs to: a reveal that lands on a newer battle would label its players
+    with the last battle's models.
+    """
+
+    def page_begin(state):
+        _leave(state)
+        return gr.update(value="", visible=False), *page.begin()
+
+    def page_idle(state):
+        _leave(state)
+        return page.idle()
 
     async def page_start(state, arena_id, prompt, language):
+        asked = state.get("asked")
         try:
-            state, shown, *values = await battles.start(state, arena_id, prompt, language)
+            view, values = await battles.open(arena_id, prompt, language)
         except gr.Error as exc:
+            if state.get("asked") != asked:  # a newer battle was asked for meanwhile
+                return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
             gr.Warning(exc.message, duration=WARNING_SECONDS)
-            return state, gr.update(), *page.refused(exc.message)
-        return state, gr.update(value=shown, visible=True), *page.opened(state["modality"], values)
+            return state, gr.update(value="", visible=False), *page.refused(exc.message)
+        if state.get("asked") != asked:  # left before it arrived: the newer one is shown
+            return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
+        battles.claim(state, view)
+        shown = gr.update(value=view.prompt, visible=True)
+        return state, shown, *page.opened(view.modality, values)
 
     async def page_vote(state, choice, listened, request: gr.Request,
                         profile: gr.OAuthProfile | None):  # fmt: skip
+        handle = (state or {}).get("handle")
+        unchanged = [gr.skip()] * len(page.vote_outputs)
         try:
-            reveal = await battles.reveal_of(state, choice, request, profile, listened)
-        except gr.Error as exc:
-            gr.Warning(exc.message, duration=WARNING_SECONDS)
-            return state, f"⚠️ {exc.message}", *[gr.update()] * (len(page.vote_outputs) - 1)
-        state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
+            reveal = await battles.reveal_of(handle, choice, request, profile, listened)
+        except (ArenaError, IdentityError) as exc:
+            _refusal(exc)
+            reason = getattr(exc, "reason", None)  # IdentityError has none
+            if not handle or state.get("handle") != handle or reason == ALREADY_VOTED:
+                # Not about the battle on screen, or this page's other vote on it won: the
+                # page already says (or is about to say) what happened.
+                return gr.skip(), *unchanged
+            if reason == LISTENING:  # the gate closes again and counts the seconds down
+                return state, *page.vote_refused("", wait=exc.wait)
+            gr.Warning(str(exc), duration=WARNING_SECONDS)
+            return state, *page.vote_refused(str(exc))
+        state["votes"] = state.get("votes", 0) + 1  # the vote counts for the session anyway
         board = await battles.board(state["arena"])
+        if state.get("handle") != handle:  # the visitor moved on while it was recorded
+            return state, *unchanged
+        state["voted"] = True
         return state, *page.revealed(reveal, board, state["votes"])
 
-    gr.on([page.new.click, page.next.click], page.begin, outputs=page.begin_outputs,
+    triggers = [page.new.click, page.next.click, page.prompt_in.submit]  # Enter in the prompt
+    gr.on(triggers, page_begin, inputs=[session], outputs=[page.prompt_shown, *page.begin_outputs],
           queue=False, api_visibility="private").then(None, js=assets.RESET).then(
         page_start, inputs=[session, page.arena_in, page.prompt_in, page.language_in],
         outputs=[session, page.prompt_shown, *page.battle_outputs], api_visibility="private",
@@ -247,10 +301,20 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         for kind, listener in (("play", audio.play), ("pause", audio.pause), ("stop", audio.stop)):
             listener(None, js=assets.player_hook(side, kind))
     page.play_both.click(None, js=assets.PLAY_BOTH)
-    page.arena_in.change(page.idle, outputs=[page.prompt_shown, *page.battle_outputs],
-                         queue=False, api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
+    page.arena_in.change(page_idle, inputs=[session],
+                         outputs=[page.prompt_shown, *page.battle_outputs], queue=False,
+                         api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
     gr.on([demo.load, page.arena_in.change], page.show_arena, inputs=[page.arena_in, session],
           outputs=[page.header_box, page.language_in], api_visibility="private", queue=False)  # fmt: skip
+
+
+def _leave(state: dict | None) -> None:
+    """The battle on screen is left (another was asked for, or another arena picked): from
+    now on nothing sent back for it may change the page. ``asked`` counts the requests, so
+    a battle that arrives after a newer one was asked for is not shown either."""
+    if state is not None:
+        state["handle"] = None
+        state["asked"] = state.get("asked", 0) + 1
 
 
 def _bind(handler, choice):

@@ -73,9 +73,10 @@ def test_a_whole_visit(running_app, browser):
         expect(page.locator("#side-B .side-state")).to_have_text("heard ✓")
         expect(page.locator("#vote-a")).not_to_have_attribute("aria-disabled", "true")
         visit.key("a")
-        refusal = page.locator("#status")
-        expect(refusal).to_contain_text("Listen to both clips before you vote", timeout=20_000)
-        open_at = time.monotonic() + int(re.search(r"\((\d+) s left\)", refusal.inner_text())[1])
+        # The server refuses: the gate closes again and counts its seconds down.
+        gate = page.locator("#gate .gate")
+        expect(gate).to_have_attribute("data-ready", "wait", timeout=20_000)
+        open_at = time.monotonic() + int(re.search(r"opens in (\d+) s", gate.inner_text())[1])
     finally:
         service.listen_share = 0.0
     visit.shot("gate-refusal")

@@ -117,6 +117,8 @@ def test_the_gate_explains_what_unlocks_the_buttons():
     assert "Next battle" in battle.gate_html("voted") and "New battle" in battle.gate_html("idle")
     for key in ("A", "B", "T", "X", "N"):
         assert f"<kbd>{key}</kbd>" in locked
+    assert "data-wait" not in locked  # only a refusal by the server's gate carries its wait
+    assert 'data-wait="3.250"' in battle.gate_html("open", "audio", wait=3.25)
 
 
 def test_the_pages_script_binds_the_keys_the_page_shows():

@@ -18,6 +18,9 @@ from arena_core.votes.schema import VOTES
 
 #: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
 VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
+#: Percent of a clip the players' skip buttons jump (Gradio's is 5%, a third of a second on
+#: a sentence): a fifth, about a second, enough to hear a word again.
+SKIP_SHARE = 20
 
 
 def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> ArenaPage:
@@ -47,7 +50,8 @@ def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> Are
                 page.heads[side] = gr.HTML(battle.side_head(side, ""), elem_id=f"side-{side}")
                 outputs[side] = (
                     clip_player(label=f"Clip {side}", interactive=False,
-                                elem_id=f"audio-{side}", buttons=[]),
+                                elem_id=f"audio-{side}", buttons=[],
+                                waveform_options=gr.WaveformOptions(skip_length=SKIP_SHARE)),
                     gr.Textbox(label=f"Output {side}", lines=10, interactive=False, visible=False),
                     gr.Image(label=f"Image {side}", interactive=False, visible=False),
                 )  # fmt: skip
@@ -130,12 +134,24 @@ class ArenaPage:
         heads = [battle.side_head(s, "") for s in "AB"]
         return *self._common("idle", None, f"⚠️ {message}", heads), *[gr.update()] * 6
 
+    #: Keyword arguments of each media output's update that restore its anonymous label.
+    _labels = ({"label": "Clip A"}, {"label": "Clip B"}, {}, {}, {}, {})
+
+    def vote_refused(self, message: str, *, wait: float | None = None):
+        """A vote the server refused, for the battle on screen: the reason under the buttons;
+        held back by the listening gate (``wait`` seconds), the gate closes again instead and
+        counts them down (the page script), so it never says "heard" while votes are refused."""
+        gate = battle.gate_html("open", "audio", wait=wait) if wait is not None else gr.skip()
+        status = f"⚠️ {message}" if message else ""
+        return status, gate, *[gr.skip()] * (len(self.vote_outputs) - 2)
+
     def opened(self, modality: str, values: list):
         audio = modality == "audio"
         heads = [battle.side_head(s, "idle" if audio else "") for s in "AB"]
-        shown = [gr.update(value=v, visible=kind == modality)
-                 for kind, v in zip(("audio", "audio", "text", "text", "image", "image"), values,
-                                    strict=True)]  # fmt: skip
+        # The players' labels too: a battle never opens under the last one's model names.
+        shown = [gr.update(value=v, visible=kind == modality, **label)
+                 for kind, v, label in zip(("audio", "audio", "text", "text", "image", "image"),
+                                           values, self._labels, strict=True)]  # fmt: skip
         hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
         return *self._common("open", modality, hint, heads, voting=True, play=audio), *shown
 

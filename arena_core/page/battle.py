@@ -154,13 +154,15 @@ def side_head(side: str, state: str = "idle") -> str:
     )
 
 
-def gate_html(stage: str, modality: str | None = None) -> str:
+def gate_html(stage: str, modality: str | None = None, wait: float | None = None) -> str:
     """The line over the vote buttons, saying what unlocks them.
 
     ``stage``: ``idle`` (no battle yet), ``working`` (outputs being made), ``open``
     (a battle waits for its vote) or ``voted``. An open audio battle is locked until
     both clips were heard; the page's script keeps the line and the buttons in step
-    with the players (``data-modality`` tells it to).
+    with the players (``data-modality`` tells it to). ``wait``: seconds the server's
+    listening gate still holds votes back (it refused one); the script keeps the buttons
+    locked and counts them down (``data-wait``).
     """
     keys = " · ".join(f"<kbd>{k}</kbd> {VOTE_WORDS[v]}" for v, k in VOTE_KEYS.items())
     lines = {
@@ -174,9 +176,10 @@ def gate_html(stage: str, modality: str | None = None) -> str:
         ),
         "voted": "Vote saved. Press <b>Next battle</b> (or <kbd>N</kbd>) for another one.",
     }
+    held = f' data-wait="{wait:.3f}"' if wait is not None else ""  # each refusal its own
     return (
         f'<div class="gate" role="status" aria-live="polite" data-stage="{stage}" '
-        f'data-modality="{modality or ""}"><span class="gate-text">{lines[stage]}</span>'
+        f'data-modality="{modality or ""}"{held}><span class="gate-text">{lines[stage]}</span>'
         f'<span class="gate-keys">Keys: {keys} · <kbd>N</kbd> new battle</span></div>'
     )
 

@@ -117,8 +117,10 @@
         chip.textContent = LABELS[now];
       }
     }
+    for (const side of SIDES) nameControls(side);
     const missing = SIDES.filter((side) => !st.heard[side]);
-    const locked = listening() && missing.length > 0;
+    const left = heldFor();
+    const locked = listening() && (missing.length > 0 || left > 0);
     for (const [vote, key] of Object.entries(KEY_LABELS)) {
       const button = $(`#vote-${vote}`);
       if (!button) continue;
@@ -136,7 +138,9 @@
     const g = gate();
     if (g && listening()) {
       const text = g.querySelector(".gate-text");
-      const html = missing.length === 0
+      const html = missing.length === 0 && left > 0
+        ? `${LOCK} Both clips heard. Voting opens in <b>${Math.ceil(left)} s</b>: the server waits as long as the clips take to play.`
+        : missing.length === 0
         ? "✓ Both clips heard: your vote, please (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd>)."
         : missing.length === 2
           ? `${LOCK} Voting opens once you have heard <b>both clips</b> to the end. Press <b>Play A then B</b> (or <kbd>P</kbd>).`
@@ -145,7 +149,35 @@
         text.innerHTML = html;
         text.dataset.html = html;
       }
-      g.dataset.ready = missing.length === 0 ? "yes" : "no";
+      g.dataset.ready = missing.length > 0 ? "no" : left > 0 ? "wait" : "yes";
+    }
+  }
+
+  function heldFor() {
+    // Seconds the server's listening gate still holds votes back: it refused one, and the
+    // gate it sent carries the wait (data-wait), counted from when it arrived.
+    const g = gate();
+    if (!g || !g.dataset.wait) return 0;
+    if (!g.dataset.until) g.dataset.until = String(Date.now() + parseFloat(g.dataset.wait) * 1000);
+    return Math.max(0, (Number(g.dataset.until) - Date.now()) / 1000);
+  }
+
+  function nameControls(side) {
+    // Screen readers meet two identical players ("Play", "Adjust volume"): name each one's
+    // region and controls after its clip, and give the skip buttons readable seconds
+    // (Gradio says "by 0.30152914999999997 seconds").
+    const box = document.getElementById("audio-" + side);
+    if (!box) return;
+    if (box.getAttribute("aria-label") !== `Clip ${side}`) {
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", `Clip ${side}`);
+    }
+    const suffix = ` (clip ${side})`;
+    for (const button of box.querySelectorAll("button[aria-label]")) {
+      const label = button.getAttribute("aria-label");
+      if (label.endsWith(suffix)) continue;
+      const named = label.replace(/by ([\d.]+) seconds/, (_, s) => `by ${Number(s).toFixed(1)} seconds`);
+      button.setAttribute("aria-label", named + suffix);
     }
   }
 

@@ -1,0 +1,181 @@
+"""A battle's page when the visitor is quicker than the server, in Debian's Chromium.
+
+A reveal that arrives after the next battle was asked for must never name the new battle's
+players; a second click refused as "already voted" must not replace the thanks for the
+first; the listening gate of the server and the page's lock must agree; Enter in the prompt
+starts a battle; a refused prompt leaves no earlier prompt on screen; the two players are
+told apart by a screen reader. The server is made slow where a race needs it (a vote that
+takes a second), so each race happens on every run, not one in six.
+"""
+
+import re
+import threading
+import time
+
+import pytest
+from browser import LAPTOP, MEDIA, Visit, expect
+
+from arena_core.votes.read import read_votes
+
+pytestmark = pytest.mark.browser
+
+#: A short sentence of the English set.
+SHORT = "The kettle is already boiling."
+#: The players' labels as the page shows them (Gradio's block label of each player).
+LABELS = """() => ['A', 'B'].map(s => { const box = document.getElementById('audio-' + s);
+  const l = box && box.querySelector('[data-testid=block-label]'); return l ? l.innerText.trim() : null; })"""
+
+
+def votes_logged(running_app) -> int:
+    return read_votes(running_app.settings.votes_dir).table.num_rows
+
+
+def slow_votes(monkeypatch, service, seconds: float, calls: int | None = None) -> None:
+    """Votes reach the service ``seconds`` late (only the first ``calls`` of them, if given)."""
+    real, seen, lock = service.vote, [0], threading.Lock()
+
+    def vote(*args, **kwargs):
+        with lock:
+            seen[0] += 1
+            late = calls is None or seen[0] <= calls
+        if late:
+            time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "vote", vote)
+
+
+def open_battle(running_app, browser, name: str) -> Visit:
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
+    visit.page.goto(running_app.url)
+    expect(visit.page.locator("#arena-header")).to_contain_text("English text-to-speech")
+    visit.page.locator("#prompt-in textarea").fill(SHORT)
+    visit.key("n")
+    visit.battle_ready()
+    visit.listen_to_both()
+    return visit
+
+
+def test_a_reveal_never_lands_on_the_battle_asked_for_after_the_vote(
+    running_app, browser, monkeypatch
+):
+    service = running_app.service
+    visit = open_battle(running_app, browser, "race-reveal")
+    page = visit.page
+    names = {m.name for m in service.arena("tts-en").models}
+    slow_votes(monkeypatch, service, 1.5)  # the reveal comes after the next battle opened
+    visit.key("a")
+    visit.key("n")
+    visit.battle_ready()
+    page.wait_for_timeout(2500)  # the slow vote has answered by now
+    assert page.evaluate(LABELS) == ["Clip A", "Clip B"]
+    expect(page.locator('#gate .gate[data-stage="open"]')).to_be_visible()
+    expect(page.locator("#side-A .side-state")).to_be_visible()  # not revealed
+    assert not [n for n in names if n in page.locator("#arena-tab").inner_text()]
+    expect(page.locator("#next-battle")).to_be_hidden()
+    expect(page.locator("#new-battle")).to_be_visible()
+    visit.shot("new-battle-still-blind")
+    # The first vote was written and counts for the session; the new battle takes its own.
+    monkeypatch.undo()
+    before = votes_logged(running_app)
+    visit.listen_to_both()
+    visit.key("b")
+    expect(page.locator("#side-B .side-head.picked")).to_be_visible(timeout=20_000)
+    assert votes_logged(running_app) == before + 1
+    expect(page.locator("#arena-header")).to_contain_text("you: 2 this session")
+    labels = page.evaluate(LABELS)
+    assert labels[0].startswith("A · ") and labels[1].startswith("B · ")
+    page.close()
+
+
+def test_a_second_click_refused_as_already_voted_keeps_the_thanks(
+    running_app, browser, monkeypatch
+):
+    visit = open_battle(running_app, browser, "race-two-votes")
+    page = visit.page
+    before = votes_logged(running_app)
+    # The first click is held back a second: the second one is recorded, and the first is
+    # refused after the thanks are on screen.
+    slow_votes(monkeypatch, running_app.service, 1.0, calls=1)
+    page.locator("#vote-a").click()
+    page.wait_for_timeout(50)
+    page.locator("#vote-b").click()
+    expect(page.locator("#status")).to_contain_text("You voted", timeout=20_000)
+    page.wait_for_timeout(2000)  # the refused click has answered by now
+    expect(page.locator("#status")).to_contain_text("You voted B is better")
+    expect(page.locator("#status")).not_to_contain_text("already voted")
+    expect(page.locator("#side-B .side-head.picked")).to_be_visible()
+    assert votes_logged(running_app) == before + 1
+    visit.shot("thanks-kept")
+    page.close()
+
+
+def test_the_page_keeps_the_servers_listening_gate_closed_and_counts_it_down(running_app, browser):
+    service = running_app.service
+    service.listen_share = 3.0  # a whole listen's time, three times: longer than a fast listen
+    try:
+        visit = open_battle(running_app, browser, "race-gate")
+        page = visit.page
+        visit.key("a")
+        gate = page.locator("#gate .gate")
+        expect(gate).to_have_attribute("data-ready", "wait", timeout=20_000)
+        expect(gate).not_to_contain_text("Both clips heard: your vote")
+        first = int(re.search(r"opens in (\d+) s", gate.inner_text())[1])
+        expect(page.locator("#vote-a")).to_have_attribute("aria-disabled", "true")
+        visit.shot("gate-counting")
+        page.wait_for_timeout(2100)
+        assert int(re.search(r"opens in (\d+) s", gate.inner_text())[1]) <= first - 2
+        expect(page.locator("#status")).not_to_contain_text("s left")
+        expect(gate).to_have_attribute("data-ready", "yes", timeout=(first + 2) * 1000)
+        visit.key("a")
+        expect(page.locator("#next-battle")).to_be_visible(timeout=20_000)
+    finally:
+        service.listen_share = 0.0
+    page.close()
+
+
+def test_enter_in_the_prompt_starts_a_battle_and_a_refused_prompt_leaves_none_shown(
+    running_app, browser
+):
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "prompt-keys")
+    page = visit.page
+    page.goto(running_app.url)
+    expect(page.locator("#arena-header")).to_contain_text("English text-to-speech")
+    prompt = page.locator("#prompt-in textarea")
+    prompt.fill(SHORT)
+    prompt.press("Enter")
+    visit.battle_ready()
+    expect(page.locator("#prompt-shown textarea")).to_have_value(SHORT)
+    prompt.fill("👍" * 3)  # refused: no letter or digit
+    prompt.press("Enter")
+    expect(page.locator("#status")).to_contain_text("letter or digit", timeout=20_000)
+    expect(page.locator("#prompt-shown")).to_be_hidden()
+    visit.shot("refused-prompt")
+    prompt.fill("   ")  # spaces only: a sentence of the set, as for an empty prompt
+    prompt.press("Enter")
+    visit.battle_ready()
+    shown = page.locator("#prompt-shown textarea").input_value()
+    assert shown in {p.text for p in running_app.service.arena("tts-en").prompts}
+    page.close()
+
+
+def test_a_screen_reader_tells_the_two_players_apart(running_app, browser):
+    visit = open_battle(running_app, browser, "players-named")
+    page = visit.page
+    for side in "AB":
+        box = page.locator(f"#audio-{side}")
+        expect(box).to_have_attribute("role", "region")
+        expect(box).to_have_attribute("aria-label", f"Clip {side}")
+    labels = page.evaluate(
+        "() => [...document.querySelectorAll('#audio-A button[aria-label], #audio-B button[aria-label]')]"
+        ".filter(b => b.offsetParent !== null).map(b => b.getAttribute('aria-label'))"
+    )
+    assert len(labels) == len(set(labels)), labels  # no two controls share a name
+    skips = [x for x in labels if x.startswith("Skip")]
+    assert skips and all(
+        re.fullmatch(r"Skip \w+ by \d+\.\d seconds \(clip [AB]\)", x) for x in skips
+    )
+    duration = page.evaluate(f"() => ({MEDIA})('A').duration")
+    seconds = float(re.search(r"by ([\d.]+)", skips[0])[1])
+    assert seconds == pytest.approx(duration / 5, abs=0.06)  # a fifth of the clip
+    page.close()
