@@ -312,6 +312,22 @@ def test_summary_shows_warnings_and_the_window():
     assert presenters.period_window("all", now).all_time
 
 
+def test_the_page_names_models_in_the_warnings_and_the_arena_in_the_tables_caption():
+    board, _ = small_board()
+    warning = ("The votes form 2 groups of models that never met, directly or through others "
+               "(group 1: flite/slt, espeak-ng/en-us; group 2: flite/slt-hts). Ranks compare")  # fmt: skip
+    board = replace(board, warnings=(warning,))
+    names = {"flite/slt": "CMU Flite (slt)", "espeak-ng/en-us": "eSpeak NG (US English)",
+             "flite/slt-hts": "Festival (slt, HTS)"}  # fmt: skip
+    text = presenters.board_summary(board, LoadProgress(done=True), names=names)
+    assert ("(group 1: CMU Flite (slt), eSpeak NG (US English); group 2: Festival (slt, HTS))"
+            in text)  # fmt: skip
+    assert not [i for i in names if i in text]
+    assert "flite/slt," in presenters.board_summary(board, LoadProgress(done=True))  # ids: CLI
+    html = table.board_html(board, list(board.rows), {}, {}, title="English text-to-speech")
+    assert '<caption class="sr-only">Leaderboard of English text-to-speech</caption>' in html
+
+
 def test_summary_says_what_is_counted_and_what_is_loading():
     board, _ = small_board()
     done = LoadProgress(done=True)

@@ -33,7 +33,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     with gr.Row(equal_height=True, elem_id="board-controls", elem_classes="stack-on-phone"):
         board_arena = gr.Dropdown([(a.title, a.id) for a in arenas if a.id in offered] or
                                   [(a.title, a.id) for a in arenas], value=first,
-                                  label="Arena", scale=2)  # fmt: skip
+                                  label="Arena", scale=2, elem_id="board-arena")  # fmt: skip
         category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
         weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
                            label="Weights", scale=3)  # fmt: skip
@@ -79,8 +79,10 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         charts = (plots.rating_chart(board), plots.win_rate_heatmap(board, ids, counts),
                   plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
         return (gr.Timer(active=not service.progress.done),
-                presenters.board_summary(board, service.progress, sync),
-                table.board_html(board, rows, service.latency(arena_id), models)
+                presenters.board_summary(board, service.progress, sync,
+                                         {m.id: m.name for m in models.values()}),
+                table.board_html(board, rows, service.latency(arena_id), models,
+                                 service.arena(arena_id).title)
                 + (footer(arena_id, cat, window, revision) if service.progress.done else ""),
                 *[gr.update(value=fig, visible=fig is not None) for fig in charts],
                 *_hidden(heard))  # fmt: skip
@@ -118,6 +120,19 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         choices = battle.category_choices(live.categories, service.languages(arena_id))
         return gr.update(choices=[("All prompts", ""), *choices], value="", visible=bool(choices))
 
+    def switch(arena_id, model_id):
+        """Another arena on the board (picked here, or followed from the Arena tab): its
+        categories, and its models in the Model view's picker, keeping the model picked when
+        it belongs to that arena (a shared link's) and else its first. One update with the
+        choices, before the board is drawn: the picker never holds a model of the last arena,
+        which Gradio refused with an error naming ids, and the view never shows another."""
+        choices = _model_choices(service, arena_id)
+        ids = [model for _, model in choices]
+        pick = gr.update(
+            choices=choices, value=model_id if model_id in ids else next(iter(ids), None)
+        )
+        return categories(arena_id), pick
+
     def arenas_shown(arena_id):
         """The arenas with a board worth reading: those offered here, and any with votes."""
         voted = [a for a in arenas if a.id not in offered and service.board(a.id).votes_used]
@@ -127,15 +142,12 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     outputs = [timer, summary, board_box, ratings, win_rates, battle_counts, *_flat(heard)]
     tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
                api_visibility="private", queue=False)  # fmt: skip
-    board_arena.change(categories, inputs=[board_arena], outputs=[category],
+    board_arena.change(switch, inputs=[board_arena, model_pick], outputs=[category, model_pick],
                        api_visibility="private", queue=False).then(
         show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
     view.input(lambda v: [gr.update(visible=v == "votes")] * 3 + [gr.update(visible=v == "model")],
                inputs=[view], outputs=[weights, period, provisional, model_pick],
                api_visibility="private", queue=False)  # fmt: skip
-    board_arena.input(lambda a: gr.update(choices=_model_choices(service, a), value=None),
-                       inputs=[board_arena], outputs=[model_pick], api_visibility="private",
-                       queue=False)  # fmt: skip
     gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
            view.input, model_pick.input, tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
           api_visibility="private", concurrency_limit=2)  # fmt: skip

@@ -7,6 +7,7 @@ wording be tested without a browser. The board's HTML table is in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -54,10 +55,13 @@ def interval_text(r: LeaderboardRow) -> str:
     return f"+{r.ci_high - r.rating:.0f} / -{r.rating - r.ci_low:.0f}"
 
 
-def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None = None) -> str:
+def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None = None,
+                  names: Mapping[str, str] | None = None) -> str:  # fmt: skip
     """Above the table: votes counted, window, last vote, what was left out, warnings, Hub sync.
 
     A board without votes says so and invites the first one instead of showing blanks.
+    ``names`` (model id to display name): the warnings name models as the table does; the
+    board's own warnings, which the CLI and the JSON keep, use ids.
     """
     if progress.error:
         return f"⚠️ The vote log could not be replayed ({progress.error}); showing new votes only."
@@ -79,8 +83,18 @@ def board_summary(board: Board, progress: LoadProgress, sync: SyncStatus | None 
         line += f" · {left_out} votes left out ({_reasons(board.skipped)})"
     if board.votes_used and board.fit is not None and board.fit.spread is not None:
         line += f" · models spread ±{board.fit.spread:.0f} points around their priors"
-    line += "".join(f"\n\n⚠️ {w}" for w in board.warnings)
+    line += "".join(f"\n\n⚠️ {named(w, names or {})}" for w in board.warnings)
     return line + (f"\n\n{sync_line(sync)}" if sync is not None else "")
+
+
+def named(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each model id of ``names`` replaced by its name: whole ids only (an id
+    inside a longer one stays), the longest first."""
+    if not names:
+        return text
+    ids = sorted(names, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(map(re.escape, ids)) + r")(?![\w/.-])")
+    return pattern.sub(lambda m: names[m[1]], text)
 
 
 def sync_line(sync: SyncStatus) -> str:

@@ -163,8 +163,9 @@ def shown_rows(board: Board, *, show_provisional: bool = True, weights: str = "a
 
 
 def board_html(board: Board, rows: list[LeaderboardRow], latency: Mapping[str, float | None],
-               models: Mapping[str, Model]) -> str:  # fmt: skip
-    """The table of ``rows`` (see :func:`shown_rows`); a friendly line when none is left."""
+               models: Mapping[str, Model], title: str | None = None) -> str:  # fmt: skip
+    """The table of ``rows`` (see :func:`shown_rows`); a friendly line when none is left.
+    ``title``: the arena's, for the caption a screen reader reads (else its id)."""
     if not rows:
         return '<p class="board-empty">No model matches these filters.</p>'
     ctx = Context(latency, models, board.components > 1)
@@ -186,7 +187,7 @@ def board_html(board: Board, rows: list[LeaderboardRow], latency: Mapping[str, f
         body.append(f'<tr class="{"unrated" if not r.battles else r.status}">{tds}</tr>')
     return (
         '<div class="board-wrap"><table class="board"><caption class="sr-only">Leaderboard of '
-        f"{escape(board.arena)}</caption><thead><tr>{head}</tr></thead><tbody>"
+        f"{escape(title or board.arena)}</caption><thead><tr>{head}</tr></thead><tbody>"
         f"{''.join(body)}</tbody></table></div>{_legend(rows)}"
     )
 

@@ -1,0 +1,130 @@
+"""What the page looks like in Debian's Chromium: dark mode's contrast through a whole
+battle, the widest board on a wide screen, and the Leaderboard following arena switches.
+
+Contrast is measured as WCAG defines it, between an element's text colour and the first
+opaque background behind it; 4.5:1 is the level AA asks of body text.
+"""
+
+import pytest
+from browser import LAPTOP, Visit, expect
+
+pytestmark = pytest.mark.browser
+
+#: WCAG AA for text of ordinary size.
+AA = 4.5
+#: The text colour of ``selector`` against the background behind it, and the ratio.
+CONTRAST = """sel => { const el = document.querySelector(sel); if (!el) return null;
+  const rgb = c => c.match(/[\\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  let box = el, bg = null;
+  for (; box; box = box.parentElement) { const c = getComputedStyle(box).backgroundColor;
+    if (c && !c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') { bg = c; break; } }
+  bg = bg || getComputedStyle(document.body).backgroundColor;
+  const a = lum(rgb(getComputedStyle(el).color)), b = lum(rgb(bg));
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); }"""
+#: The Japanese arena's board has the widest table (its parameter columns).
+WIDE = {"width": 1920, "height": 1080}
+
+
+def low_contrast(page, selectors) -> dict:
+    ratios = {s: page.evaluate(CONTRAST, s) for s in selectors}
+    missing = [s for s, r in ratios.items() if r is None]
+    assert not missing, f"not on the page: {missing}"
+    return {s: round(r, 2) for s, r in ratios.items() if r < AA}
+
+
+def test_dark_mode_text_is_readable_at_every_step(running_app, browser):
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "dark")
+    page = visit.page
+    page.goto(running_app.url + "?__theme=dark")
+    header = page.locator("#arena-header")
+    expect(header).to_contain_text("English text-to-speech")
+    assert page.evaluate("document.body.classList.contains('dark')")
+    header_parts = ["#arena-header .arena-title", "#arena-header .pitch",
+                    "#arena-header .stats span"]  # fmt: skip
+    gate = ["#gate .gate-text", "#gate .gate-keys"]
+    assert low_contrast(page, header_parts + gate) == {}  # idle
+    visit.shot("idle")
+    visit.key("n")
+    visit.battle_ready()
+    assert low_contrast(page, [*gate, "#side-A .side-state"]) == {}  # open, locked
+    visit.listen_to_both()
+    assert low_contrast(page, gate) == {}  # both heard
+    visit.shot("heard")
+    visit.key("a")
+    expect(page.locator("#side-A .side-head.picked")).to_be_visible(timeout=20_000)
+    voted = ["#side-A .name", "#side-A .moves", "#side-B .name", "#side-B .moves",
+             "#arena-header .you", "#status p"]  # fmt: skip
+    assert low_contrast(page, gate + voted + header_parts) == {}
+    visit.shot("voted")
+    page.get_by_role("tab", name="Leaderboard").click()
+    expect(page.locator("#board-table table")).to_be_visible(timeout=20_000)
+    assert low_contrast(page, ["table.board th", "table.board td.c-model"]) == {}
+    visit.shot("board")
+    page.close()
+
+
+def test_the_widest_board_fits_a_wide_screen(running_app, browser):
+    service = running_app.service
+    for _ in range(2):  # votes, so every column of the Japanese board has something to show
+        view = service.new_battle("tts-ja")
+        service.vote(view.handle, "a", voter="wide-screen-test")
+    visit = Visit(browser.new_page(viewport=WIDE, locale="en-US"), "wide")
+    page = visit.page
+    page.goto(running_app.url)
+    page.get_by_role("tab", name="Leaderboard").click()
+    expect(page.locator("#board-summary")).to_contain_text("counted", timeout=20_000)
+    visit.pick("#board-arena", "Japanese text-to-speech")
+    table = page.locator("#board-table")
+    expect(table.locator("th", has_text="Rating / M params")).to_be_visible(timeout=20_000)
+    wrap = table.locator(".board-wrap")
+    sizes = wrap.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert sizes[0] <= sizes[1] + 1, f"the board is {sizes[0]} px wide in a {sizes[1]} px box"
+    expect(table.locator("caption")).to_have_text("Leaderboard of Japanese text-to-speech")
+    visit.shot("japanese-board")
+    page.close()
+
+
+def test_the_model_view_follows_the_arena_picked_anywhere(running_app, browser):
+    service = running_app.service
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "board-switch")
+    page = visit.page
+    page.goto(running_app.url)
+    expect(page.locator("#arena-header")).to_contain_text("English text-to-speech")
+    toasts = []
+    page.on("console", lambda m: toasts.append(m.text) if "not in the list" in m.text else None)
+    page.get_by_role("tab", name="Leaderboard").click()
+    page.locator("#board-view").get_by_text("Model").click()
+    english = service.arena("tts-en").models
+    visit.pick("#board-model", english[2].name)
+    expect(page.locator("#board-table")).to_contain_text(english[2].name, timeout=30_000)
+
+    # The board's own arena picker: the model picker offers that arena's models, shows the
+    # one the view shows, and no error names ids.
+    japanese = service.arena("tts-ja").models
+    visit.pick("#board-arena", "Japanese text-to-speech")
+    picker = page.locator("#board-model input")
+    expect(picker).to_have_value(japanese[0].name, timeout=20_000)
+    expect(page.locator("#board-table")).to_contain_text(japanese[0].name, timeout=30_000)
+    page.locator("#board-model input").click()
+    offered = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert {o.split("\n")[-1].strip() for o in offered} == {m.name for m in japanese}
+    expect(page.locator(".toast-body")).to_have_count(0)
+
+    # The Arena tab's picker moves the board too, and the model picker with it.
+    page.get_by_role("tab", name="Arena").click()
+    visit.pick("#arena-in", "Multilingual text-to-speech")
+    page.get_by_role("tab", name="Leaderboard").click()
+    multilingual = service.arena("tts-multilingual").models
+    expect(picker).to_have_value(multilingual[0].name, timeout=20_000)
+    page.locator("#board-model input").click()
+    offered = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert {o.split("\n")[-1].strip() for o in offered} == {m.name for m in multilingual}
+    expect(page.locator("#board-table")).to_contain_text(multilingual[0].name, timeout=30_000)
+    expect(page.locator(".toast-body")).to_have_count(0)
+    assert toasts == []
+    visit.shot("multilingual-model")
+    page.close()
