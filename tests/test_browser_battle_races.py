@@ -66,7 +66,8 @@ def test_a_reveal_never_lands_on_the_battle_asked_for_after_the_vote(
     slow_votes(monkeypatch, service, 1.5)  # the reveal comes after the next battle opened
     visit.key("a")
     visit.key("n")
-    visit.battle_ready()
+    # Before the fix the late reveal turned the new battle's gate to "voted": no open battle.
+    visit.battle_ready(timeout=30_000)
     page.wait_for_timeout(2500)  # the slow vote has answered by now
     assert page.evaluate(LABELS) == ["Clip A", "Clip B"]
     expect(page.locator('#gate .gate[data-stage="open"]')).to_be_visible()

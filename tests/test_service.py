@@ -104,6 +104,15 @@ def test_a_battle_takes_one_vote_only(tmp_path, second):
     assert len(logged(tmp_path)) == 1
 
 
+def gated_battle(clock, listen_seconds: float) -> tuple[BattleBook, str]:
+    """A book with one battle delivered now, whose gate holds it ``listen_seconds``."""
+    book = BattleBook(ttl=1800, clock=clock)
+    handle, _ = book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
+                          category=None)  # fmt: skip
+    book.delivered(handle, listen_seconds=listen_seconds)
+    return book, handle
+
+
 def test_a_second_vote_and_the_gate_say_why_they_refuse_without_the_message_read(tmp_path):
     # The page keeps a successful vote's thanks when its own second vote is refused, and
     # counts the gate's seconds down: both read the refusal's reason and wait, not its words.
@@ -114,10 +123,7 @@ def test_a_second_vote_and_the_gate_say_why_they_refuse_without_the_message_read
         service.vote(view.handle, "b", voter="v1")
     assert (refused.value.reason, refused.value.wait) == (ALREADY_VOTED, None)
     clock = Clock()
-    book = BattleBook(ttl=1800, clock=clock)
-    handle, _ = book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
-                          category=None)  # fmt: skip
-    book.delivered(handle, listen_seconds=6.0)
+    book, handle = gated_battle(clock, listen_seconds=6.0)
     clock.now += 4.5
     with pytest.raises(BattleError, match="Listen to both clips") as held:
         book.close_for_vote(handle)
@@ -340,10 +346,7 @@ def test_a_vote_that_could_not_be_saved_can_be_cast_again(tmp_path, monkeypatch)
 
 def test_the_listening_gate_holds_a_battle_open_until_its_time_has_passed():
     clock = Clock()
-    book = BattleBook(ttl=1800, clock=clock)
-    handle, _ = book.open(arena="x", model_a="a", model_b="b", prompt="p", prompt_id=None,
-                          category=None)  # fmt: skip
-    book.delivered(handle, listen_seconds=6.0)
+    book, handle = gated_battle(clock, listen_seconds=6.0)
     clock.now += 5.5
     with pytest.raises(BattleError, match=r"Listen to both clips before you vote \(1 s left\)"):
         book.close_for_vote(handle)
