@@ -8,43 +8,37 @@ tree this script is in is "after". Each round runs ``python -m arena_core leader
 --votes DIR --arena ARENA --format json`` (plus anything after ``--``) once in each tree,
 A B A B, so both see the same load on a shared machine; the table gives the median and
 range of wall and CPU seconds, the load average at the start and the end, and whether the
-outputs were identical byte for byte once the ``code_version`` block (which names each
-tree's commit) is left out.
+outputs were identical once what differs from run to run is left out (bench/runs.py's
+``comparable``: in JSON the ``code_version`` block, which names each tree's commit, and the
+revision's ``read_at``, the reader's clock; ``--format csv`` and ``table`` hold neither and
+are compared as printed). The reader's clock is not fixed with ``--read-at``: older trees
+lack the option.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import resource
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from runs import comparable, timed_run
 
 AFTER = Path(__file__).resolve().parent.parent
 
 
-def run(tree: Path, args: list[str], env: dict) -> tuple[float, float, str]:
-    """Wall and CPU seconds of one fresh process, and its stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=tree, env=env,
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, done.stdout
+def output_format(extra: list[str]) -> str | None:
+    """The ``--format`` among the options after ``--`` (the last one wins, as in the CLI),
+    or None when they give none."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--format")
+    return parser.parse_known_args(extra)[0].format
 
 
-def comparable(output: str) -> str:
-    """The printed bytes with the ``code_version`` block emptied (each tree names its own
-    commit); everything else must match byte for byte."""
-    json.loads(output)  # a whole JSON document, or the comparison means nothing
-    return re.sub(r'"code_version": \{[^{}]*\}', '"code_version": {}', output)
+def spread(values: list[float]) -> str:
+    """``median s (min-max)`` of a list of seconds."""
+    return f"{statistics.median(values):.3f} s ({min(values):.3f}-{max(values):.3f})"
 
 
 def main() -> None:
@@ -55,8 +49,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("extra", nargs="*", help="more leaderboard options, after --")
     opts = parser.parse_args()
-    args = ["leaderboard", "--votes", opts.votes, "--arena", opts.arena, "--format", "json",
-            *opts.extra]  # fmt: skip
+    fmt = output_format(opts.extra)
+    args = ["leaderboard", "--votes", opts.votes, "--arena", opts.arena,
+            *([] if fmt else ["--format", "json"]), *opts.extra]  # fmt: skip
     # Byte-code caches written as a researcher's Python would (the variable, set in some
     # shells, would make every run compile each module again).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -66,19 +61,18 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     for _ in range(opts.runs):
         for name, tree in trees.items():
-            wall, cpu, out = run(tree, args, env)
+            wall, cpu, out = timed_run([sys.executable, "-m", "arena_core", *args], tree, env)
             times[name].append((wall, cpu))
-            outputs[name].add(comparable(out))
+            outputs[name].add(comparable(out, fmt or "json"))
     load_end = os.getloadavg()[0]
     print(f"`{' '.join(args)}`, {opts.runs} runs each, alternately; "
           f"load average {load_start:.1f} at the start, {load_end:.1f} at the end\n")  # fmt: skip
-    print("| code | wall, median (range) | CPU, median |\n|---|---:|---:|")
+    print("| code | wall, median (range) | CPU, median (range) |\n|---|---:|---:|")
     for name, pairs in times.items():
-        walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
-        print(f"| {name} | {statistics.median(walls):.3f} s ({min(walls):.3f}-{max(walls):.3f}) "
-              f"| {statistics.median(cpus):.3f} s |")  # fmt: skip
+        print(f"| {name} | {spread([w for w, _ in pairs])} | {spread([c for _, c in pairs])} |")
     same = len(outputs["before"] | outputs["after"]) == 1
-    print(f"\noutputs identical (code_version aside): {same}")
+    aside = "as printed" if fmt not in (None, "json") else "code_version and revision.read_at aside"
+    print(f"\noutputs identical ({aside}): {same}")
 
 
 if __name__ == "__main__":

@@ -19,18 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from runs import comparable, timed_run  # noqa: E402
 from synth import damage_jsonl, simulate, write_jsonl  # noqa: E402
 
 ARENA = "synthetic"
@@ -65,18 +63,13 @@ def make_data(args, data: Path) -> None:
 
 def run(args: list[str]) -> tuple[float, float, str]:
     """Wall and CPU seconds of a fresh process running ``args``, and its stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, done.stdout
+    return timed_run(args, ROOT)
 
 
 def measure(data: Path, repeat: int) -> dict:
     """Per log ("jsonl", "damaged"): the read's and the whole CLI's (wall, CPU) of each
-    run, the read's votes and skips, and the CLI's boards (without the code version)."""
+    run, the read's votes and skips, and the CLI's boards (without what differs from run to
+    run: bench/runs.py's ``comparable``)."""
     found = {
         k: {"read": [], "cli": [], "outputs": set(), "boards": []} for k in ("jsonl", "damaged")
     }
@@ -89,10 +82,8 @@ def measure(data: Path, repeat: int) -> dict:
             seen["outputs"].add(json.dumps([votes, skipped]))
             wall, cpu, out = run([sys.executable, "-m", "arena_core", "leaderboard", "--votes",
                                   folder, "--arena", ARENA, "--format", "json"])  # fmt: skip
-            board = json.loads(out)
-            board.pop("code_version", None)
             seen["cli"].append((wall, cpu))
-            seen["boards"].append(json.dumps(board))
+            seen["boards"].append(comparable(out))
     return found
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from runs import comparable, timed_run
 from synth import damage_jsonl, simulate, true_ratings, write_jsonl, write_parquet
 
 from arena_core.leaderboard import (
@@ -58,17 +58,17 @@ from arena_core.votes.read import read_votes
 ARENA = "synthetic"
 #: Our vote strings to FastChat's winner strings.
 WINNERS = {"a": "model_a", "b": "model_b", "tie": "tie", "both_bad": "tie (bothbad)"}
-#: Run in a fresh interpreter to measure a whole replay's peak memory.
-#: (VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec.)
+#: Run in a fresh interpreter to measure a whole replay's peak memory (bench/runs.py's
+#: ``peak_rss_mb``: VmHWM, which a child does not inherit from its parent).
 MEMORY_PROBE = """
-import re, sys, time
-sys.path.insert(0, {root!r})
+import sys, time
+sys.path[:0] = [{root!r}, {bench!r}]
 from arena_core.leaderboard import BOARD_COLUMNS, board_from_votes
 from arena_core.votes.read import read_votes
+from runs import peak_rss_mb
 start = time.perf_counter()
 board = board_from_votes(read_votes({path!r}, columns=BOARD_COLUMNS), {arena!r})
-peak_kb = int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
-print(time.perf_counter() - start, peak_kb / 1024)
+print(time.perf_counter() - start, peak_rss_mb())
 """
 
 
@@ -76,39 +76,37 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Share of lines damaged in the damaged copy of the JSONL shards (issue 16's case).
 DAMAGED_SHARE = 0.002
 #: Run in a fresh interpreter: one sequential-Elo replay of synthetic votes, the compiled
-#: loop forced on or off, timed from before the rating module is imported.
+#: loop forced on or off, timed from before the rating module is imported (its import, and
+#: numba's with it, is part of what a fresh process pays), after the votes are made.
 ELO_PROBE = """
 import sys, time
 sys.path.insert(0, {root!r})
-start = time.perf_counter()
 import numpy as np
-import arena_core.ratings.elo as elo
 rng = np.random.default_rng(0)
 a = rng.integers(0, 20, {votes})
 b = (a + rng.integers(1, 20, {votes})) % 20
 outcome = rng.integers(0, 4, {votes})
+start = time.perf_counter()
+import arena_core.ratings.elo as elo
 elo.COMPILED_FROM = elo.COMPILED_WHEN_LOADED_FROM = {threshold}
-made = time.perf_counter()
 elo.sequential_elo(20, (a, b, outcome))
-print(time.perf_counter() - made)
+print(time.perf_counter() - start)
 """
 
 
 def fresh(args: list[str], repeat: int) -> tuple[float, float, str]:
-    """Median wall and CPU seconds of ``repeat`` fresh processes running ``args``, and the
-    last one's stdout (the same every time: the runs are checked to agree)."""
-    walls, cpus, outputs = [], [], set()
+    """Median wall and CPU seconds of ``repeat`` fresh processes running ``args`` (a
+    ``--format json`` board), and the last one's stdout (checked to be the same board every
+    time, what differs from run to run aside: bench/runs.py's ``comparable``)."""
+    walls, cpus, outputs, out = [], [], set(), ""
     for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        outputs.add(done.stdout)
+        wall, cpu, out = timed_run(args, ROOT)
+        walls.append(wall)
+        cpus.append(cpu)
+        outputs.add(comparable(out))
     if len(outputs) != 1:
-        raise RuntimeError(f"{args}: runs printed different output")
-    return statistics.median(walls), statistics.median(cpus), outputs.pop()
+        raise RuntimeError(f"{args}: runs printed different boards")
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 def cli(folder: Path, repeat: int) -> tuple[float, float, dict]:
@@ -185,7 +183,7 @@ def timed(fn, repeat: int):
 
 def peak_memory(path: Path) -> tuple[float, float]:
     code = MEMORY_PROBE.format(
-        root=str(Path(__file__).resolve().parent.parent), path=str(path), arena=ARENA
+        root=str(ROOT), bench=str(ROOT / "bench"), path=str(path), arena=ARENA
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     seconds, mb = out.stdout.split()
