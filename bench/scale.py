@@ -8,8 +8,8 @@
 
 Generates the log once (arena_core/scale/synthetic.py: numpy and Arrow, not
 VoteLog; cached under --data with a spec file), then runs each stage in a fresh
-process and reports its wall time and peak memory (the process's maximum RSS,
-DuckDB's memory included):
+process and reports its wall time and peak memory (the process's peak RSS, VmHWM,
+DuckDB's memory included; not ``ru_maxrss``, which a child inherits from its parent):
 
 * ``manifest``: what compaction does once after writing monthly files: every row
   judged, the duplicate ids listed, ``compacted/MANIFEST.json`` written
@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +48,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from runs import peak_rss_mb  # noqa: E402
+
+from arena_core.dataset.compact import COMPACTED  # noqa: E402
 from arena_core.scale.synthetic import SynthSpec, generate  # noqa: E402
 
 #: The stages, in the order they run (``counts`` and ``elo`` need the manifest and the counts).
@@ -57,12 +60,19 @@ _RESULT = "BENCH_RESULT "
 
 
 def ensure(spec: SynthSpec, folder: Path) -> float:
-    """Generate the log unless ``folder`` already holds this spec's; returns seconds spent."""
+    """Generate the log unless ``folder`` already holds this spec's; returns seconds spent.
+
+    A log made for another spec is deleted first, its compacted folder whole: ``generate``
+    writes one folder per month, so a shorter log would leave the old later months in
+    place, and the old compaction manifest would stay beside parts it no longer describes.
+    """
     marker = folder / "spec.json"
     wanted = json.dumps(spec.__dict__, sort_keys=True)
     if marker.exists() and marker.read_text() == wanted:
         return 0.0
     start = time.perf_counter()
+    marker.unlink(missing_ok=True)  # an interrupted generation leaves no marker behind
+    shutil.rmtree(folder / COMPACTED, ignore_errors=True)
     generate(spec, folder)
     marker.write_text(wanted)
     return time.perf_counter() - start
@@ -83,7 +93,7 @@ def stage_manifest(data: Path, now_us: int) -> dict:
     from arena_core.scale.manifest import build_manifest
 
     start = time.perf_counter()
-    path = build_manifest(data / "compacted", now_us=now_us)
+    path = build_manifest(data / COMPACTED, now_us=now_us)
     return {"seconds": time.perf_counter() - start, "bytes": path.stat().st_size}
 
 
@@ -110,6 +120,9 @@ def stage_counts(data: Path, now_us: int, out: Path, trust: bool, write: bool = 
     duck = Timed(resolve(data), now_us=now_us, con=con, trust_manifest=trust)
     counts = duck.counts()
     seconds = time.perf_counter() - start
+    if trust and not duck.trusted.ranks:  # silently the row-by-row path: not what is measured
+        raise RuntimeError(f"the compaction manifest under {data} trusts no file (missing, "
+                           "or stale: built for other parts or rules); run the manifest stage")  # fmt: skip
     if trust and write:
         write_counts(counts, out)
     return {"seconds": seconds, "rows": counts.num_rows, "trusted_files": len(duck.trusted.ranks),
@@ -167,7 +180,7 @@ def stage_equality(data: Path, now_us: int, spark: bool) -> dict:
     from arena_core.scale.python_engine import read_for_counts
     from arena_core.scale.sources import resolve
 
-    build_manifest(data / "compacted", now_us=now_us)  # the DuckDB side trusts it
+    build_manifest(data / COMPACTED, now_us=now_us)  # the DuckDB side trusts it
     start = time.perf_counter()
     votes = read_for_counts(data, now_us=now_us)
     expected = board_from_votes(votes, "tts-en")
@@ -210,7 +223,7 @@ def _child(args) -> None:
         result = stage_board(args.out)
     else:
         result = stage_equality(args.data, args.now_us, args.spark)
-    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_mb"] = peak_rss_mb()  # VmHWM: ru_maxrss would carry the parent's over exec
     print(_RESULT + json.dumps(result), flush=True)
 
 
@@ -275,12 +288,14 @@ def main() -> None:
 
 
 def _with_manifest(spec: SynthSpec, folder: Path) -> float:
-    """:func:`ensure`, and the compaction manifest the ``counts`` stage trusts (built once)."""
+    """:func:`ensure`, and the compaction manifest the ``counts`` stage trusts: built again
+    whenever the log is (a manifest of the old parts would trust none of the new), else
+    once."""
     from arena_core.scale.manifest import MANIFEST_NAME, build_manifest
 
     seconds = ensure(spec, folder)
-    if not (folder / "compacted" / MANIFEST_NAME).exists():
-        build_manifest(folder / "compacted", now_us=end_us(spec))
+    if seconds or not (folder / COMPACTED / MANIFEST_NAME).exists():
+        build_manifest(folder / COMPACTED, now_us=end_us(spec))
     return seconds
 
 
