@@ -6,8 +6,8 @@
     python bench/load.py --clients 50 --seconds 30 --rate 100
 
 Starts ``app.py`` in its own process on 127.0.0.1 with a fresh data folder (the
-listening gate and the rate limit switched off: this measures the server's
-capacity, not a listener's patience), waits until the start-up replay and the
+listening gate switched off and the rate limit at the largest the app accepts, off
+in effect: this measures the server's capacity, not a listener's patience), waits until the start-up replay and the
 output warm-up are done, then runs ``--clients`` simulated visitors for
 ``--seconds``: each loops "new battle (and fetch both clips, as a browser does,
 unless ``--no-fetch``), vote". By default each visitor starts its next visit as soon as
@@ -21,12 +21,17 @@ cores). ``--typed-share`` of the battles use a unique typed prompt, so they
 generate instead of answering from the output cache.
 
 Afterwards it reads the vote log and checks that every acknowledged vote is
-there exactly once and counted on the board. ``--format json`` prints one
-object with ``votes_acked``, ``votes_found``, ``votes_lost``,
-``votes_duplicated``, ``votes_on_board``, ``votes_per_s``, ``battles_per_s``,
-``vote_p50_ms``, ``vote_p99_ms``, ``battle_p50_ms``, ``battle_p99_ms``,
-``fetch_p99_ms``, ``server_cpu_ms_per_visit``, ``client_cpu_ms_per_visit`` and
-``errors``.
+there exactly once, and that the live board (the app's ``/leaderboard``) equals the
+CLI's replay of the log (``python -m arena_core leaderboard --format json`` with the
+settings and reader's clock the live board names): every row and rating, the
+provenance blocks (revision, code version, settings) left out. A vote missing or
+doubled, a board that differs, or any request error makes the exit status 1.
+``--format json`` prints one object with ``votes_acked``, ``votes_found`` (in the log
+once), ``votes_duplicated`` (more than once), ``votes_lost`` (missing),
+``votes_on_board``, ``board_equals_replay``, ``board_differences`` (the keys that
+differ), ``votes_per_s``, ``battles_per_s``, ``vote_p50_ms``, ``vote_p99_ms``,
+``battle_p50_ms``, ``battle_p99_ms``, ``fetch_p99_ms``, ``server_cpu_ms_per_visit``,
+``client_cpu_ms_per_visit`` and ``errors``.
 """
 
 from __future__ import annotations
@@ -48,24 +53,27 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from synth import simulate  # noqa: E402
+from synth import simulate, write_parquet  # noqa: E402
 
-from arena_core.leaderboard import BOARD_COLUMNS, Entrant, board_from_votes  # noqa: E402
 from arena_core.registry import load_registry  # noqa: E402
+from arena_core.snapshots.source import board_part  # noqa: E402
 from arena_core.votes.read import read_votes  # noqa: E402
-from arena_core.votes.schema import ARROW_SCHEMA  # noqa: E402
 
 ARENA = "tts-en"
 CHOICES = ("a", "b", "tie", "both_bad")
 #: Seconds to wait for the app to answer and finish its replay and warm-up.
 START_TIMEOUT = 900.0
+#: ARENA_RATE_LIMIT for the run: the largest the app's config accepts (RANGES in
+#: arena_core/space/config.py; a value above it stops the app at start-up). A million votes
+#: per voter per window is the limit switched off in effect: no run comes near it.
+RATE_LIMIT_OFF = 1_000_000
+#: Lines of the server's log shown when the app exits before it is ready.
+LOG_TAIL_LINES = 30
 
 
 def main(argv=None) -> int:
@@ -89,10 +97,18 @@ def main(argv=None) -> int:
         print(json.dumps(result, indent=1))
     else:
         print(table(result, args))
-    sound = (
-        result["votes_lost"] == result["votes_duplicated"] == 0 and result["board_equals_replay"]
+    return 0 if sound(result) else 1
+
+
+def sound(result: dict) -> bool:
+    """Whether the run kept its promise: every acknowledged vote in the log exactly once,
+    the live board equal to the CLI's replay of the log, and no request failed (a failed
+    request is a visitor turned away, and a vote that may have been lost unacknowledged)."""
+    return (
+        result["votes_found"] == result["votes_acked"]
+        and result["board_equals_replay"]
+        and not result["errors"]
     )
-    return 0 if sound else 1
 
 
 def run(data: Path, args) -> dict:
@@ -106,7 +122,7 @@ def run(data: Path, args) -> dict:
     env = {**os.environ, "ARENA_DATA_DIR": str(data), "GRADIO_SERVER_PORT": str(port),
            "ARENA_REGISTRY": str(arena_registry(data)),
            "GRADIO_SERVER_NAME": "127.0.0.1", "ARENA_LISTEN_SHARE": "0",
-           "ARENA_RATE_LIMIT": str(10**9), "ARENA_VOTER_SALT": "load-bench",
+           "ARENA_RATE_LIMIT": str(RATE_LIMIT_OFF), "ARENA_VOTER_SALT": "load-bench",
            "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}  # fmt: skip
     # The server's log goes to a file: a pipe nobody reads would stall it once full.
     with open(data / "server.log", "w") as server_log:
@@ -114,7 +130,7 @@ def run(data: Path, args) -> dict:
                                   stdout=subprocess.DEVNULL, stderr=server_log)  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}/"
-            stats = asyncio.run(load(base, args, server.pid))
+            stats = asyncio.run(load(base, args, server, data / "server.log"))
         finally:
             server.terminate()
             try:
@@ -126,24 +142,23 @@ def run(data: Path, args) -> dict:
 
 
 def seed_votes(folder: Path, n_votes: int, seed: int) -> None:
-    """``n_votes`` synthetic votes between the arena's models, as one Parquet file."""
+    """``n_votes`` synthetic votes between the arena's models, as one Parquet file (written
+    by bench/synth.py's ``write_parquet``: the schema's fields the frames lack are null)."""
     models = [m.id for m in load_registry(ROOT / "registry.yaml").arena(ARENA).models]
     frames, _ = simulate(n_votes, n_models=len(models), seed=seed)
-    folder.mkdir(parents=True, exist_ok=True)
     mapping = {f"model-{k:02d}": m for k, m in enumerate(models)}
     start_us = time.time_ns() // 1000 - 10**12  # all of them in the past
-    with pq.ParquetWriter(folder / "votes-seed.parquet", ARROW_SCHEMA, compression="zstd") as w:
-        for frame in frames:
-            frame["arena"] = ARENA
-            frame["model_a"] = frame["model_a"].map(mapping)
-            frame["model_b"] = frame["model_b"].map(mapping)
-            frame["category"] = None
-            ts = start_us + np.arange(len(frame)) * 1000
-            frame["ts"] = np.char.add(
-                np.datetime_as_string(ts.astype("datetime64[us]"), unit="ms"), "Z"
-            )
-            start_us = int(ts[-1]) + 1000
-            w.write_table(pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False))
+    for frame in frames:
+        frame["arena"] = ARENA
+        frame["model_a"] = frame["model_a"].map(mapping)
+        frame["model_b"] = frame["model_b"].map(mapping)
+        frame["category"] = None
+        ts = start_us + np.arange(len(frame)) * 1000
+        frame["ts"] = np.char.add(
+            np.datetime_as_string(ts.astype("datetime64[us]"), unit="ms"), "Z"
+        )
+        start_us = int(ts[-1]) + 1000
+    write_parquet(frames, folder, name="votes-seed.parquet")
 
 
 class Connection:
@@ -262,12 +277,13 @@ def cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def load(base: str, args, server_pid: int) -> dict:
+async def load(base: str, args, server: subprocess.Popen, server_log: Path) -> dict:
     limits = httpx.Limits(
         max_connections=4 * args.clients, max_keepalive_connections=2 * args.clients
     )
+    server_pid = server.pid
     async with httpx.AsyncClient(timeout=120.0, limits=limits) as http:
-        config = await wait_until_ready(http, base)
+        config = await wait_until_ready(http, base, server, server_log)
         gradio = Gradio(http, base, config)
         (board,) = await gradio.call("leaderboard", ARENA, "", session=str(uuid.uuid4()))
         stats = {"battle_ms": [], "vote_ms": [], "fetch_ms": [], "acked": [], "errors": Counter(),
@@ -304,10 +320,21 @@ async def settled(gradio: Gradio) -> None:
     raise TimeoutError("the boards did not settle")
 
 
-async def wait_until_ready(http: httpx.AsyncClient, base: str) -> dict:
-    """The app's config, once it answers and its start-up replay and warm-up are done."""
+async def wait_until_ready(
+    http: httpx.AsyncClient, base: str, server: subprocess.Popen, server_log: Path
+) -> dict:
+    """The app's config, once it answers and its start-up replay and warm-up are done.
+
+    An app that exits instead (a setting its config refuses, a crash in the replay) fails
+    the run at once with the end of its log, not after :data:`START_TIMEOUT` of polling a
+    port nobody listens on.
+    """
     until = time.monotonic() + START_TIMEOUT
     while time.monotonic() < until:
+        if server.poll() is not None:
+            lines = server_log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            raise RuntimeError(f"app.py exited with {server.returncode} before it was ready; "
+                               f"the end of {server_log}:\n" + "\n".join(lines))  # fmt: skip
         try:
             config = (await http.get(base + "config")).json()
             (state,) = await Gradio(http, base, config).call("status", session=str(uuid.uuid4()))
@@ -414,15 +441,45 @@ def rebuilds(server_log: str) -> list[float]:
     return [float(seconds) for seconds in found]
 
 
+def cli_replay(data: Path, live: dict) -> dict:
+    """The board ``python -m arena_core leaderboard --format json`` prints from the run's
+    vote log, with the settings the live board names: the same registry, the models it
+    marks as unable to run, and its reader's clock (so both judge the same rows to be
+    from the future)."""
+    read_at = (live.get("revision") or {}).get("read_at")
+    unavailable = (live.get("settings") or {}).get("unavailable") or []
+    args = [sys.executable, "-m", "arena_core", "leaderboard", "--votes", str(data / "votes"),
+            "--registry", str(arena_registry(data)), "--arena", ARENA, "--format", "json",
+            *(["--read-at", read_at] if read_at else []),
+            *(["--unavailable", *unavailable] if unavailable else [])]  # fmt: skip
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the CLI replay of the log failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def board_differences(live: dict, replayed: dict) -> list[str]:
+    """The keys in which the live board and the CLI's replay differ (rows: which models),
+    provenance blocks left out (their clocks and commits name the process, not the board)."""
+    live, replayed = board_part(live), board_part(replayed)
+    differ = [k for k in sorted(live.keys() | replayed.keys()) if live.get(k) != replayed.get(k)]
+    if "rows" in differ:
+        live_rows, cli_rows = ({r["model_id"]: r for r in b.get("rows") or []}
+                               for b in (live, replayed))  # fmt: skip
+        models = [m for m in sorted(live_rows.keys() | cli_rows.keys())
+                  if live_rows.get(m) != cli_rows.get(m)]  # fmt: skip
+        differ[differ.index("rows")] = f"rows ({', '.join(models) or 'their order'})"
+    return differ
+
+
 def summarise(stats: dict, data: Path, args) -> dict:
-    votes_dir = data / "votes"
-    votes = read_votes(votes_dir, columns=(*BOARD_COLUMNS, "vote_id"))
+    votes = read_votes(data / "votes", columns=("vote_id",))
     logged = Counter(votes.column("vote_id").to_pylist())
     acked = stats["acked"]
-    found = sum(1 for v in acked if logged[v] >= 1)
     seconds = stats["seconds"]
-    entrants = Entrant.from_arena(load_registry(arena_registry(data)).arena(ARENA))
-    replayed = board_from_votes(votes, ARENA, entrants=entrants)
+    # The live board against a replay of the log with the CLI's code, every row and rating
+    # (votes of voters the anomalous-voter test flags are left out of both).
+    differences = board_differences(stats["board_after"], cli_replay(data, stats["board_after"]))
 
     def pct(values, q):
         return round(float(np.percentile(values, q)), 1) if values else None
@@ -435,13 +492,13 @@ def summarise(stats: dict, data: Path, args) -> dict:
         "clips_fetched": args.fetch,
         "replayed": args.replayed,
         "votes_acked": len(acked),
-        "votes_found": found,
-        "votes_lost": len(acked) - found,
+        # Each acknowledged vote in the log exactly once, more than once, or not at all.
+        "votes_found": sum(1 for v in acked if logged[v] == 1),
         "votes_duplicated": sum(1 for v in acked if logged[v] > 1),
+        "votes_lost": sum(1 for v in acked if logged[v] == 0),
         "votes_on_board": stats["votes_after"] - stats["votes_before"],
-        # The live board against a replay of the log with the CLI's code (votes of voters the
-        # anomalous-voter test flags are left out of both).
-        "board_equals_replay": replayed.votes_used == stats["votes_after"],
+        "board_equals_replay": not differences,
+        "board_differences": differences,
         "votes_per_s": round(len(acked) / seconds, 1),
         "battles_per_s": round(len(stats["battle_ms"]) / seconds, 1),
         "vote_p50_ms": pct(stats["vote_ms"], 50),
@@ -470,10 +527,11 @@ def table(r: dict, args) -> str:
         ("/vote p50 / p99 (ms)", f"{r['vote_p50_ms']} / {r['vote_p99_ms']}"),
         ("/new_battle p50 / p99 (ms)", f"{r['battle_p50_ms']} / {r['battle_p99_ms']}"),
         ("both clips fetched, p99 (ms)", r["fetch_p99_ms"]),
-        ("votes acknowledged / in the log once / lost / doubled",
-         f"{r['votes_acked']} / {r['votes_found']} / {r['votes_lost']} / {r['votes_duplicated']}"),
-        ("votes added to the board; board equals the CLI replay",
-         f"{r['votes_on_board']}; {r['board_equals_replay']}"),
+        ("votes acknowledged / in the log once / more than once / missing",
+         f"{r['votes_acked']} / {r['votes_found']} / {r['votes_duplicated']} / {r['votes_lost']}"),
+        ("votes added to the board; board equals the CLI replay (rows and ratings)",
+         f"{r['votes_on_board']}; {r['board_equals_replay']}"
+         + (f" (differ: {', '.join(r['board_differences'])})" if r["board_differences"] else "")),
         ("CPU per visit (battle, 2 clips, vote), server / load client (ms)",
          f"{r['server_cpu_ms_per_visit']} / {r['client_cpu_ms_per_visit']}"),
         ("boards rebuilt for flagged voters (longest, s)", f"{r['rebuilds']} ({r['rebuild_max_s']})"),

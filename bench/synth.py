@@ -114,10 +114,16 @@ def write_jsonl(frames: list[pd.DataFrame], folder: Path, shards: int = 4) -> No
                 frame.iloc[s::shards].to_json(f, orient="records", lines=True, force_ascii=False)
 
 
-def write_parquet(frames: list[pd.DataFrame], folder: Path) -> Path:
-    """One zstd Parquet file, a row group per frame (fields the frames lack are null)."""
+def write_parquet(frames: list[pd.DataFrame], folder: Path, name: str = "votes.parquet") -> Path:
+    """One zstd Parquet file ``folder/name``, a row group per frame.
+
+    Each frame is reindexed to the vote schema's columns first: the frames carry the
+    contract's fields, the schema grows newer optional ones (the models' durations...),
+    and ``Table.from_pandas`` with a schema refuses a frame that lacks any of them. The
+    fields a frame lacks are written null, as a log written before they existed reads.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "votes.parquet"
+    path = folder / name
     with pq.ParquetWriter(path, ARROW_SCHEMA, compression="zstd") as writer:
         for frame in frames:
             writer.write_table(
