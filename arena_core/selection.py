@@ -153,8 +153,7 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     if entrants is None:
         used = _models_in(model_a.codes[keep], model_b.codes[keep], len(model_a.values))
         entrants = [Entrant(i, i) for i in sorted(model_a.values[k] for k in used)]
-    index = {e.id: k for k, e in enumerate(entrants)}
-    a, b = model_a.map(index), model_b.map(index)
+    a, b = entrant_indices(votes, [e.id for e in entrants])
     unknown = keep & ((a < 0) | (b < 0))
     skipped[UNKNOWN_MODEL] += int(unknown.sum())
     keep &= ~unknown
@@ -163,6 +162,15 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     outcome = enc["vote"].map({v: k for k, v in enumerate(VOTES)})
     return Selection(list(entrants), a[keep], b[keep], outcome[keep], votes.ts_us[keep],
                      +skipped, window)  # fmt: skip
+
+
+def entrant_indices(votes: VoteTable, models: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each vote's two models as indices into ``models`` (-1: a model not listed). A vote
+    naming an unlisted model is not counted (``unknown_model``): every board that takes
+    its models from the registry (the default, style-controlled and humans' boards) drops
+    it by this rule."""
+    enc, index = votes.encoded, {m: k for k, m in enumerate(models)}
+    return enc["model_a"].map(index), enc["model_b"].map(index)
 
 
 def _models_in(a: np.ndarray, b: np.ndarray, values: int) -> np.ndarray:

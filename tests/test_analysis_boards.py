@@ -16,7 +16,8 @@ import pytest
 
 from arena_core import cli
 from arena_core.analysis.boards import ANALYSIS_COLUMNS, counted_frame, judges_report, style_board
-from arena_core.leaderboard import board_from_votes
+from arena_core.leaderboard import Entrant, board_from_votes
+from arena_core.page.analysis_html import style_html
 from arena_core.registry import load_registry
 from arena_core.space.analyses import Analyses
 from arena_core.votes.log import VoteLog
@@ -214,8 +215,120 @@ def test_style_control_writes_csv_and_refuses_what_it_cannot_honour(world, capsy
     for extra, words in ((["--method", "elo"], "--method elo"),
                          (["--prior-weight", "0"], "needs a prior"),
                          (["--counts", str(root / "counts.parquet")], "--counts"),
-                         (["--engine", "duckdb"], "--engine duckdb")):  # fmt: skip
+                         (["--engine", "duckdb"], "--engine duckdb"),
+                         (["--unavailable", "m3"], "--unavailable")):  # fmt: skip
         assert cli.main([*base, *extra]) == 2
         assert words in capsys.readouterr().err
     assert cli.main([*base[:3], "--arena", "tts", "--style-control"]) == 2  # no registry
     assert "needs --registry" in capsys.readouterr().err
+
+
+SMALL = """
+arenas:
+  - id: ar
+    title: Small
+    modality: audio
+    prior_mapping: {benchmark: index, center: 50, points_per_unit: 4}
+    prompts: [{id: p1, text: "Hi."}]
+    models:
+      - {id: x, name: Model X, backend: {type: fake}}
+      - {id: y, name: Model Y, prior: {value: 75, source: "https://example.org", accessed: 2026-03-01}, backend: {type: fake}}
+      - {id: w, name: Model W, backend: {type: fake}}
+judges:
+  - {id: j, name: J, kind: llm, arenas: [ar], options: {type: fake}}
+"""
+
+
+def _style(da, db):
+    """Each side's style a function of its duration alone, so swapping the sides negates
+    every covariate."""
+    return {f"model_{side}_{name}": value for side, d in (("a", da), ("b", db))
+            for name, value in (("duration_s", d), ("speech_rate", 2.0 + d / 7),
+                                ("lufs", -23.0 + d / 50), ("sample_rate", round(16000 + 1000 * d)))}  # fmt: skip
+
+
+@pytest.fixture
+def small(tmp_path):
+    """Human votes on x and y with styles, old votes (no style) where w beats both, votes
+    naming a model the registry does not list, and a judge's verdicts on x and y."""
+    (tmp_path / "registry.yaml").write_text(textwrap.dedent(SMALL))
+    log = VoteLog(tmp_path / "votes")
+    for k in range(12):
+        log.append(arena="ar", model_a="x", model_b="y", vote="ab"[k % 3 == 0], prompt_id="p1",
+                   voter=f"h{k}", **_style(2.0 + k % 4 * 0.3, 2.5))  # fmt: skip
+        log.append(arena="ar", model_a="y", model_b="x", vote="ab"[k % 3 != 0], prompt_id="p1",
+                   voter=f"i{k}", **_style(2.5, 2.0 + k % 4 * 0.3))  # fmt: skip
+    for k in range(10):
+        log.append(arena="ar", model_a="w", model_b="xy"[k % 2], vote="a", prompt_id="p1",
+                   voter=f"g{k}")  # fmt: skip
+        log.append(arena="ar", model_a="ghost", model_b="x", vote="a", prompt_id="p1",
+                   voter=f"u{k}")  # fmt: skip
+    for k in range(4):
+        log.append_all([dict(arena="ar", model_a=a, model_b=b, vote=v, prompt_id="p1",
+                             battle_id=f"b{k}", voter_kind="judge", judge="j")
+                        for a, b, v in (("x", "y", "a"), ("y", "x", "b"))])  # fmt: skip
+    log.close()
+    registry = load_registry(tmp_path / "registry.yaml")
+    return tmp_path, registry, read_votes(tmp_path / "votes", columns=ANALYSIS_COLUMNS)
+
+
+def test_the_judges_reports_humans_are_the_leaderboard(small):
+    """Until session 27 the report's human board counted the votes naming 'ghost' (which
+    the leaderboard skips as unknown_model) and ignored y's registry prior: x 882, y 922,
+    ghost 1196 against the leaderboard's x 1025, y 1075."""
+    _, registry, votes = small
+    arena = registry.arena("ar")
+    board = board_from_votes(votes, "ar", entrants=Entrant.from_arena(arena))
+    report = judges_report(votes, arena, registry)
+    rated = {r.model_id: r.rating for r in board.rows if r.battles}
+    assert report.human == pytest.approx(rated) and set(rated) == {"x", "y", "w"}
+    assert report.skipped["unknown_model"] == board.skipped["unknown_model"] == 10
+    assert "ghost" not in report.consensus and set(report.consensus) == {"x", "y"}
+
+
+def test_a_model_whose_votes_all_lack_style_is_not_rated_by_the_style_board(small, capsys):
+    """w's ten votes predate style fields, so none enters the fit. Until session 27 the
+    style-controlled board still listed and ranked it, at its prior (1000 [583, 1417])."""
+    root, registry, votes = small
+    board = style_board(votes, registry.arena("ar"))
+    assert {r.model for r in board.rows} == {"x", "y"} and board.unrated == ("w",)
+    assert board.votes_used == 24 and board.left_out == 10
+    base = ["leaderboard", "--votes", str(root / "votes"), "--registry",
+            str(root / "registry.yaml"), "--arena", "ar", "--style-control"]  # fmt: skip
+    assert cli.main(base) == 0
+    text = capsys.readouterr().out
+    assert "Model W" in text and "not rated here" in text
+    assert cli.main([*base, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["model"] for r in data["rows"]} == {"x", "y"} and data["unrated"] == ["w"]
+
+
+def test_the_style_boards_side_a_term_of_one_sided_votes_is_unbounded(small, capsys):
+    """Every styled vote goes to side A: the A-side term prints as +inf with the one-sided
+    bound its votes support (until session 27: +2390 [-73245, +78026], 'not significant');
+    an empty window prints no estimate (until then: +0.0 [-340481, +340481])."""
+    root, _, _ = small
+    log = VoteLog(root / "one-sided")
+    for k in range(6):  # each battle in both orders, side A winning both: no style separates
+        da, db = 2.0 + k % 4 * 0.3, 2.5
+        log.append(arena="ar", model_a="x", model_b="y", vote="a", prompt_id="p1",
+                   voter=f"s{k}", **_style(da, db))  # fmt: skip
+        log.append(arena="ar", model_a="y", model_b="x", vote="a", prompt_id="p1",
+                   voter=f"t{k}", **_style(db, da))  # fmt: skip
+    log.close()
+    base = ["leaderboard", "--votes", str(root / "one-sided"), "--registry",
+            str(root / "registry.yaml"), "--arena", "ar", "--style-control"]  # fmt: skip
+    assert cli.main([*base, "--format", "json"]) == 0
+    coefficients = {c["name"]: c for c in json.loads(capsys.readouterr().out)["coefficients"]}
+    a_side = coefficients["a_side"]
+    assert a_side["points"] is None and a_side["low"] > 0 and a_side["high"] is None
+    assert a_side["informative"] == 12 and "unbounded" in a_side["note"]
+    assert cli.main(base) == 0
+    assert "+inf" in capsys.readouterr().out
+    one_sided = read_votes(root / "one-sided", columns=ANALYSIS_COLUMNS)
+    html = style_html(style_board(one_sided, load_registry(root / "registry.yaml").arena("ar")), {})
+    assert "+inf" in html and "unbounded above" in html
+    assert cli.main([*base, "--since", "2100-01-01", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["votes_used"] == 0 and data["rows"] == []
+    assert all(c["points"] is None and c["informative"] == 0 for c in data["coefficients"])

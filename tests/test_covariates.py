@@ -17,6 +17,16 @@ from scipy.optimize import minimize
 from arena_core.ratings.bt import BTParams, bradley_terry
 from arena_core.ratings.counts import count_pairs
 from arena_core.ratings.covariates import CovariateParams, VoteRows, covariate_bradley_terry
+from arena_core.ratings.separation import (
+    ABOVE,
+    BELOW,
+    BOUNDED,
+    EITHER,
+    SUBSET_ROWS,
+    axis_separated,
+    coefficient_support,
+    one_sided_bound,
+)
 from arena_core.simulation.synthetic import Truth, normal_spread, uniform_pairs
 
 NATURAL = math.log(10) / 400
@@ -200,3 +210,51 @@ def test_bad_input_is_refused():
         covariate_bradley_terry(1, VoteRows.from_outcomes(a, b, outcome))
     with pytest.raises(ValueError, match="names"):
         VoteRows.from_outcomes(a, b, outcome, np.ones((2, 1)), names=("x", "y"))
+
+
+# --- Separation: whether the votes bound a coefficient (arena_core/ratings/separation.py).
+
+
+def test_separation_along_a_mixed_direction_is_found_though_no_axis_alone_separates():
+    """Decisive rows, sign-folded: (1, -1) and (-1, 2). A direction d keeps both >= 0 iff
+    d1 >= d2 >= d1 / 2, so both coefficients run off upwards together (by hand), and
+    neither alone separates, so neither gets a one-sided bound."""
+    x = np.array([[1.0, -1.0], [-1.0, 2.0]])
+    score = np.array([1.0, 1.0])
+    informative, direction = coefficient_support(x, score, np.ones(2))
+    assert informative.tolist() == [2.0, 2.0] and direction.tolist() == [ABOVE, ABOVE]
+    assert not axis_separated(x[:, 0], score, np.ones(2), ABOVE)
+    # A tie with x = (1, 0) forces d1 = 0, and then d2 = 0: bounded.
+    x3, score3 = np.vstack([x, [1.0, 0.0]]), np.r_[score, 0.5]
+    assert coefficient_support(x3, score3, np.ones(3))[1].tolist() == [BOUNDED, BOUNDED]
+    # A zero-weight row counts for nothing; a column zero on every row is uninformed.
+    x4 = np.column_stack([x3, np.zeros(3)])
+    informative, direction = coefficient_support(x4, score3, np.array([1.0, 1.0, 0.0]))
+    assert informative.tolist() == [2.0, 2.0, 0.0] and direction[:2].tolist() == [ABOVE, ABOVE]
+
+
+def test_separation_of_a_large_log_is_decided_exactly_past_the_subset_pass():
+    """Above SUBSET_ROWS decisive rows the first pass solves on a subset: a random log is
+    bounded (the subset's larger cone is already empty), and one whose first column sides
+    with every decisive vote is still found (the full pass), the other column free to
+    move with it (EITHER)."""
+    rng = np.random.default_rng(5)
+    n = 3 * SUBSET_ROWS
+    x = rng.normal(size=(n, 2))
+    score = (rng.random(n) < 0.5).astype(float)
+    assert coefficient_support(x, score, np.ones(n))[1].tolist() == [BOUNDED, BOUNDED]
+    x[:, 0] = np.where(score == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, n)
+    direction = coefficient_support(x, score, np.ones(n))[1]
+    assert direction.tolist() == [ABOVE, EITHER]
+    assert axis_separated(x[:, 0], score, np.ones(n), ABOVE)
+
+
+def test_the_one_sided_bound_is_where_the_record_has_probability_two_and_a_half_percent():
+    # Three wins of side A with offsets 0, 0.5 and -0.5 and a column of 1: solved by hand
+    # with bisection on sum log sigma(o + b) = log 0.025.
+    offset, column = np.array([0.0, 0.5, -0.5]), np.ones(3)
+    bound = one_sided_bound(offset, column, np.ones(3), np.ones(3), ABOVE)
+    record = np.prod(1 / (1 + np.exp(-(offset + bound))))
+    assert record == pytest.approx(0.025, rel=1e-9)
+    upper = one_sided_bound(offset, -column, np.ones(3), np.ones(3), BELOW)
+    assert upper == pytest.approx(-bound)  # the same record, the column's sign flipped

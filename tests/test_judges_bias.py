@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arena_core.analysis.text import judges_table
 from arena_core.judges.bias import measure_judges, vote_arrays
 from arena_core.judges.measures import HUMAN, agreement, longer_share, position_shares, self_shares
+from arena_core.page.analysis_html import judges_html
 from arena_core.votes.schema import VOTES
 
 FAMILIES = {"x": "fa", "y": "fb", "z": "fb"}
@@ -84,7 +86,11 @@ def test_the_report_carries_every_measure_and_is_json_ready():
     j1, j2 = report.judges
     assert (j1.judge, j1.family, j1.verdicts, j1.battles_paired) == ("J1", "fa", 6, 3)
     assert j1.self_excess == pytest.approx(0.75 - 5 / 12)
-    assert j1.self_term is not None and j2.self_term is None
+    # J2's verdicts lack durations, so the fit leaves them all out: J1 is alone in it, and a
+    # lone judge's self term is its family's strength (until session 27 J2's empty columns
+    # made it look like two judges, and J2 got fitted numbers from none of its verdicts).
+    assert j1.self_term is None and j2.self_term is None and j1.not_fitted is None
+    assert j2.not_fitted and j2.position is None and j2.discrimination is None
     assert j2.flip_share == 0.0 and j2.a_share == 0.5
     # Half the judges' verdicts have durations: duration terms on, the others left out.
     assert report.duration_terms and report.rows_without_duration == 4
@@ -154,3 +160,115 @@ def test_logs_without_judges_humans_or_anything_give_a_report_of_what_there_is()
                for j in judges_only.judges)  # fmt: skip
     empty = measure_judges(log.iloc[:0], FAMILIES, JUDGE_FAMILIES)
     assert empty.judges == () and empty.human == {} and empty.skipped == {}
+
+
+def _judge_rows(judge, pairs, winner, durations=True, start=0):
+    """Verdicts of ``judge`` on each pair in both orders, ``winner(a, b)`` picking the model."""
+    rows = []
+    for k, (a, b) in enumerate(pairs):
+        w = winner(a, b)
+        for first, second in ((a, b), (b, a)):
+            d = (2.0 + len(first) / 10, 2.0 + len(second) / 10) if durations else (N, N)
+            rows.append((f"{judge}{start + k}", first, second, "a" if w == first else "b",
+                         "judge", judge, "p1", *d))  # fmt: skip
+    return rows
+
+
+STRENGTH = {"x": 3, "yy": 2, "zzz": 1, "w": 0}  # id lengths vary the clip durations
+PAIRS = [("x", "yy"), ("yy", "zzz"), ("x", "zzz"), ("zzz", "w"), ("x", "w"), ("yy", "w")]
+
+
+def _frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=_log().columns)
+
+
+def _humans():
+    """Three human votes per pair: the stronger model twice, then a tie."""
+    return [(f"h{k}{i}", a, b, ("a" if STRENGTH[a] > STRENGTH[b] else "b") if i < 2 else "tie",
+             "human", None, "p1", N, N) for k, (a, b) in enumerate(PAIRS) for i in range(3)]  # fmt: skip
+
+
+def _better(a, b):
+    return a if STRENGTH[a] > STRENGTH[b] else b
+
+
+def _worse(a, b):
+    return b if STRENGTH[a] > STRENGTH[b] else a
+
+
+def _noisy(a, b):
+    return a if (len(a) + len(b)) % 3 else b
+
+
+def test_a_judge_none_of_whose_verdicts_is_in_the_fit_has_no_fitted_numbers():
+    """J2 ranks the models upside down and records no durations; J1 records them, so the
+    fit takes duration terms and leaves J2's verdicts out. Until session 27 J2 still got a
+    discrimination, terms, a 'corrected' board and a Spearman after correction (-1 -> 0.8)
+    read off parameters no verdict of its informed. J1's numbers are exactly those of a
+    log without J2 at all: J2 no longer weighs on the fit either."""
+    j1 = _judge_rows("J1", PAIRS * 3, _noisy) + _judge_rows("J1", PAIRS, _better, start=20)
+    j2 = _judge_rows("J2", PAIRS, _worse, durations=False)
+    both = measure_judges(_frame(_humans() + j1 + j2), {}, {"J1": None, "J2": None})
+    alone = measure_judges(_frame(_humans() + j1), {}, {"J1": None})
+    first, second = both.judges
+    assert both.duration_terms and both.rows_without_duration == len(j2)
+    assert (second.position, second.self_term, second.duration, second.discrimination) == (
+        None, None, None, None)  # fmt: skip
+    assert second.corrected == {} and second.corrected_sd == {}
+    assert second.spearman_human_corrected is None and second.pearson_human_corrected is None
+    assert second.not_fitted and "durations" in second.not_fitted
+    assert second.spearman_human == pytest.approx(-1.0) and set(second.board) == set(STRENGTH)
+    assert second.verdicts == len(j2) and second.a_share == 0.5  # measured, not fitted
+    assert first.corrected == pytest.approx(alone.judges[0].corrected)
+    assert first.position == alone.judges[0].position and both.consensus == pytest.approx(
+        alone.consensus)  # fmt: skip
+    data = both.to_json()["judges"][1]
+    assert data["not_fitted"] == second.not_fitted and data["corrected"] == {}
+    json.dumps(both.to_json(), allow_nan=False)
+    for text in (judges_table(both, "ar", {}), judges_html(both, {}, {"J2": "Second"})):
+        assert "no fitted terms" in text and "none of its verdicts has both clip durations" in text
+    assert "Second: no fitted terms" in judges_html(both, {}, {"J2": "Second"})
+
+
+def test_the_consensus_lists_only_models_some_judge_judged():
+    """Humans play w; the judge only ever sees x against yy. Until session 27 the consensus
+    ranked w too, at the anchor 1000 where its prior left it."""
+    humans = [r for r in _humans() if "w" in r[1:3]] + _humans()[:3]
+    report = measure_judges(_frame(humans + _judge_rows("J1", [("x", "yy")] * 4, _noisy)), {},
+                            {"J1": None})  # fmt: skip
+    assert "w" in report.human and set(report.consensus) == {"x", "yy"}
+    assert set(report.consensus_sd) == {"x", "yy"}
+    assert set(report.judges[0].corrected) == {"x", "yy"}
+
+
+def test_a_judge_that_always_picks_side_a_has_an_unbounded_position_term():
+    """Every verdict for side A, each battle in both orders: the judge's A-side term has no
+    finite estimate (until session 27: a finite number with an interval of +-10^5 points
+    calling it insignificant); a judge that follows the models keeps a bounded one."""
+    first = _judge_rows("J1", PAIRS * 2, _noisy)
+    first = [(*r[:3], "a", *r[4:]) for r in first]
+    fair = _judge_rows("J2", PAIRS * 2, _better)
+    fair += [
+        (f"t{k}", a, b, "tie", "judge", "J2", "p1", 2.0, 2.0) for k, (a, b) in enumerate(PAIRS)
+    ]
+    report = measure_judges(_frame(_humans() + first + fair), {}, {"J1": None, "J2": None})
+    j1, j2 = report.judges
+    assert j1.a_share == 1.0 and j1.position.points is None and not j1.position.estimated
+    assert j1.position.low > 0 and j1.position.high is None and "unbounded" in j1.position.note
+    assert j2.position.estimated and j2.position.low < 0 < j2.position.high
+    json.dumps(report.to_json(), allow_nan=False)
+    line = next(r for r in judges_table(report, "ar", {}).splitlines() if r.startswith("J1"))
+    assert "+inf" in line
+
+
+def test_the_views_print_an_unbounded_humans_term_as_a_bound_and_an_uninformed_one_as_none():
+    humans = [(f"h{k}", a, b, "a", "human", None, "p1", N, N)
+              for k, (s, t) in enumerate(PAIRS) for a, b in ((s, t), (t, s))]  # fmt: skip
+    report = measure_judges(_frame(humans), {}, {})
+    term = report.human_position
+    assert term.points is None and term.low > 0
+    text, html = judges_table(report, "ar", {}), judges_html(report, {}, {})
+    assert f"at least {term.low:+.1f} points" in text and "+2377" not in text
+    judged = measure_judges(_frame(humans + _judge_rows("J1", PAIRS, _better)), {}, {"J1": None})
+    html = judges_html(judged, {}, {})
+    assert "Human voters' side-A term: +inf" in html and f"&gt; {term.low:+.1f}" in html

@@ -4,9 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arena_core.ratings.bt import bradley_terry
 from arena_core.ratings.counts import count_pairs
+from arena_core.ratings.covariates import CovariateParams, VoteRows, covariate_bradley_terry
 from arena_core.ratings.style import (
     A_SIDE,
     Coefficient,
@@ -115,6 +118,88 @@ def test_the_a_side_term_of_human_votes_is_recovered_with_an_interval_that_holds
     assert hits >= 17  # 95% intervals: 19 expected out of 20
 
 
-def test_no_votes_leave_the_a_side_term_unknown_rather_than_fail():
+def test_no_votes_leave_the_a_side_term_unestimated_rather_than_fail():
+    # Until session 27 this was +0.0 [-340481, +340481]: the coefficient's near-flat prior.
     term = position_term(3, SideVotes(np.array([], int), np.array([], int), np.array([], int)))
-    assert term.points == 0.0 and term.low < -10_000 and term.high > 10_000
+    assert (term.points, term.low, term.high, term.win_probability) == (None, None, None, None)
+    assert term.informative == 0 and not term.estimated
+    assert "no informative vote" in term.note
+
+
+def _both_orders(pairs, outcome):
+    """Each pair shown in both orders with the same outcome code for side A."""
+    a = np.array([p for s, t in pairs for p in (s, t)])
+    b = np.array([p for s, t in pairs for p in (t, s)])
+    return SideVotes(a, b, np.full(len(a), outcome))
+
+
+@pytest.mark.parametrize(("outcome", "sign"), [(0, 1), (1, -1)])
+def test_a_side_term_of_one_sided_votes_is_unbounded_with_a_hand_worked_bound(outcome, sign):
+    """Every decisive vote for side A (or B), each pair in both orders: the maximum-likelihood
+    term is infinite. Until session 27 it printed +2377 [-73458, +78212], a finite estimate
+    whose interval called a certain effect insignificant. By symmetry the models are equal,
+    so the one-sided bound b solves sigma(b)^12 = 0.025: b = logit(0.025^(1/12))."""
+    pairs = [(0, 1), (1, 2), (0, 2), (2, 3), (3, 0), (1, 3)]
+    term = position_term(4, _both_orders(pairs, outcome))
+    assert term.points is None and term.win_probability is None and not term.estimated
+    p = 0.025 ** (1 / 12)
+    expected = math.log(p / (1 - p)) / NATURAL  # 177.4 points
+    bound, wp = (term.low, term.wp_low) if sign > 0 else (term.high, term.wp_high)
+    assert bound == pytest.approx(sign * expected, abs=0.01)
+    assert wp == pytest.approx(p if sign > 0 else 1 - p, abs=1e-6)
+    assert (term.high if sign > 0 else term.low) is None
+    assert term.informative == 12 and "unbounded" in term.note
+
+
+def test_a_single_tie_bounds_the_a_side_term_again():
+    """One tie among the one-sided votes: the likelihood now falls far out, so there is a
+    finite estimate with a two-sided interval (and it is the fit's, unchanged)."""
+    votes = _both_orders([(0, 1), (1, 2), (0, 2)], 0)
+    votes = SideVotes(np.r_[votes.a, 0], np.r_[votes.b, 2], np.r_[votes.outcome, 2])
+    term = position_term(3, votes)
+    assert term.points is not None and term.low < term.points < term.high
+
+
+def _real(name):
+    from pathlib import Path
+
+    from arena_core.analysis.boards import counted_frame
+    from arena_core.judges.bias import measure_judges
+    from arena_core.votes.read import read_votes
+
+    data = Path(__file__).parent / "data" / f"fastchat_clean_battle_{name}.json"
+    votes = read_votes([data], fastchat_arena="fc")
+    return measure_judges(counted_frame(votes, "fc"), {}, {}).human_position
+
+
+@pytest.mark.parametrize(("name", "points", "low", "high"),
+                         [("clustering", -2.65, -58.08, 52.77), ("sts", -3.84, -54.49, 46.81)])  # fmt: skip
+def test_a_bounded_term_keeps_its_numbers_on_the_real_exports(name, points, low, high):
+    """The README's humans' side-A terms on the two Chatbot Arena exports (values before
+    the separation check): a bounded coefficient's estimate and interval do not move."""
+    term = _real(name)
+    assert (term.points, term.low, term.high) == pytest.approx((points, low, high), abs=0.005)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 2), st.sampled_from([0, 1, 2])),
+                min_size=1, max_size=8))  # fmt: skip
+def test_unbounded_exactly_when_a_weaker_coefficient_prior_moves_the_estimate(votes):
+    """An independent check of the separation test: the fitted term under two near-flat
+    coefficient priors (precision 1e-6 and 1e-12). A bounded maximum-likelihood value
+    barely moves; an infinite one runs off with the prior (it grows like log 1/precision)."""
+    a = np.array([v[0] for v in votes])
+    b = (a + np.array([v[1] for v in votes])) % 3
+    side = SideVotes(a, b, np.array([v[2] for v in votes]))
+    moved = _raw_term(side, 1e-12) - _raw_term(side, 1e-6)
+    if position_term(3, side).points is not None:
+        assert abs(moved) < 0.5
+    else:
+        assert abs(moved) > 100
+
+
+def _raw_term(side, precision):
+    rows = VoteRows.from_outcomes(side.a, side.b, side.outcome, np.ones((len(side.a), 1)))
+    fit = covariate_bradley_terry(3, rows, None, CovariateParams(coef_precision=precision,
+                                                                  max_iter=400))  # fmt: skip
+    return float(fit.coef[0])

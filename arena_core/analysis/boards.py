@@ -9,17 +9,18 @@ families from the registry, and names the results. The CLI and the Space share i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from arena_core.judges.bias import BiasReport, measure_judges
-from arena_core.leaderboard import BoardParams
+from arena_core.leaderboard import BoardParams, board_from_votes
 from arena_core.ratings.counts import OUTCOME_CODES
 from arena_core.ratings.covariates import CovariateParams
 from arena_core.ratings.style import Coefficient, SideVotes, style_bradley_terry
-from arena_core.selection import age_weights, counted_mask
+from arena_core.selection import Entrant, age_weights, counted_mask, entrant_indices
+from arena_core.votes.reasons import UNKNOWN_MODEL
 from arena_core.votes.schema import STYLE_COLUMNS
 from arena_core.window import ALL_TIME, Window
 
@@ -50,6 +51,8 @@ class StyleBoard:
     not_fitted: dict[str, str]
     #: The selection and fit settings (voters, flags, prior, decay, window).
     settings: dict = field(default_factory=dict)
+    #: Models with counted votes none of which entered the fit (all lacked style): not rated.
+    unrated: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -57,7 +60,7 @@ class StyleBoard:
             "rows": [r.__dict__ for r in self.rows],
             "coefficients": [c.__dict__ for c in self.coefficients],
             "votes_used": self.votes_used, "left_out": self.left_out,
-            "not_fitted": self.not_fitted, **self.settings,
+            "not_fitted": self.not_fitted, "unrated": list(self.unrated), **self.settings,
         }  # fmt: skip
 
 
@@ -96,13 +99,10 @@ def style_board(votes, arena, *, category: str | None = None,
     keep, _ = counted_mask(votes, arena.id, category=category, params=params)
     if not window.all_time:
         keep &= window.mask(votes.ts_us)
-    frame, ts_us = _frame(votes, keep), votes.ts_us[keep]
     models = [m.id for m in arena.models]
-    index = {m: k for k, m in enumerate(models)}
-    known = (frame["model_a"].isin(index) & frame["model_b"].isin(index)).to_numpy()
-    frame, ts_us = frame[known], ts_us[known]
-    a = frame["model_a"].map(index).to_numpy(int)
-    b = frame["model_b"].map(index).to_numpy(int)
+    a, b = entrant_indices(votes, models)
+    keep &= (a >= 0) & (b >= 0)
+    frame, ts_us, a, b = _frame(votes, keep), votes.ts_us[keep], a[keep], b[keep]
     outcome = frame["vote"].map(OUTCOME_CODES).to_numpy(int)
     columns = {c: frame[c].to_numpy(float) for c in STYLE_COLUMNS if c in frame}
     weight = age_weights(ts_us, params.half_life_days, window)
@@ -111,11 +111,16 @@ def style_board(votes, arena, *, category: str | None = None,
         prior_weight=params.prior_weight)  # fmt: skip
     fit = style_bradley_terry(len(models), SideVotes.from_columns(a, b, outcome, columns, weight),
                               prior, covariate, level=params.ci_level)  # fmt: skip
+    # Only models a vote of the fit names are rated: one whose votes all lacked style has
+    # only its prior here, as a model without votes has on the default board.
     rows = sorted((StyleRow(m, float(fit.rating[k]), float(fit.low[k]), float(fit.high[k]))
-                   for k, m in enumerate(models) if _played(k, a, b)),
+                   for k, m in enumerate(models) if fit.played[k]),
                   key=lambda r: -r.rating)  # fmt: skip
+    counted = np.zeros(len(models), dtype=bool)
+    counted[a] = counted[b] = True
+    unrated = tuple(m for k, m in enumerate(models) if counted[k] and not fit.played[k])
     return StyleBoard(arena.id, category, tuple(rows), fit.coefficients, fit.votes_used,
-                      fit.left_out, fit.not_fitted, _settings(params, window))  # fmt: skip
+                      fit.left_out, fit.not_fitted, _settings(params, window), unrated)  # fmt: skip
 
 
 def check_style_params(params: BoardParams) -> None:
@@ -137,13 +142,25 @@ def _settings(params: BoardParams, window: Window) -> dict:
             "ci_level": params.ci_level, **window.to_json()}  # fmt: skip
 
 
-def _played(k: int, a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.any(a == k) or np.any(b == k))
-
-
 def judges_report(votes, arena, registry) -> BiasReport:
-    """Every judge of ``arena`` against its human votes (:func:`measure_judges`)."""
-    frame = counted_frame(votes, arena.id)
+    """Every judge of ``arena`` against its human votes (:func:`measure_judges`).
+
+    The votes are those the leaderboard counts, of humans and judges, between models the
+    registry lists (a vote naming another is skipped as ``unknown_model``, by the
+    leaderboard's own rule: :func:`~arena_core.selection.entrant_indices`), and the human
+    board is the arena's default leaderboard itself (registry priors, fitted spread), over
+    the models human votes rated: the report's "humans" column is what ``leaderboard``
+    prints for the same votes.
+    """
+    keep, _ = counted_mask(votes, arena.id, params=BoardParams(voter_kind=None))
+    a, b = entrant_indices(votes, [m.id for m in arena.models])
+    unknown = keep & ((a < 0) | (b < 0))
+    frame = _frame(votes, keep & ~unknown)
+    board = board_from_votes(votes, arena.id, entrants=Entrant.from_arena(arena))
+    human = {r.model_id: r.rating for r in board.rows if r.battles and r.rating is not None}
     families = {m.id: m.family for m in arena.models if m.family}
     judge_families = {j.id: j.family for j in registry.judges}
-    return measure_judges(frame, families, judge_families)
+    report = measure_judges(frame, families, judge_families, human_board=human)
+    if not unknown.any():
+        return report
+    return replace(report, skipped={**report.skipped, UNKNOWN_MODEL: int(unknown.sum())})

@@ -41,11 +41,41 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def coefficient_cells(c: Coefficient) -> tuple[str, str, str]:
+    """Points, interval and P(A wins) of a coefficient as the CLI and the Space print them: an
+    unbounded one as an infinite estimate with its one-sided bound (as the leaderboard shows
+    an infinite rating), an uninformed one as no estimate."""
+    if c.estimated:
+        return _signed(c.points), f"[{c.low:+.1f}, {c.high:+.1f}]", f"{c.win_probability:.3f}"
+    if c.low is not None:
+        return "+inf", f"> {c.low:+.1f}", f"> {c.wp_low:.3f}"
+    if c.high is not None:
+        return "-inf", f"< {c.high:+.1f}", f"< {c.wp_high:.3f}"
+    if c.informative:
+        return "unbounded", "-", "-"
+    return "-", "no votes inform it", "-"
+
+
 def coefficient_lines(coefficients: tuple[Coefficient, ...]) -> str:
-    rows = [[COVARIATE_LABELS.get(c.name, c.name), _signed(c.points),
-             f"[{c.low:+.1f}, {c.high:+.1f}]", f"{c.win_probability:.3f}"]
-            for c in coefficients]  # fmt: skip
-    return plain_table(["covariate", "points", "95% interval", "P(A wins)"], rows)
+    rows = [[COVARIATE_LABELS.get(c.name, c.name), *coefficient_cells(c)] for c in coefficients]
+    notes = [f"{COVARIATE_LABELS.get(c.name, c.name)}: {c.note}" for c in coefficients if c.note]
+    table = plain_table(["covariate", "points", "95% interval", "P(A wins)"], rows)
+    return "\n".join([table, *notes])
+
+
+def _term_line(who: str, c: Coefficient) -> str:
+    """One line for a side-A term (the humans')."""
+    if c.estimated:
+        return (f"{who}: {c.points:+.1f} points [{c.low:+.1f}, {c.high:+.1f}], P(A wins) between "
+                f"equals {c.win_probability:.3f}")  # fmt: skip
+    if not c.informative:
+        return f"{who}: none ({c.note})"
+    bound = c.low if c.low is not None else c.high
+    if bound is None:
+        return f"{who}: {c.note}"
+    side, wp = ("at least", c.wp_low) if c.low is not None else ("at most", c.wp_high)
+    return (f"{who}: {c.note}; {side} {bound:+.1f} points (one-sided), P(A wins) between equals "
+            f"{side} {wp:.3f}")  # fmt: skip
 
 
 def style_table(board: StyleBoard, names: dict[str, str]) -> str:
@@ -58,6 +88,7 @@ def style_table(board: StyleBoard, names: dict[str, str]) -> str:
         plain_table(["rank", "model", "rating", "95% interval"], rows, left=1),
         f"\n{board.votes_used} {'' if voters == 'all' else voters + ' '}votes used; "
         f"{board.left_out} left out (no style recorded: votes before schema 3, or not speech)",
+        *_unrated_lines(board, names),
         *_selection_lines(board.settings),
         "\nStyle covariates: rating points per standard deviation of each (side A's term: per "
         "vote); P(A wins) between equal models one SD apart:",
@@ -65,6 +96,13 @@ def style_table(board: StyleBoard, names: dict[str, str]) -> str:
     ]
     parts += [f"not fitted: {n} ({why})" for n, why in sorted(board.not_fitted.items())]
     return "\n".join(parts)
+
+
+def _unrated_lines(board: StyleBoard, names: dict[str, str]) -> list[str]:
+    if not board.unrated:
+        return []
+    listed = ", ".join(names.get(m, m) for m in board.unrated)
+    return [f"not rated here (none of their votes has a style recorded): {listed}"]
 
 
 def _selection_lines(settings: dict) -> list[str]:
@@ -110,6 +148,11 @@ def fit_failed(error: str) -> str:
     )
 
 
+def left_out(reason: str) -> str:
+    """What a judge the joint fit left out lacks, and why (the CLI's and the Space's words)."""
+    return f"no fitted terms, discrimination or corrected board: {reason}"
+
+
 def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
     head = ["judge", "verdicts", "agree", "chance", "spearman", "after", "flips", "A share",
             "A term", "self excess", "longer", "discr."]  # fmt: skip
@@ -119,7 +162,7 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
         rows.append([j.judge, str(j.verdicts), _share(agree.share), _share(agree.chance),
                      _share(j.spearman_human), _share(j.spearman_human_corrected),
                      _share(j.flip_share), _share(j.a_share),
-                     _signed(j.position.points if j.position else None),
+                     coefficient_cells(j.position)[0] if j.position else "-",
                      _share(j.self_excess), _share(j.longer_share),
                      _share(j.discrimination)])  # fmt: skip
     consensus = sorted(report.consensus.items(), key=lambda kv: -kv[1])
@@ -136,14 +179,14 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
         "A term: fitted position term (points); self excess: favour for its own family beyond "
         "humans'; longer: decisive verdicts for the longer clip; discr.: discrimination.",
     ]
+    parts += [f"{j.judge}: {left_out(j.not_fitted)}" for j in report.judges if j.not_fitted]
     if report.fit_error:
         parts.append(f"\n{fit_failed(report.fit_error)}")
     else:
         parts += ["\nConsensus of the judges (corrected) beside the human board:",
                   plain_table(["rank", "model", "judges", "humans"], board, left=1)]  # fmt: skip
     if human is not None:
-        parts.append(f"\nHumans' side-A term: {human.points:+.1f} points [{human.low:+.1f}, "
-                     f"{human.high:+.1f}], P(A wins) between equals {human.win_probability:.3f}")  # fmt: skip
+        parts.append("\n" + _term_line("Humans' side-A term", human))
     if report.skipped:
         parts.append(
             "skipped rows: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items()))

@@ -179,6 +179,9 @@ def _style_board(args, registry, params: BoardParams, window: Window) -> int:
                          "do not apply")  # fmt: skip
     if registry is None:
         raise ValueError("--style-control needs --registry: the fit starts from its models' priors")
+    if args.unavailable:  # it lists only models its votes rate: there is no row to mark
+        raise ValueError("--unavailable marks rows of the default board; the style-controlled "
+                         "board lists only models its votes rate and does not take it")  # fmt: skip
     check_style_params(params)
     votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip

@@ -24,8 +24,13 @@ A-side term, a self term (+1 when side A is of the judge's family, -1 when side
 B is) and a duration term (the normalised difference of :mod:`style
 <arena_core.ratings.style>`), with each judge's discrimination and its
 deviations shrunk toward the judges' consensus. A judge's corrected board is
-its aligned board from that fit. Human votes never enter it: the human board
-is what the correction is judged against, not what it is fitted to.
+its aligned board from that fit, over the models its fitted verdicts name; the
+consensus lists the models some judge's fitted verdicts name (another's value
+would be its prior). A judge none of whose verdicts is in the fit (they all lack
+the durations its duration terms need) gets no fitted number, and says why
+(``JudgeBias.not_fitted``). Human votes never enter it: the human board is what
+the correction is judged against, not what it is fitted to; it is the arena's
+leaderboard when the caller passes it (``human_board``).
 
 Should that fit fail on some pathological log, the report says why
 (``BiasReport.fit_error``) and still carries every measure that does not need
@@ -61,7 +66,14 @@ from arena_core.judges.measures import (
 from arena_core.ratings.bt import BTParams, ConvergenceError, bradley_terry
 from arena_core.ratings.counts import OUTCOME_CODES, OUTCOME_NAMES, count_pairs
 from arena_core.ratings.covariates import VoteRows
-from arena_core.ratings.style import Coefficient, SideVotes, position_term, style_covariates
+from arena_core.ratings.scale import NATURAL
+from arena_core.ratings.style import (
+    Coefficient,
+    SideVotes,
+    position_term,
+    style_covariates,
+    supported_coefficients,
+)
 from arena_core.simulation.synthetic import spearman
 
 #: Share of the judges' verdicts that must have both durations for the joint fit
@@ -69,6 +81,9 @@ from arena_core.simulation.synthetic import spearman
 MIN_DURATION_SHARE = 0.5
 #: Fewest common models for a correlation between two boards.
 MIN_COMMON_MODELS = 3
+#: Why a judge has no fitted terms although it has verdicts (the only way it can happen).
+NOT_IN_FIT = ("none of its verdicts has both clip durations, which the joint fit's duration "
+              "terms need: it is left out of the fit")  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -112,10 +127,13 @@ class JudgeBias:
     discrimination: float | None
     #: The judge's own Bradley-Terry board (its verdicts in both orders), points.
     board: dict[str, float]
-    #: Its aligned board from the joint fit, and standard deviations (points); empty
-    #: when the fit failed.
+    #: Its aligned board from the joint fit, and standard deviations (points), over the
+    #: models its fitted verdicts name; empty when the fit failed or left it out.
     corrected: dict[str, float]
     corrected_sd: dict[str, float]
+    #: Why the joint fit has none of its verdicts (None: it has some): its fitted terms,
+    #: discrimination and corrected board are then None or empty.
+    not_fitted: str | None = None
 
     @property
     def self_excess(self) -> float | None:
@@ -154,14 +172,19 @@ class BiasReport:
 
 
 def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
-                   judge_families: Mapping[str, str | None],
-                   params: BiasParams | None = None) -> BiasReport:  # fmt: skip
+                   judge_families: Mapping[str, str | None], params: BiasParams | None = None,
+                   *, human_board: Mapping[str, float] | None = None) -> BiasReport:  # fmt: skip
     """The bias report of every judge in ``votes`` (see the module docstring).
 
     ``votes`` has the vote record's columns ``battle_id, model_a, model_b, vote,
     voter_kind, judge, prompt_id`` and optionally ``model_a_duration_s,
     model_b_duration_s``; a null ``voter_kind`` is a human. ``families`` maps a
     model id to its family, ``judge_families`` a judge id to its family (or None).
+    ``human_board`` is the human board the judges are compared with, model id to
+    rating, over the models human votes rated: the arena's leaderboard, so that the
+    report and the board never disagree on the same votes
+    (:func:`~arena_core.analysis.boards.judges_report` passes it). Without it, a plain
+    Bradley-Terry board of the human rows of ``votes`` stands in (no priors).
     """
     params = params or BiasParams()
     arrays, models, judges, skipped = vote_arrays(votes)
@@ -169,7 +192,10 @@ def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
     if not n:
         return BiasReport((), {}, {}, {}, None, None, None, False, 0, skipped)
     human = arrays.judge == HUMAN
-    human_board = _board(n, arrays.select(human), params.prior_weight)
+    if human_board is None:
+        human_board = _board(n, arrays.select(human), params.prior_weight)
+    else:
+        human_board = np.array([human_board.get(m, np.nan) for m in models], dtype=float)
     human_position = None
     if human.any():
         h = arrays.select(human)
@@ -182,7 +208,10 @@ def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
         board = _board(n, arrays.select(arrays.judge == j), params.prior_weight)
         rows.append(_judge_bias(arrays, j, judge, judge_families.get(judge), in_family[j], models,
                                 board, human_board, joint, params))  # fmt: skip
-    consensus = _named(models, fit.consensus, fit.consensus_sd) if fit else ({}, {})
+    # The consensus of the models some judge's fitted verdicts name: another's would be its prior.
+    judged = joint.played.any(axis=0)
+    consensus = (_named(models, np.where(judged, fit.consensus, np.nan), fit.consensus_sd) if fit
+                 else ({}, {}))  # fmt: skip
     return BiasReport(tuple(rows), consensus[0], consensus[1], _named(models, human_board)[0],
                       human_position, longer_share(arrays, HUMAN)[0],
                       fit.spread if fit else None, joint.use_duration and fit is not None,
@@ -246,30 +275,39 @@ def _named(models, values, sd=None) -> tuple[dict[str, float], dict[str, float]]
 
 
 class _Joint(NamedTuple):
-    """The joint fit (None without judges, or when it failed: ``error`` says why) and how
-    its columns were laid out: ``columns`` maps ``(kind, judge)`` to a coefficient index."""
+    """The joint fit (None without judges, or when it failed: ``error`` says why) and what
+    each judge got from it: ``slot`` maps a judge with verdicts in the fit to its index
+    there (a judge without has none: its verdicts all lacked durations), ``coefficients``
+    maps ``(kind, judge)`` to its term, ``played`` marks per judge the models its fitted
+    verdicts name."""
 
     fit: ConsensusFit | None
-    columns: dict
+    slot: dict[int, int]
+    coefficients: dict
+    played: np.ndarray
     use_duration: bool
-    unit_sd: float
     left_out: int
     error: str | None = None
 
 
 def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
     """The consensus fit over the judges' verdicts with per-judge position, self and duration
-    columns."""
+    columns; only judges with verdicts left in it take part (a judge's terms, discrimination
+    and deviations fitted from none of its verdicts would be the prior's numbers, not its)."""
     rows = arrays.select(arrays.judge != HUMAN)
     n_judges = len(in_family)
+    played = np.zeros((n_judges, n), dtype=bool)
     if not n_judges:
-        return _Joint(None, {}, False, 1.0, 0)
+        return _Joint(None, {}, {}, played, False, 0)
     known = np.isfinite(rows.duration_a) & np.isfinite(rows.duration_b)
     known &= (rows.duration_a > 0) & (rows.duration_b > 0)
     use_duration = bool(known.mean() >= params.min_duration_share)
     left_out = int((~known).sum()) if use_duration else 0
     if use_duration:
         rows = rows.select(known)
+    played[rows.judge, rows.a] = played[rows.judge, rows.b] = True
+    fitted = [int(j) for j in np.unique(rows.judge)]
+    slot = {j: k for k, j in enumerate(fitted)}
     x_dur, unit_sd = np.zeros((len(rows.a), 0)), 1.0
     if use_duration:
         x_dur, names, _, sd, _, _ = style_covariates(
@@ -278,37 +316,36 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
             )
         )
         use_duration, unit_sd = bool(names), float(sd[0]) if names else 1.0
-    cols, names, columns = [], [], {}
-    for j in range(n_judges):
+    cols, kinds, units, keys = [], [], [], []
+    for j in fitted:
         mine = (rows.judge == j).astype(float)
         side = in_family[j][rows.a].astype(float) - in_family[j][rows.b]
-        terms = [("position", mine)]
-        if n_judges > 1 and np.any(mine * side):
-            terms.append(("self", mine * side))
+        terms = [("position", mine, 1.0)]
+        if len(fitted) > 1 and np.any(mine * side):
+            terms.append(("self", mine * side, 1.0))
         if use_duration:
-            terms.append(("duration", mine * x_dur[:, 0]))
-        for kind, values in terms:
-            columns[kind, j] = len(cols)
+            terms.append(("duration", mine * x_dur[:, 0], unit_sd))
+        for kind, values, unit in terms:
+            keys.append((kind, j))
             cols.append(values)
-            names.append(f"{kind}:{j}")
+            kinds.append(kind)
+            units.append(unit)
+    judge = np.array([slot[j] for j in rows.judge], dtype=np.int64)
     vote_rows = VoteRows.from_outcomes(rows.a, rows.b, rows.outcome, np.column_stack(cols),
-                                       names=tuple(names))  # fmt: skip
+                                       names=tuple(f"{k}:{j}" for k, j in keys))  # fmt: skip
     try:
-        fit = consensus_bradley_terry(n, JudgeVotes(rows.judge, n_judges, vote_rows), None,
+        fit = consensus_bradley_terry(n, JudgeVotes(judge, len(fitted), vote_rows), None,
                                       params.consensus)  # fmt: skip
     except (ConvergenceError, np.linalg.LinAlgError) as error:
         # A report without the fitted terms beats no report: the other measures stand alone.
         logger.warning("the judges' joint fit failed, reporting without it: %s", error)
-        return _Joint(None, columns, use_duration, unit_sd, left_out, f"{type(error).__name__}: "
-                      f"{error}")  # fmt: skip
-    return _Joint(fit, columns, use_duration, unit_sd, left_out)
-
-
-def _term(fit: ConsensusFit | None, columns, kind, j, level, unit_sd=1.0) -> Coefficient | None:
-    if fit is None or (kind, j) not in columns:
-        return None
-    c = columns[kind, j]
-    return Coefficient.from_fit(kind, fit.coef[c], fit.coef_sd[c], level, unit_sd)
+        return _Joint(None, slot, {}, played, use_duration, left_out,
+                      f"{type(error).__name__}: {error}")  # fmt: skip
+    gap = (fit.boards[judge, vote_rows.a] - fit.boards[judge, vote_rows.b]) * NATURAL
+    eta = fit.discrimination[judge] * gap + vote_rows.x @ (fit.coef * NATURAL)
+    terms = supported_coefficients(tuple(kinds), fit.coef, fit.coef_sd, np.array(units),
+                                   vote_rows, eta, params.level)  # fmt: skip
+    return _Joint(fit, slot, dict(zip(keys, terms, strict=True)), played, use_duration, left_out)
 
 
 def _correlations(board: np.ndarray, reference: np.ndarray) -> tuple[float | None, float | None]:
@@ -323,24 +360,26 @@ def _correlations(board: np.ndarray, reference: np.ndarray) -> tuple[float | Non
 
 def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board, joint: _Joint,
                 params: BiasParams) -> JudgeBias:  # fmt: skip
-    n, fit, columns = len(models), joint.fit, joint.columns
+    n = len(models)
+    fit = joint.fit if j in joint.slot else None  # no verdict in the fit: nothing fitted is its
     mine = arrays.judge == j
     by_prompt, by_pair = agreement(arrays, j, n)
     flip, a_share, paired = position_shares(arrays, j)
     self_judge, self_human, self_n = (self_shares(arrays, j, in_family, n) if in_family.any()
                                       else (None, None, 0))  # fmt: skip
     longer, longer_n = longer_share(arrays, j)
-    rated = np.isfinite(board)
-    corrected = np.where(rated, fit.boards[j] if fit else np.nan, np.nan)
-    corrected_sd = fit.boards_sd[j] if fit else None
+    k = joint.slot.get(j)
+    # Its aligned board where its fitted verdicts name the model (elsewhere it is the consensus).
+    corrected = np.where(joint.played[j], fit.boards[k], np.nan) if fit else np.full(n, np.nan)
+    corrected_sd = fit.boards_sd[k] if fit else None
     before = _correlations(board, human_board)
     after = _correlations(corrected, human_board)
-    lvl = params.level
+    terms = joint.coefficients
     return JudgeBias(
         judge, family, int(mine.sum()), paired, by_prompt, by_pair, before[0], before[1], after[0],
-        after[1], flip, a_share, _term(fit, columns, "position", j, lvl), self_judge, self_human,
-        self_n, _term(fit, columns, "self", j, lvl), longer, longer_n,
-        _term(fit, columns, "duration", j, lvl, joint.unit_sd),
-        float(fit.discrimination[j]) if fit else None,
+        after[1], flip, a_share, terms.get(("position", j)), self_judge, self_human,
+        self_n, terms.get(("self", j)), longer, longer_n, terms.get(("duration", j)),
+        float(fit.discrimination[k]) if fit else None,
         _named(models, board)[0], *_named(models, corrected, corrected_sd),
+        None if j in joint.slot or not mine.any() else NOT_IN_FIT,
     )  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 
 from arena_core.analysis.boards import StyleBoard
-from arena_core.analysis.text import COVARIATE_LABELS, fit_failed
+from arena_core.analysis.text import COVARIATE_LABELS, coefficient_cells, fit_failed, left_out
 from arena_core.judges.bias import BiasReport
 from arena_core.ratings.style import Coefficient
 
@@ -50,11 +50,12 @@ def _num(value: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def coefficients_html(coefficients: tuple[Coefficient, ...]) -> str:
-    rows = [[escape(COVARIATE_LABELS.get(c.name, c.name)), f"{c.points:+.1f}",
-             f"{c.low:+.1f} to {c.high:+.1f}", f"{c.win_probability:.3f}"]
-            for c in coefficients]  # fmt: skip
+    rows = [[escape(COVARIATE_LABELS.get(c.name, c.name)),
+             *(escape(cell) for cell in coefficient_cells(c))] for c in coefficients]  # fmt: skip
+    notes = "".join(f"<p class='board-note'>{escape(COVARIATE_LABELS.get(c.name, c.name))}: "
+                    f"{escape(c.note)}.</p>" for c in coefficients if c.note)  # fmt: skip
     return html_table(["Covariate", "Points", "95% interval", "P(A wins) at +1 SD"], rows,
-                  "Style covariates")  # fmt: skip
+                  "Style covariates") + notes  # fmt: skip
 
 
 def style_html(board: StyleBoard, names: dict[str, str]) -> str:
@@ -66,6 +67,9 @@ def style_html(board: StyleBoard, names: dict[str, str]) -> str:
     note = f'<p class="board-note">{board.votes_used} human votes used'
     if board.left_out:
         note += f"; {board.left_out} left out (no style recorded)"
+    if board.unrated:
+        note += ". Not rated here (none of their votes has a style recorded): " + ", ".join(
+            escape(names.get(m, m)) for m in board.unrated)  # fmt: skip
     unfitted = [f"{escape(COVARIATE_LABELS.get(n, n))} ({why})"
                 for n, why in sorted(board.not_fitted.items())]  # fmt: skip
     if unfitted:
@@ -94,16 +98,23 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
               f"{report.human[m]:.0f}" if m in report.human else "–"]
              for k, (m, v) in enumerate(consensus)]  # fmt: skip
     parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', html_table(head, rows, "Judges")]
+    parts += [f"<p class='board-note'>{escape(judge_names.get(j.judge, j.judge))}: "
+              f"{escape(left_out(j.not_fitted))}.</p>" for j in report.judges if j.not_fitted]  # fmt: skip
     if report.fit_error:
         parts.append(f"<p class='board-note'>{escape(fit_failed(report.fit_error))}</p>")
     else:
         parts += ["<h3>The judges' corrected consensus beside the human board</h3>",
                   html_table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
     human = report.human_position
-    if human is not None:
+    if human is not None and human.estimated:
         parts.append(f"<p class='board-note'>Human voters' side-A term: {human.points:+.1f} points "
                      f"({human.low:+.1f} to {human.high:+.1f}): between equal models, side A "
                      f"wins {human.win_probability:.1%} of the time (a tie counts half).</p>")  # fmt: skip
+    elif human is not None:
+        points, interval, _ = coefficient_cells(human)
+        bound = "" if interval in ("-", "no votes inform it") else f" ({interval} points)"
+        parts.append(f"<p class='board-note'>Human voters' side-A term: {escape(points)}"
+                     f"{escape(bound)}: {escape(human.note)}.</p>")  # fmt: skip
     return "".join(parts)
 
 

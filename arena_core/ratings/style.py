@@ -36,6 +36,14 @@ with no value at all, or the same on every clip, is not fitted and named.
 The **A-side term** (:func:`position_term`) is the constant covariate alone:
 how much being shown first is worth, in rating points, and as the probability
 that side A wins between two equal models. Peer arenas do not report it.
+
+A coefficient the votes do not bound (every vote it informs going its way, e.g.
+all decisive votes for side A) has no finite estimate: it is reported as
+unbounded with the one-sided bound its votes support, and one no vote informs as
+not estimated (:func:`supported_coefficients`,
+:mod:`~arena_core.ratings.separation`), as the leaderboard reports an infinite
+rating; the near-flat prior's mode, a finite number with an interval of
++-10^5 points, is never printed.
 """
 
 from __future__ import annotations
@@ -47,8 +55,22 @@ from statistics import NormalDist
 import numpy as np
 
 from arena_core.ratings.bt import sigmoid
-from arena_core.ratings.covariates import CovariateParams, VoteRows, covariate_bradley_terry
-from arena_core.ratings.scale import NATURAL
+from arena_core.ratings.covariates import (
+    CovariateFit,
+    CovariateParams,
+    VoteRows,
+    covariate_bradley_terry,
+)
+from arena_core.ratings.scale import NATURAL, to_theta
+from arena_core.ratings.separation import (
+    ABOVE,
+    BELOW,
+    BOUNDED,
+    EITHER,
+    axis_separated,
+    coefficient_support,
+    one_sided_bound,
+)
 
 #: Normalised difference (a - b) / (a + b) of a positive quantity.
 RATIO = "ratio"
@@ -104,27 +126,100 @@ class Coefficient:
     for style covariates, per vote for the A-side term). ``unit_sd`` is that
     standard deviation in the covariate's own units (1 for the A-side term).
     ``win_probability`` is P(side A wins) between equal models when the
-    covariate is one unit in A's favour, with its interval.
+    covariate is one unit in A's favour, with its interval. ``informative`` is
+    the votes whose covariate is not zero (None: not counted).
+
+    A coefficient the votes do not bound (:mod:`~arena_core.ratings.separation`:
+    every informative vote goes its way) has no estimate, as the leaderboard gives
+    an infinite rating none: ``points`` and ``win_probability`` are None and only
+    the one-sided bound the votes support is set (``low`` when unbounded above,
+    ``high`` below; neither when it moves jointly with other covariates). One no
+    vote informs has nothing but ``informative`` = 0. ``note`` says which.
     """
 
     name: str
-    points: float
-    low: float
-    high: float
+    points: float | None
+    low: float | None
+    high: float | None
     unit_sd: float
-    win_probability: float
-    wp_low: float
-    wp_high: float
+    win_probability: float | None
+    wp_low: float | None
+    wp_high: float | None
+    informative: float | None = None
+    note: str | None = None
 
     @classmethod
     def from_fit(cls, name: str, points: float, sd: float, level: float = 0.95,
-                 unit_sd: float = 1.0) -> Coefficient:  # fmt: skip
+                 unit_sd: float = 1.0, informative: float | None = None) -> Coefficient:  # fmt: skip
         """From a fitted coefficient (points) and its standard deviation: normal interval."""
         z = NormalDist().inv_cdf(0.5 + level / 2.0)
         low, high = points - z * sd, points + z * sd
         wp = sigmoid(np.array([points, low, high]) * NATURAL)
         return cls(name, float(points), float(low), float(high), float(unit_sd), float(wp[0]),
-                   float(wp[1]), float(wp[2]))  # fmt: skip
+                   float(wp[1]), float(wp[2]), informative)  # fmt: skip
+
+    @classmethod
+    def unbounded(cls, name: str, direction: int, bound: float | None, unit_sd: float,
+                  informative: float) -> Coefficient:  # fmt: skip
+        """No finite estimate: ``bound`` (points, or None) is the one-sided bound."""
+        wp = None if bound is None else float(sigmoid(np.array([bound * NATURAL]))[0])
+        above, below = direction == ABOVE, direction == BELOW
+        way = "above" if above else "below" if below else "jointly with other covariates"
+        note = (
+            f"unbounded {way}: all {informative:g} informative votes go its way, no finite estimate"
+        )
+        return cls(name, None, bound if above else None, bound if below else None,
+                   float(unit_sd), None, wp if above else None, wp if below else None,
+                   float(informative), note)  # fmt: skip
+
+    @classmethod
+    def uninformed(cls, name: str, unit_sd: float = 1.0) -> Coefficient:
+        """No vote informs it (no votes, or the covariate is zero on every one)."""
+        return cls(name, None, None, None, float(unit_sd), None, None, None, 0.0,
+                   "no informative vote: not estimated")  # fmt: skip
+
+    @property
+    def estimated(self) -> bool:
+        """Whether it has a finite estimate and a two-sided interval."""
+        return self.points is not None
+
+
+def supported_coefficients(names: tuple[str, ...], coef: np.ndarray, coef_sd: np.ndarray,
+                           unit_sd: np.ndarray, rows: VoteRows, eta: np.ndarray,
+                           level: float = 0.95) -> tuple[Coefficient, ...]:  # fmt: skip
+    """Each fitted coefficient (points, with its standard deviation) as its votes support it.
+
+    A coefficient the votes bound keeps its normal interval, unchanged; one they do not
+    (:func:`~arena_core.ratings.separation.coefficient_support`) is reported without an
+    estimate, with the one-sided bound of :func:`~arena_core.ratings.separation.one_sided_bound`
+    when it alone separates the votes; one no vote informs, as uninformed. ``eta`` is each
+    row's linear predictor at the fitted mode (natural units), for that bound.
+    """
+    informative, direction = coefficient_support(rows.x, rows.score, rows.weight)
+    out = []
+    for i, name in enumerate(names):
+        column = rows.x[:, i]
+        if informative[i] == 0:
+            out.append(Coefficient.uninformed(name, unit_sd[i]))
+        elif direction[i] == BOUNDED:
+            out.append(Coefficient.from_fit(name, coef[i], coef_sd[i], level, unit_sd[i],
+                                            float(informative[i])))  # fmt: skip
+        else:
+            bound = None
+            if direction[i] != EITHER and axis_separated(column, rows.score, rows.weight,
+                                                         direction[i]):  # fmt: skip
+                offset = eta - column * coef[i] * NATURAL
+                bound = one_sided_bound(offset, column, rows.score, rows.weight, direction[i],
+                                        level) / NATURAL  # fmt: skip
+            out.append(Coefficient.unbounded(name, direction[i], bound, unit_sd[i],
+                                             float(informative[i])))  # fmt: skip
+    return tuple(out)
+
+
+def _eta(fit: CovariateFit, rows: VoteRows) -> np.ndarray:
+    """Each row's linear predictor at the fit's mode (natural units)."""
+    theta = to_theta(fit.rating)
+    return theta[rows.a] - theta[rows.b] + rows.x @ (fit.coef * NATURAL)
 
 
 @dataclass(frozen=True)
@@ -143,6 +238,9 @@ class StyleFit:
     missing: dict[str, int]
     #: Features not fitted, with the reason ("no values", "no variation").
     not_fitted: dict[str, str]
+    #: Per model, whether a vote of the fit names it (a model without is not rated by it:
+    #: its rating is its prior).
+    played: np.ndarray
 
 
 def style_covariates(votes: SideVotes) -> tuple[np.ndarray, tuple[str, ...], np.ndarray,
@@ -200,10 +298,12 @@ def style_bradley_terry(n_items: int, votes: SideVotes, prior=None,
                                   np.asarray(votes.outcome)[keep], x, weight, names)  # fmt: skip
     fit = covariate_bradley_terry(n_items, rows, prior, params)
     low, high = fit.interval(level)
-    coefs = tuple(Coefficient.from_fit(nm, fit.coef[i], fit.coef_sd[i], level, unit_sd[i])
-                  for i, nm in enumerate(names))  # fmt: skip
+    coefs = supported_coefficients(names, fit.coef, fit.coef_sd, unit_sd, rows, _eta(fit, rows),
+                                   level)  # fmt: skip
+    played = np.zeros(n_items, dtype=bool)
+    played[rows.a[rows.weight > 0]] = played[rows.b[rows.weight > 0]] = True
     return StyleFit(fit.rating, low, high, coefs, int(keep.sum()), int((~keep).sum()), missing,
-                    not_fitted)  # fmt: skip
+                    not_fitted, played)  # fmt: skip
 
 
 def position_term(n_items: int, votes: SideVotes, prior=None,
@@ -218,5 +318,7 @@ def position_term(n_items: int, votes: SideVotes, prior=None,
     n = len(votes.a)
     rows = VoteRows.from_outcomes(votes.a, votes.b, votes.outcome, np.ones((n, 1)),
                                   votes.weight, (A_SIDE,))  # fmt: skip
-    fit = covariate_bradley_terry(n_items, rows.aggregated(), prior, params)
-    return Coefficient.from_fit(A_SIDE, fit.coef[0], fit.coef_sd[0], level)
+    rows = rows.aggregated()
+    fit = covariate_bradley_terry(n_items, rows, prior, params)
+    return supported_coefficients((A_SIDE,), fit.coef, fit.coef_sd, np.ones(1), rows,
+                                  _eta(fit, rows), level)[0]  # fmt: skip
