@@ -28,7 +28,6 @@ rest of the fit held at its mode.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq, linprog
 
 #: Bounded: the votes give the coefficient a finite maximum-likelihood value.
 BOUNDED = 0
@@ -122,6 +121,10 @@ def _separable(decisive: np.ndarray, basis: np.ndarray) -> np.ndarray:
 
 def _reaches(rows: np.ndarray, cost: np.ndarray, active: np.ndarray) -> bool:
     """Whether some ``c`` in the unit box with ``rows @ c >= 0`` has ``cost @ c < 0``."""
+    # Imported here: scipy.optimize costs 0.4 s to import, and ratings/__init__ imports this
+    # module, so at the top it was paid by every fresh leaderboard run, which never uses it.
+    from scipy.optimize import linprog
+
     while True:
         a_ub = rows[active]
         found = linprog(cost, A_ub=-a_ub if len(a_ub) else None,
@@ -165,6 +168,8 @@ def one_sided_bound(offset: np.ndarray, column: np.ndarray, score: np.ndarray,
     def log_record(beta: float) -> float:
         t = won * (off + col * beta)  # log sigma(t) = -softplus(-t), stably
         return float(-(w * (np.maximum(-t, 0.0) + np.log1p(np.exp(-np.abs(t))))).sum()) - target
+
+    from scipy.optimize import brentq  # imported here, as in _reaches
 
     near, far = 0.0, float(direction)
     while log_record(near) > 0:  # walk back until the record is improbable enough
