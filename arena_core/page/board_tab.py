@@ -43,8 +43,13 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         view = gr.Radio(list(VIEWS.items()), value="votes", label="Board", scale=4,
                         elem_id="board-view")  # fmt: skip
         provisional = gr.Checkbox(True, label=ui_text.PROVISIONAL_TOGGLE, scale=4)
+        # allow_custom_value: two arena switches racing (the Arena tab's, the tab's own
+        # select) can send a model of the last arena while the session already holds the
+        # new arena's choices, and Gradio refused the whole event with an error naming ids,
+        # leaving the picker on the last arena. The handlers judge the value themselves:
+        # ``switch`` keeps it only if the arena has it, ``model_view`` falls back the same way.
         model_pick = gr.Dropdown(_model_choices(service, first), label="Model", visible=False,
-                                 scale=4, elem_id="board-model")  # fmt: skip
+                                 scale=4, elem_id="board-model", allow_custom_value=True)  # fmt: skip
         refresh = gr.Button("↻ Refresh", size="sm", scale=0, min_width=110)
     summary = gr.Markdown(elem_id="board-summary")
     board_box = gr.HTML(elem_id="board-table")
