@@ -8,9 +8,7 @@ browser-side behaviour (players, lock, shortcuts) is ``arena_core/page/assets/ar
 
 import asyncio
 import functools
-import importlib.util
 import logging
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +37,7 @@ from arena_core.space.startup import (
     start_snapshots,
 )
 from arena_core.space.tempfiles import FolderBudget
+from arena_core.space.webstack import forget_missing_matplotlib, peer_is_the_socket
 from arena_core.votes.schema import VOTES
 
 #: Threads that open battles (each waits for its two generations, bounded by the pools).
@@ -331,7 +330,7 @@ def main() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    _forget_missing_matplotlib()
+    forget_missing_matplotlib()
     settings = Settings.from_env()
     service = build_service(settings)
     if service.sync is not None:
@@ -348,18 +347,6 @@ def main() -> None:
     demo.queue(default_concurrency_limit=8).launch(**launch_options(settings, clips))
 
 
-def _forget_missing_matplotlib() -> None:
-    """Let Gradio find out once, not on every event, that matplotlib is not installed.
-
-    Gradio wraps each event in ``import matplotlib`` (to switch its backend) and ignores the
-    ImportError; a failed import is not remembered, so each event searched ``sys.path`` again,
-    a twentieth of the server's time under load. ``None`` in ``sys.modules`` is Python's own
-    way of saying "this module is absent": the import then fails at once.
-    """
-    if importlib.util.find_spec("matplotlib") is None:
-        sys.modules["matplotlib"] = None
-
-
 def clip_store(settings: Settings) -> ClipStore:
     """The store of the battles' clips, in a folder of Gradio's cache that holds no files."""
     return ClipStore(Path(gr_utils.get_upload_folder()) / "arena-clips",
@@ -369,6 +356,7 @@ def clip_store(settings: Settings) -> ClipStore:
 def launch_options(settings: Settings, clips: ClipStore) -> dict:
     """``launch()`` arguments: the look, the page's script, the clips' route, and nothing
     open that the operator did not ask for."""
+    peer_is_the_socket()
     font = [gr.themes.LocalFont("IBM Plex Sans"), "ui-sans-serif", "system-ui", "sans-serif"]
     return {
         "theme": gr.themes.Soft(

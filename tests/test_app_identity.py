@@ -46,7 +46,8 @@ def running(tmp_path, *, auth=None, **settings):
         tmp_path, clock=Clock(), rate_limit=RATE_LIMIT, rng=np.random.default_rng(0)
     )
     service.load()
-    settings = Settings(data_dir=tmp_path, voter_salt=SALT, trusted_proxies=1, **settings)
+    settings = Settings(**{"data_dir": tmp_path, "voter_salt": SALT, "trusted_proxies": 1,
+                           **settings})  # fmt: skip
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips)
     demo.queue(default_concurrency_limit=8)
@@ -202,3 +203,19 @@ def test_the_boards_model_picker_takes_a_model_of_another_arena(tmp_path):
     (pick,) = [b for b in demo.blocks.values()
                if isinstance(b, gr.Dropdown) and b.elem_id == "board-model"]  # fmt: skip
     assert pick.preprocess("a-model/of-another-arena") == "a-model/of-another-arena"
+
+
+def test_with_no_trusted_proxy_the_voter_is_the_socket_peer_whatever_the_header(tmp_path):
+    """``ARENA_TRUSTED_PROXIES=0`` means the connection's peer. uvicorn, as Gradio starts it,
+    rewrote the peer from the client's own X-Forwarded-For when the connection came from
+    127.0.0.1 (its default trust), so a client on the same host, or behind a local tunnel
+    passing the header through, was a new voter at every vote: six forged headers, six
+    votes counted past a limit of three."""
+    with running(tmp_path, trusted_proxies=0) as launched:
+        c = client(launched)
+        counted = []
+        for k in range(6):
+            c.headers["X-Forwarded-For"] = f"192.0.2.{k + 1}"
+            counted.append(vote(c)["counted"])
+        assert counted == [True] * RATE_LIMIT + [False] * (6 - RATE_LIMIT)
+        assert {r["voter"] for r in rows(launched)} == {expected_hash("ip:127.0.0.1")}

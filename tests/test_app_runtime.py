@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import app
 from arena_core.backends.output import Output
 from arena_core.page import media as battle_media
+from arena_core.space import webstack
 from arena_core.space.clips import ClipStore
 from arena_core.space.service import BattleView
 
@@ -89,7 +89,7 @@ def test_clips_are_sent_as_file_data_of_their_store_path(tmp_path):
 def test_a_missing_matplotlib_fails_its_import_at_once(monkeypatch):
     monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    app._forget_missing_matplotlib()
+    webstack.forget_missing_matplotlib()
     assert sys.modules["matplotlib"] is None
     with pytest.raises(ImportError):
         import matplotlib  # noqa: F401
@@ -99,7 +99,7 @@ def test_an_installed_matplotlib_is_left_alone(monkeypatch):
     monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
     spec = importlib.machinery.ModuleSpec("matplotlib", None)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
-    app._forget_missing_matplotlib()
+    webstack.forget_missing_matplotlib()
     assert "matplotlib" not in sys.modules
 
 

@@ -459,5 +459,13 @@ def test_a_row_skipped_as_from_the_future_counts_once_it_comes_due(tmp_path):
             time.sleep(0.2)
         board = service.board("speech")
         assert board.votes_used == 1 and "future_ts" not in board.skipped
+        # And votes go on: the replay took the vote log's lock twice, which a log without
+        # the Hub held as a plain lock, so every later vote waited for ever.
+        voted = threading.Thread(target=lambda: service.vote(
+            service.new_battle("speech").handle, "a", voter="after"), daemon=True)  # fmt: skip
+        voted.start()
+        voted.join(timeout=30)
+        assert not voted.is_alive(), "the vote after the replay never returned"
+        assert service.board("speech").votes_used == 2
     finally:
         service.close()

@@ -136,7 +136,11 @@ class VoteLog:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / (shard_name or new_shard_name())
-        self.lock = lock if lock is not None else threading.Lock()
+        # Reentrant: a replay holds it while it reads the files and then moves the log's
+        # clock (advance_to takes it again); a plain lock deadlocked every later vote when
+        # a row dated in the future came due on a Space without the Hub (HubSync's is an
+        # RLock already).
+        self.lock = lock if lock is not None else threading.RLock()
         self._clock = clock or _utc_now
         self._last: datetime | None = None
         self._held: int | None = None  # fd whose flock marks the shard as in use
