@@ -91,12 +91,25 @@ def test_then_runs_under_the_lock_after_the_write(tmp_path):
     store = VoteLog(tmp_path)
     seen = []
 
+    def held() -> bool:  # by someone: another thread cannot take it (RLock has no locked())
+        free = []
+
+        def probe():
+            free.append(store.lock.acquire(blocking=False))
+            if free[0]:
+                store.lock.release()
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        prober.join()
+        return not free[0]
+
     def then(vote):
-        seen.append((vote.vote_id, store.lock.locked(), len(lines(store))))
+        seen.append((vote.vote_id, held(), len(lines(store))))
         return "applied"
 
     assert store.append(arena="x", model_a="a", model_b="b", vote="a", then=then) == "applied"
-    assert seen[0][1:] == (True, 1)
+    assert seen[0][1:] == (True, 1) and not held()
 
 
 def test_a_batch_names_its_votes_written_but_not_yet_applied(tmp_path):
