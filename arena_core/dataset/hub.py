@@ -26,7 +26,9 @@ download, compaction) are in :mod:`~arena_core.dataset.repo`.
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +59,17 @@ FLUSH_TIMEOUT = 20.0
 #: start-up (shorter when pushes are more frequent): a minute of delay after an outage,
 #: one request a minute during it.
 RECONNECT_SECONDS = 60.0
+
+
+def _exit_now(code: int) -> None:
+    """Leave at once, the votes pushed. A normal exit (``SystemExit``) ran the interpreter's
+    finalisation while a native library's worker thread was still alive, and now and then
+    C++ aborted the process ("terminate called without an active exception", exit -6) after
+    the push: seen once in a full test run. Tests replace it (it would end pytest)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 class HubSync:
@@ -312,7 +325,7 @@ class HubSync:
             self.flush()
             if callable(previous) and previous not in (signal.SIG_DFL, signal.SIG_IGN):
                 previous(signum, frame)
-            raise SystemExit(0)
+            _exit_now(0)
 
         signal.signal(signal.SIGTERM, handler)
 
