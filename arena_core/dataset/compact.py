@@ -88,7 +88,7 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
     folder = Path(folder)
     report = CompactReport()
     now = time.time()
-    sources, expected = [], set()
+    ids: dict[Path, set[str]] = {}  # each source's votes, read once
     for path, _ in vote_files(folder):
         rel = path.relative_to(folder).as_posix()
         if rel.startswith(f"{COMPACTED}/"):
@@ -105,14 +105,15 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         if damage:
             report.kept[rel] = f"unreadable rows {damage}; fix or remove them by hand"
             continue
-        sources.append(path)
-        expected |= set(alone.column("vote_id").to_pylist())
+        ids[path] = set(alone.column("vote_id").to_pylist())
+    sources = list(ids)
     if not sources:
         return report
     now_us = time.time_ns() // 1000  # one clock for every read: the same rows are future
     whole = read_votes(folder, now_us=now_us)  # the log the board replays, for the verdict
     while sources:
         votes = read_votes(sources, now_us=now_us)
+        expected = set().union(*(ids[p] for p in sources))
         if set(votes.column("vote_id").to_pylist()) != expected:  # valid alone, lost together
             raise CompactionError(
                 "reading the files together drops votes that each file holds; nothing done"
@@ -128,17 +129,13 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         for path in set(report.written) - before:
             os.remove(path)
         report.written = []
-        held = [p for p in sources if moved & set(read_votes(p, columns=["vote_id"])
-                                                  .column("vote_id").to_pylist())]  # fmt: skip
+        held = [p for p in sources if moved & ids[p]]
         for path in held:
             report.kept[path.relative_to(folder).as_posix()] = (
                 "holds a vote_id that another file holds at the same time with other values: "
                 "which counts depends on the files' order, so it stays in place"
             )
         sources = [p for p in sources if p not in held]
-        expected = set()
-        for path in sources:
-            expected |= set(read_votes(path, columns=["vote_id"]).column("vote_id").to_pylist())
     if not sources:
         return report
     report.rolled, report.votes = sources, len(votes)
@@ -170,6 +167,8 @@ def _layout_changes(folder: Path, sources: list[Path], whole: VoteTable, now_us:
     copy) are decided by the files' order, and compaction changes that order. ``counted``
     and ``count_reason`` are left out: the monthly files carry the replay's verdict.
     """
+    if not whole.skipped.get(DUPLICATE):  # no vote_id twice: no order can choose another row
+        return set()
     gone = {p.resolve() for p in sources}
     after = read_votes([p for p, _ in vote_files(folder) if p.resolve() not in gone],
                        now_us=now_us)  # fmt: skip
