@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from arena_core.integrity.identity import (
     voter_hash,
     voter_identity,
 )
-from arena_core.page import assets, battle, media, presenters, speed, ui_text
+from arena_core.page import assets, battle, media, presenters, speed, ui_text, visit
 from arena_core.page.arena_tab import arena_layout
 from arena_core.page.board_tab import board_tab
 from arena_core.snapshots.live import LiveBoards
@@ -79,7 +80,7 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
             gr.HTML(ui_text.HEADER)
             if settings.space_id:  # OAuth login only works on a Space
                 gr.LoginButton(scale=0)
-        # The session's battle and votes, one dict per visitor updated in place (see claim).
+        # The session's battle and votes, one dict per visitor updated in place (page/visit.py).
         session = gr.State({})
         with gr.Tabs() as tabs:
             with gr.Tab("Arena", id="arena", elem_id="arena-tab"):
@@ -143,7 +144,7 @@ class _Battles:
     async def start(self, state, arena_id, prompt, language=""):
         """Open a battle and make it the session's (the API's /new_battle)."""
         view, values = await self.open(arena_id, prompt, language)
-        return self.claim(state, view), view.prompt, *values
+        return visit.claim(state, view.handle, view.arena, view.modality), view.prompt, *values
 
     async def open(self, arena_id, prompt, language="") -> tuple[BattleView, list]:
         """A new battle and its outputs as the page's media values, once its hold is over."""
@@ -156,16 +157,6 @@ class _Battles:
         if view.hold > 0:
             await asyncio.sleep(view.hold)
         return view, values
-
-    @staticmethod
-    def claim(state: dict | None, view: BattleView) -> dict:
-        """``state`` (updated in place) naming ``view`` as the session's battle. In place:
-        Gradio hands each handler the session's own object, so a vote still in flight for
-        the last battle sees at once that it is no longer the one on screen (``page_vote``)."""
-        state = state if state is not None else {}
-        state.update(handle=view.handle, arena=view.arena, modality=view.modality, voted=False)
-        state.setdefault("votes", 0)
-        return state
 
     def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
         view = self.service.new_battle(arena_id, prompt or None, language or None)
@@ -230,56 +221,61 @@ def _wire_api(battles: _Battles, page, session, offer) -> None:
 def _wire_page(battles: _Battles, page, session, demo) -> None:
     """The page's own events: battles, votes, players, and the arena picker.
 
-    The session's state names the battle on screen (``handle``); asking for a battle or
-    picking another arena clears it at once (``_leave``), before anything is generated.
-    What a battle or a vote sends back lands on the page only while the state still names
-    the battle it belongs to: a reveal that lands on a newer battle would label its players
-    with the last battle's models.
+    The session's state names the battle on screen (``page/visit.py``); asking for a battle
+    or picking another arena clears it at once, before anything is generated. What a battle
+    or a vote sends back lands on the page only while the state still names the battle it
+    belongs to: a reveal that lands on a newer battle would label its players with the last
+    battle's models. A vote counts for the battle on screen when its button was pressed,
+    even if the next battle was asked for before the server handled it.
     """
 
     def page_begin(state):
-        _leave(state)
+        visit.leave(state, time.monotonic())
         return gr.update(value="", visible=False), *page.begin()
 
     def page_idle(state):
-        _leave(state)
+        visit.leave(state, time.monotonic())
         return page.idle()
 
     async def page_start(state, arena_id, prompt, language):
-        asked = state.get("asked")
+        asked = visit.battle_number(state)
         try:
             view, values = await battles.open(arena_id, prompt, language)
         except gr.Error as exc:
-            if state.get("asked") != asked:  # a newer battle was asked for meanwhile
+            if visit.battle_number(state) != asked:  # a newer battle was asked for meanwhile
                 return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
             gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, gr.update(value="", visible=False), *page.refused(exc.message)
-        if state.get("asked") != asked:  # left before it arrived: the newer one is shown
+        if visit.battle_number(state) != asked:  # left before it arrived: the newer one is shown
             return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
-        battles.claim(state, view)
+        visit.claim(state, view.handle, view.arena, view.modality)
         shown = gr.update(value=view.prompt, visible=True)
-        return state, shown, *page.opened(view.modality, values)
+        return state, shown, *page.opened(view.modality, values, asked)
 
-    async def page_vote(state, choice, listened, request: gr.Request,
+    async def page_vote(state, choice, report, request: gr.Request,
                         profile: gr.OAuthProfile | None):  # fmt: skip
-        handle = (state or {}).get("handle")
+        number = visit.reported_battle(report)
+        handle, on_screen = visit.voted_battle(state, number, time.monotonic())
         unchanged = [gr.skip()] * len(page.vote_outputs)
         try:
-            reveal = await battles.reveal_of(handle, choice, request, profile, listened)
+            reveal = await battles.reveal_of(handle, choice, request, profile, report)
         except (ArenaError, IdentityError) as exc:
             _refusal(exc)
             reason = getattr(exc, "reason", None)  # IdentityError has none
-            if not handle or state.get("handle") != handle or reason == ALREADY_VOTED:
+            if not (handle and on_screen and state.get("handle") == handle) or (
+                reason == ALREADY_VOTED
+            ):
                 # Not about the battle on screen, or this page's other vote on it won: the
                 # page already says (or is about to say) what happened.
                 return gr.skip(), *unchanged
             if reason == LISTENING:  # the gate closes again and counts the seconds down
-                return state, *page.vote_refused("", wait=exc.wait)
+                return state, *page.vote_refused("", wait=exc.wait, number=number)
             gr.Warning(str(exc), duration=WARNING_SECONDS)
             return state, *page.vote_refused(str(exc))
-        state["votes"] = state.get("votes", 0) + 1  # the vote counts for the session anyway
+        visit.counted(state, handle)  # the vote counts for the session anyway
         board = await battles.board(state["arena"])
-        if state.get("handle") != handle:  # the visitor moved on while it was recorded
+        if state.get("handle") != handle:  # the visitor moved on: the reveal is not shown
+            gr.Info(ui_text.vote_on_left_battle(state["votes"]), duration=WARNING_SECONDS)
             return state, *unchanged
         state["voted"] = True
         return state, *page.revealed(reveal, board, state["votes"])
@@ -305,15 +301,6 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
                          api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
     gr.on([demo.load, page.arena_in.change], page.show_arena, inputs=[page.arena_in, session],
           outputs=[page.header_box, page.language_in], api_visibility="private", queue=False)  # fmt: skip
-
-
-def _leave(state: dict | None) -> None:
-    """The battle on screen is left (another was asked for, or another arena picked): from
-    now on nothing sent back for it may change the page. ``asked`` counts the requests, so
-    a battle that arrives after a newer one was asked for is not shown either."""
-    if state is not None:
-        state["handle"] = None
-        state["asked"] = state.get("asked", 0) + 1
 
 
 def _bind(handler, choice):

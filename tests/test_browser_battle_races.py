@@ -89,6 +89,56 @@ def test_a_reveal_never_lands_on_the_battle_asked_for_after_the_vote(
     page.close()
 
 
+def test_a_vote_the_server_handles_after_the_next_battle_was_asked_for_still_counts(
+    running_app, browser
+):
+    """A vote goes through Gradio's queue and "new battle" does not: on a busy server the
+    new battle can be asked for before the vote is handled. Here the vote's request is held
+    in the browser until the next battle is open, so that order happens on every run."""
+    visit = open_battle(running_app, browser, "race-vote-late")
+    page = visit.page
+    names = {m.name for m in running_app.service.arena("tts-en").models}
+    before = votes_logged(running_app)
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/queue/join*", hold_the_first)
+    visit.key("a")
+    for _ in range(200):  # until the page sent the vote's request
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the vote's request was not sent"
+    visit.key("n")
+    visit.battle_ready(timeout=30_000)
+    held[0].continue_()  # the vote reaches the server after the new battle was opened
+    for _ in range(200):  # before the fix it named no battle, and was dropped without a word
+        if votes_logged(running_app) > before:
+            break
+        page.wait_for_timeout(100)
+    assert votes_logged(running_app) == before + 1
+    expect(page.locator(".toast-body")).to_contain_text(
+        "vote on the previous battle was saved: 1 this session", timeout=20_000
+    )
+    page.unroute("**/queue/join*")
+    # The new battle stays open and blind.
+    expect(page.locator('#gate .gate[data-stage="open"]')).to_be_visible()
+    assert page.evaluate(LABELS) == ["Clip A", "Clip B"]
+    assert not [n for n in names if n in page.locator("#arena-tab").inner_text()]
+    visit.shot("late-vote-counted")
+    visit.listen_to_both()
+    visit.key("b")
+    expect(page.locator("#side-B .side-head.picked")).to_be_visible(timeout=20_000)
+    assert votes_logged(running_app) == before + 2
+    expect(page.locator("#arena-header")).to_contain_text("you: 2 this session")
+    page.close()
+
+
 def test_a_second_click_refused_as_already_voted_keeps_the_thanks(
     running_app, browser, monkeypatch
 ):

@@ -111,9 +111,10 @@ class ArenaPage:
             votes = self.service.board(arena_id).votes_used
         return battle.header_html(arena, here, votes, session_votes)
 
-    def _common(self, stage, modality, status, heads, *, voting=False, play=False):
+    def _common(self, stage, modality, status, heads, *, voting=False, play=False, number=None):
         locked = gr.update(interactive=voting, variant="secondary")
-        return (battle.gate_html(stage, modality), status, *[locked] * len(self.buttons),
+        return (battle.gate_html(stage, modality, battle=number), status,
+                *[locked] * len(self.buttons),
                 gr.update(visible=True), gr.update(visible=False), gr.update(visible=play),
                 *heads)  # fmt: skip
 
@@ -137,15 +138,17 @@ class ArenaPage:
     #: Keyword arguments of each media output's update that restore its anonymous label.
     _labels = ({"label": "Clip A"}, {"label": "Clip B"}, {}, {}, {}, {})
 
-    def vote_refused(self, message: str, *, wait: float | None = None):
-        """A vote the server refused, for the battle on screen: the reason under the buttons;
-        held back by the listening gate (``wait`` seconds), the gate closes again instead and
-        counts them down (the page script), so it never says "heard" while votes are refused."""
-        gate = battle.gate_html("open", "audio", wait=wait) if wait is not None else gr.skip()
+    def vote_refused(self, message: str, *, wait: float | None = None, number: int | None = None):
+        """A vote the server refused, for the battle on screen (``number``): the reason under
+        the buttons; held back by the listening gate (``wait`` seconds), the gate closes again
+        instead and counts them down (the page script), so it never says "heard" while votes
+        are refused."""
+        gate = (battle.gate_html("open", "audio", wait=wait, battle=number)
+                if wait is not None else gr.skip())  # fmt: skip
         status = f"⚠️ {message}" if message else ""
         return status, gate, *[gr.skip()] * (len(self.vote_outputs) - 2)
 
-    def opened(self, modality: str, values: list):
+    def opened(self, modality: str, values: list, number: int):
         audio = modality == "audio"
         heads = [battle.side_head(s, "idle" if audio else "") for s in "AB"]
         # The players' labels too: a battle never opens under the last one's model names.
@@ -153,7 +156,9 @@ class ArenaPage:
                  for kind, v, label in zip(("audio", "audio", "text", "text", "image", "image"),
                                            values, self._labels, strict=True)]  # fmt: skip
         hint = ui_text.LISTEN_HINT if audio else ui_text.READ_HINT
-        return *self._common("open", modality, hint, heads, voting=True, play=audio), *shown
+        return *self._common(
+            "open", modality, hint, heads, voting=True, play=audio, number=number
+        ), *shown
 
     def revealed(self, reveal: Reveal, board, session_votes: int):
         """After the vote: names on both sides, the choice highlighted, one Next battle."""

@@ -154,7 +154,9 @@ def side_head(side: str, state: str = "idle") -> str:
     )
 
 
-def gate_html(stage: str, modality: str | None = None, wait: float | None = None) -> str:
+def gate_html(
+    stage: str, modality: str | None = None, wait: float | None = None, battle: int | None = None
+) -> str:
     """The line over the vote buttons, saying what unlocks them.
 
     ``stage``: ``idle`` (no battle yet), ``working`` (outputs being made), ``open``
@@ -162,7 +164,8 @@ def gate_html(stage: str, modality: str | None = None, wait: float | None = None
     both clips were heard; the page's script keeps the line and the buttons in step
     with the players (``data-modality`` tells it to). ``wait``: seconds the server's
     listening gate still holds votes back (it refused one); the script keeps the buttons
-    locked and counts them down (``data-wait``).
+    locked and counts them down (``data-wait``). ``battle``: the open battle's number in
+    the session, which the page sends with a vote (``data-battle``, see ``page/visit.py``).
     """
     keys = " · ".join(f"<kbd>{k}</kbd> {VOTE_WORDS[v]}" for v, k in VOTE_KEYS.items())
     lines = {
@@ -177,6 +180,8 @@ def gate_html(stage: str, modality: str | None = None, wait: float | None = None
         "voted": "Vote saved. Press <b>Next battle</b> (or <kbd>N</kbd>) for another one.",
     }
     held = f' data-wait="{wait:.3f}"' if wait is not None else ""  # each refusal its own
+    if battle is not None:
+        held += f' data-battle="{int(battle)}"'
     return (
         f'<div class="gate" role="status" aria-live="polite" data-stage="{stage}" '
         f'data-modality="{modality or ""}"{held}><span class="gate-text">{lines[stage]}</span>'

@@ -21,6 +21,14 @@ LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it an
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
+
+
+def vote_on_left_battle(session_votes: int) -> str:
+    """The toast for a vote recorded after its battle left the screen (the visitor pressed
+    Next before the server handled it): its reveal is not shown, the vote still counts."""
+    return f"Your vote on the previous battle was saved: {session_votes} this session."
+
+
 #: The board's toggle for the models whose rating is not settled yet.
 PROVISIONAL_TOGGLE = "Include provisional and unrated models"
 

@@ -41,7 +41,7 @@ SESSION_MEMORY = 7 * 24 * 3600.0
 LISTEN_BOUND = 10.0
 #: Decimals kept of a listening time (milliseconds).
 LISTEN_DECIMALS = 3
-#: Longest report accepted from the page (characters): two numbers and their keys.
+#: Longest report accepted from the page (characters): three numbers and their keys.
 MAX_REPORT_CHARS = 200
 
 
@@ -115,17 +115,22 @@ def session_counts(votes: VoteTable, now_us: int) -> dict[str, tuple[int, float]
     }
 
 
-def listen_report(raw) -> tuple[object, object]:
-    """The two values of the page's report, ``{"a": seconds, "b": seconds}`` as JSON text;
-    (None, None) for anything else (no report: an API vote, or junk)."""
+def page_report(raw) -> dict:
+    """The page's vote report, JSON text of one object (``a`` and ``b``: seconds played;
+    ``battle``: the battle on screen, see ``page/visit.py``); {} for anything else (no
+    report: an API vote, or junk)."""
     if not isinstance(raw, str) or not raw or len(raw) > MAX_REPORT_CHARS:
-        return None, None
+        return {}
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
-        return None, None
-    if not isinstance(data, dict):
-        return None, None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def listen_report(raw) -> tuple[object, object]:
+    """The two listening times of the page's report; (None, None) without them."""
+    data = page_report(raw)
     return data.get("a"), data.get("b")
 
 

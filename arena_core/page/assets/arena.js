@@ -227,14 +227,18 @@
       }
       render();
     },
-    // The seconds of each clip played, as the vote's report (JSON text).
+    // The vote's report (JSON text): the seconds of each clip played, and the number of the
+    // battle on screen as the button is pressed, so the vote counts for that battle even
+    // if the next one is asked for before the server handles it (page/visit.py).
     listened() {
       for (const side of SIDES) {
         const audio = media(side);
         if (audio && mark[side] !== null) advance(side, audio);
       }
       const round = (x) => Math.round(x * 1000) / 1000;
-      return JSON.stringify({ a: round(played.A), b: round(played.B) });
+      const g = gate();
+      const battle = g && g.dataset.battle ? Number(g.dataset.battle) : null;
+      return JSON.stringify({ a: round(played.A), b: round(played.B), battle });
     },
     render,
   };

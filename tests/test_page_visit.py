@@ -1,0 +1,83 @@
+"""A page session's battles: which battle a vote is for, whatever order the server sees the
+clicks in (the browser test of the race is in test_browser_battle_races.py)."""
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arena_core.page import visit
+
+
+def opened(state, handle, now=0.0):
+    """The visitor asks for a battle and it opens: its number is returned."""
+    visit.leave(state, now)
+    number = visit.battle_number(state)
+    visit.claim(state, handle, "tts-en", "audio")
+    return number
+
+
+def report(number):
+    return json.dumps({"a": 1.5, "b": 2.0, "battle": number})
+
+
+def test_a_vote_is_for_the_battle_on_screen_when_it_was_cast():
+    state = {}
+    first = opened(state, "h1")
+    assert visit.voted_battle(state, visit.reported_battle(report(first)), 1.0) == ("h1", True)
+    # N pressed before the vote was handled: the next battle is asked for, then opens.
+    visit.leave(state, 2.0)
+    assert visit.voted_battle(state, first, 3.0) == ("h1", False)
+    visit.claim(state, "h2", "tts-en", "audio")
+    second = visit.battle_number(state)
+    assert second == first + 1
+    assert visit.voted_battle(state, first, 3.0) == ("h1", False)  # not the new battle
+    assert visit.voted_battle(state, second, 3.0) == ("h2", True)
+
+
+def test_a_left_battle_takes_a_vote_only_for_a_while_and_only_once():
+    state = {}
+    first = opened(state, "h1")
+    opened(state, "h2", now=10.0)
+    assert visit.voted_battle(state, first, 10.0 + visit.LEFT_GRACE + 0.1) == (None, False)
+    assert visit.voted_battle(state, first, 9.0) == (None, False)  # a clock gone backwards
+    visit.counted(state, "h1")
+    assert state["votes"] == 1 and visit.voted_battle(state, first, 11.0) == (None, False)
+
+
+def test_only_the_last_battle_left_unvoted_is_remembered():
+    state = {}
+    first = opened(state, "h1")
+    second = opened(state, "h2")
+    opened(state, "h3")
+    assert visit.voted_battle(state, first, 0.0) == (None, False)
+    assert visit.voted_battle(state, second, 0.0) == ("h2", False)
+    state["voted"] = True  # the battle on screen was voted on: leaving it remembers nothing
+    opened(state, "h4")
+    assert visit.voted_battle(state, second, 0.0) == (None, False)
+    assert "left" not in state
+
+
+def test_a_vote_that_names_no_battle_is_for_the_battle_on_screen():
+    """An API client, or a page from before the battle numbers, sends none."""
+    state = visit.claim(None, "h1", "tts-en", "audio")
+    assert visit.voted_battle(state, None, 0.0) == ("h1", True)
+    assert visit.voted_battle(state, 7, 0.0) == (None, False)  # a number never shown
+    assert visit.voted_battle(None, None, 0.0) == (None, True)
+
+
+@given(st.one_of(st.none(), st.integers(), st.text(max_size=300), st.binary(max_size=50),
+                 st.builds(json.dumps, st.recursive(
+                     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                     lambda c: st.lists(c) | st.dictionaries(st.text(), c), max_leaves=8))))  # fmt: skip
+def test_any_report_gives_a_battle_number_or_none(raw):
+    number = visit.reported_battle(raw)
+    assert number is None or (type(number) is int)
+
+
+def test_the_report_parser_keeps_integers_only():
+    assert visit.reported_battle(json.dumps({"battle": 3})) == 3
+    for junk in (True, 3.0, "3", None, [3]):
+        assert visit.reported_battle(json.dumps({"battle": junk})) is None
+    assert visit.reported_battle("[" * 100_000) is None
+    assert visit.reported_battle(json.dumps({"battle": 3, "pad": "x" * 300})) is None
