@@ -192,6 +192,16 @@ class _Battles:
             self.vote_workers, self.service.board, arena_id
         )
 
+    async def header(self, page, arena_id, session_votes: int):
+        """The header of the arena the page shows now (``gr.skip()`` for none known)."""
+        if not arena_id:
+            return gr.skip()
+        try:
+            board = await self.board(arena_id)
+        except ArenaError:
+            return gr.skip()
+        return page.header(arena_id, session_votes, board.votes_used)
+
 
 def _wire_api(battles: _Battles, page, session, offer) -> None:
     """/new_battle(arena, prompt, language) and /vote(choice): hidden buttons, no queue."""
@@ -231,14 +241,19 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
 
     def page_begin(state):
         visit.leave(state, time.monotonic())
-        return gr.update(value="", visible=False), *page.begin()
+        # The request's number goes back to the page, which sends it with the battle's own
+        # request: a battle still queued when the visitor asked again (or picked another
+        # arena) knows it is stale, whenever the queue gets to it.
+        return visit.battle_number(state), gr.update(value="", visible=False), *page.begin()
 
-    def page_idle(state):
-        visit.leave(state, time.monotonic())
+    def page_idle(state, arena_id):
+        visit.leave(state, time.monotonic(), shown=arena_id)
         return page.idle()
 
-    async def page_start(state, arena_id, prompt, language):
+    async def page_start(state, ticket, arena_id, prompt, language):
         asked = visit.battle_number(state)
+        if ticket != asked:  # asked for again, or another arena picked, while it was queued
+            return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
         try:
             view, values = await battles.open(arena_id, prompt, language)
         except gr.Error as exc:
@@ -274,16 +289,19 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
             return state, *page.vote_refused(str(exc))
         visit.counted(state, handle)  # the vote counts for the session anyway
         board = await battles.board(state["arena"])
-        if state.get("handle") != handle:  # the visitor moved on: the reveal is not shown
+        if state.get("handle") != handle:  # the visitor moved on: no reveal, a toast instead
             gr.Info(ui_text.vote_on_left_battle(state["votes"]), duration=WARNING_SECONDS)
-            return state, *unchanged
+            header = await battles.header(page, visit.shown_arena(state), state["votes"])
+            return state, *unchanged[:-1], header
         state["voted"] = True
         return state, *page.revealed(reveal, board, state["votes"])
 
     triggers = [page.new.click, page.next.click, page.prompt_in.submit]  # Enter in the prompt
-    gr.on(triggers, page_begin, inputs=[session], outputs=[page.prompt_shown, *page.begin_outputs],
+    ticket = gr.Number(0, visible=False, precision=0)
+    gr.on(triggers, page_begin, inputs=[session],
+          outputs=[ticket, page.prompt_shown, *page.begin_outputs],
           queue=False, api_visibility="private").then(None, js=assets.RESET).then(
-        page_start, inputs=[session, page.arena_in, page.prompt_in, page.language_in],
+        page_start, inputs=[session, ticket, page.arena_in, page.prompt_in, page.language_in],
         outputs=[session, page.prompt_shown, *page.battle_outputs], api_visibility="private",
         concurrency_limit=BATTLE_WORKERS, concurrency_id="battle")  # fmt: skip
     # The page script's report of the seconds each clip played, filled in as a vote is sent.
@@ -296,7 +314,7 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         for kind, listener in (("play", audio.play), ("pause", audio.pause), ("stop", audio.stop)):
             listener(None, js=assets.player_hook(side, kind))
     page.play_both.click(None, js=assets.PLAY_BOTH)
-    page.arena_in.change(page_idle, inputs=[session],
+    page.arena_in.change(page_idle, inputs=[session, page.arena_in],
                          outputs=[page.prompt_shown, *page.battle_outputs], queue=False,
                          api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
     gr.on([demo.load, page.arena_in.change], page.show_arena, inputs=[page.arena_in, session],

@@ -13,6 +13,12 @@ import pytest
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
+#: Seconds any expectation waits: Playwright's 5 s default was missed under a machine's full
+#: load (a page's first header took longer to arrive). A passing expectation still returns
+#: as soon as it holds; only a failing one waits this long.
+expect.set_options(timeout=15_000)
+#: Milliseconds a page's first content may take: its header comes from the server on load.
+PAGE_LOAD = 30_000
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 #: Flags for a headless Chromium on a machine with no network but loopback.

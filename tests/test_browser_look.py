@@ -6,7 +6,7 @@ opaque background behind it; 4.5:1 is the level AA asks of body text.
 """
 
 import pytest
-from browser import LAPTOP, Visit, expect
+from browser import LAPTOP, PAGE_LOAD, Visit, expect
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +40,7 @@ def test_dark_mode_text_is_readable_at_every_step(running_app, browser):
     page = visit.page
     page.goto(running_app.url + "?__theme=dark")
     header = page.locator("#arena-header")
-    expect(header).to_contain_text("English text-to-speech")
+    expect(header).to_contain_text("English text-to-speech", timeout=PAGE_LOAD)
     assert page.evaluate("document.body.classList.contains('dark')")
     header_parts = ["#arena-header .arena-title", "#arena-header .pitch",
                     "#arena-header .stats span"]  # fmt: skip
@@ -99,7 +99,9 @@ def offered_models(visit) -> set[str]:
 def model_view(running_app, browser, name: str) -> Visit:
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
     visit.page.goto(running_app.url)
-    expect(visit.page.locator("#arena-header")).to_contain_text("English text-to-speech")
+    expect(visit.page.locator("#arena-header")).to_contain_text(
+        "English text-to-speech", timeout=PAGE_LOAD
+    )
     visit.page.get_by_role("tab", name="Leaderboard").click()
     visit.page.locator("#board-view").get_by_text("Model").click()
     return visit

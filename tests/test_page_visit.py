@@ -81,3 +81,12 @@ def test_the_report_parser_keeps_integers_only():
         assert visit.reported_battle(json.dumps({"battle": junk})) is None
     assert visit.reported_battle("[" * 100_000) is None
     assert visit.reported_battle(json.dumps({"battle": 3, "pad": "x" * 300})) is None
+
+
+def test_the_arena_shown_follows_the_picker_and_the_battles():
+    state = {}
+    opened(state, "h1")
+    assert visit.shown_arena(state) == "tts-en"
+    visit.leave(state, 0.0, shown="tts-multilingual")  # another arena picked
+    assert visit.shown_arena(state) == "tts-multilingual"
+    assert visit.voted_battle(state, 1, 0.0) == ("h1", False)  # the vote cast before counts

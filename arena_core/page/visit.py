@@ -5,6 +5,7 @@ so these functions change it in place: a vote still in flight sees at once that 
 visitor moved on. The dict holds
 
 - ``handle``, ``arena``, ``modality``, ``voted``: the battle on screen (None while none is);
+- ``shown``: the arena the page shows (picked, or of the last battle opened);
 - ``asked``: how many battles the page asked for. The battle opened for request ``n`` is
   battle ``n``; the page's gate carries that number (``data-battle``) and the page's script
   sends it with each vote, read when the button is pressed;
@@ -33,18 +34,20 @@ def claim(state: dict | None, handle: str, arena: str, modality: str) -> dict:
     """``state`` naming the battle ``handle`` as the one on screen (the API's sessions start
     from None). Its number is the request it answers (``asked``)."""
     state = state if state is not None else {}
-    state.update(handle=handle, arena=arena, modality=modality, voted=False)
+    state.update(handle=handle, arena=arena, shown=arena, modality=modality, voted=False)
     state.setdefault("votes", 0)
     return state
 
 
-def leave(state: dict | None, now: float) -> None:
-    """The battle on screen is left (another was asked for, or another arena picked): from
-    now on nothing sent back for it changes the page, and a battle that arrives for an
+def leave(state: dict | None, now: float, shown: str | None = None) -> None:
+    """The battle on screen is left (another was asked for, or the arena ``shown`` picked):
+    from now on nothing sent back for it changes the page, and a battle that arrives for an
     earlier request is not shown either (``asked`` counts the requests). If it was not
     voted on, it is remembered as ``left``, so a vote already cast on it still counts."""
     if state is None:
         return
+    if shown is not None:
+        state["shown"] = shown
     handle = state.get("handle")
     if handle and not state.get("voted"):
         state["left"] = {"battle": state.get("asked", 0), "handle": handle, "at": now}
@@ -57,6 +60,11 @@ def leave(state: dict | None, now: float) -> None:
 def battle_number(state: dict | None) -> int:
     """The number of the battle on screen, for the page's gate."""
     return (state or {}).get("asked", 0)
+
+
+def shown_arena(state: dict | None) -> str | None:
+    """The arena the page shows, for a header sent after the visitor moved on."""
+    return (state or {}).get("shown")
 
 
 def reported_battle(report) -> int | None:
