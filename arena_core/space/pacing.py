@@ -7,19 +7,47 @@ hiding the field would not help: the time has to stop depending on the engines.
 Both sides generate in parallel, so a battle takes as long as its slower side:
 Piper needs 0.5-1.5 s for a sentence, eSpeak NG a few milliseconds.
 
-* **Set prompts** are pre-generated and shaped by the warm-up; once an arena is
-  warm, every set-prompt battle is served from the caches in a few
-  milliseconds, whatever the engines, and is not held.
-* **Typed prompts** (and set prompts before the warm-up is done) are held until
-  a floor that depends only on the prompt's length and on which models *could*
-  have been drawn: the slowest of them, as measured, times :data:`SLOW_MARGIN`,
-  rounded up to :data:`QUANTUM`. A generation that overruns the floor (a loaded
-  machine) is released at the next multiple of :data:`QUANTUM`, so an overrun
-  shows only in coarse steps.
+* **Set prompts served from the warm caches** are not held: once an arena is warm,
+  a set-prompt battle whose two clips *and the clips of every model that could have
+  been drawn on that prompt* were read from the shaped cache takes a few
+  milliseconds, whatever the engines. Whether a battle is held then depends on the
+  prompt and the cache, never on the pair (a clip evicted from the bounded caches,
+  or missed by the warm-up, holds every battle on its prompt until it is made again).
+* **Everything else** (typed prompts, and any set-prompt battle generated now) is
+  held until a floor that depends only on the prompt's length and on which models
+  *could* have been drawn, rounded up to :data:`QUANTUM`. A battle that overruns
+  the floor is released at the next multiple of :data:`QUANTUM`.
+
+**Why the response time tells nothing (the adversary's view).** Let ``S`` be a
+battle's server time (request to answer, everything included: generation,
+shaping, the battle record; the hold is computed last) and ``F`` its floor. The
+answer leaves at ``F`` if ``S <= F``, else at the next step past ``S``. ``F`` is
+computed from the prompt's length, the drawable models and battles that finished
+*before* this one, so given that history it is the same whichever pair is drawn;
+the response time differs between two pairs only on the event ``S > F``. Hence
+for any two pairs the total variation distance between their response-time
+distributions, which bounds the advantage of any test an adversary can run on
+the time, is at most ``P(S > F)`` for the slower pair. The floor keeps that
+probability small under any load: it is :data:`SLOW_MARGIN` times the larger of
+
+* the slowest drawable model's calibrated time for this length (the warm-up's
+  timings, :meth:`Pacer.record`), and
+* the slowest of the last :data:`LIVE_WINDOW` live battles of any drawable model
+  (:meth:`Pacer.observe`), scaled to this length along that model's calibrated line.
+
+Under steady load battle times are exchangeable, so a new battle exceeds the
+largest of ``n`` earlier ones with probability at most ``1/(n+1)`` (2% for 50),
+and exceeding 1.5 times it is far rarer. When load rises, the first battle that
+comes close raises the floor for every later one; when it falls, the floor comes
+down only as slow battles leave the window (the floor lags safe in both
+directions). What remains: the floor itself moves with the history, so a client
+that opens battles back to back sees it rise after a battle that set a new
+maximum; that is a rare event in steady load, and says that some recent battle
+of the arena (anyone's) was slow, not which models it had.
 
 The price: a typed prompt answered by two fast engines waits as long as the
-slowest engine would have taken (about 1-2 s for a sentence here). Each held
-battle keeps one of the event's worker slots while it waits, without using CPU.
+slowest engine would have taken, on this machine's recent load (about 1-2 s for a
+sentence here when idle). The app awaits the hold without holding a thread.
 """
 
 from __future__ import annotations
@@ -37,6 +65,11 @@ SLOW_MARGIN = 1.5
 QUANTUM = 0.25
 #: Measurements kept per model for its speed estimate.
 SPEED_WINDOW = 20
+#: Live battles kept per model for the floor's load estimate: the floor covers the slowest
+#: of them, so a higher number means fewer overruns and a slower fall back after a busy spell.
+LIVE_WINDOW = 50
+#: Shortest calibrated time a live battle is scaled by (seconds): guards the division.
+MIN_SCALE = 1e-3
 #: Estimate before a model is measured: fixed seconds, and seconds per prompt character
 #: (Piper, the slowest engine here: 0.5 s for 30 characters, 2.7 s for 290 on a busy 2-core machine).
 FALLBACK_BASE = 0.5
@@ -79,6 +112,14 @@ def fit_speed(samples: Iterable[tuple[int, float]]) -> Speed:
     return Speed(base, slope)
 
 
+def scaled_max(speed: Speed, samples: Iterable[tuple[int, float]], chars: int) -> float:
+    """The slowest of ``samples`` (characters, seconds), each scaled to ``chars`` characters
+    along ``speed``'s line (a battle of twice the calibrated time counts as twice the time at
+    any length); 0 without samples."""
+    target = speed.seconds(chars)
+    return max((s * target / max(speed.seconds(c), MIN_SCALE) for c, s in samples), default=0.0)
+
+
 def release_at(elapsed: float, floor: float, quantum: float = QUANTUM) -> float:
     """When to answer (seconds after the request began): the floor, or the next step past it."""
     if elapsed <= floor:
@@ -104,6 +145,7 @@ class Pacer:
         self._samples: dict[tuple[str, str], deque] = defaultdict(
             lambda: deque(maxlen=SPEED_WINDOW)
         )
+        self._live: dict[tuple[str, str], deque] = defaultdict(lambda: deque(maxlen=LIVE_WINDOW))
         self._warm: set[str] = set()
         self._lock = threading.Lock()
 
@@ -111,6 +153,14 @@ class Pacer:
         """One timed generation of ``chars`` characters (the warm-up's calibration)."""
         with self._lock:
             self._samples[(arena_id, model_id)].append((chars, seconds))
+
+    def observe(self, arena_id: str, model_ids: Iterable[str], chars: int, seconds: float) -> None:
+        """A live battle's whole server time, counted for each of its models (the floor's
+        load estimate, module docstring). Call it after the battle's own hold was computed:
+        a battle's time may move only later battles' floors."""
+        with self._lock:
+            for model_id in model_ids:
+                self._live[(arena_id, model_id)].append((chars, seconds))
 
     def speed(self, arena_id: str, model_id: str) -> Speed:
         """The model's fitted speed, or :data:`FALLBACK_SPEED` before it was measured."""
@@ -127,18 +177,29 @@ class Pacer:
         with self._lock:
             return arena_id in self._warm
 
+    def estimate(self, arena_id: str, model_id: str, chars: int) -> float:
+        """Seconds a battle with this model may take on ``chars`` characters now: its
+        calibrated time, or its slowest recent live battle scaled to that length if longer."""
+        speed = self.speed(arena_id, model_id)
+        with self._lock:
+            live = list(self._live.get((arena_id, model_id), ()))
+        return max(speed.seconds(chars), scaled_max(speed, live, chars))
+
     def floor(self, arena_id: str, candidates: Iterable[str], chars: int) -> float:
         """Seconds a battle on a ``chars``-long prompt is held at least, from the drawable models."""
-        slowest = max((self.speed(arena_id, m).seconds(chars) for m in candidates), default=0.0)
+        slowest = max((self.estimate(arena_id, m, chars) for m in candidates), default=0.0)
         return math.ceil(slowest * self.margin / self.quantum) * self.quantum
 
     def due(self, started: float, arena_id: str, candidates: Iterable[str], chars: int, *,
             typed: bool) -> float:  # fmt: skip
         """When (on ``clock``) the battle that began at ``started`` may be answered.
 
-        Set-prompt battles of a warm arena are due at once (``started``). The caller
-        waits without holding a thread (the app awaits it), so a flood of typed prompts
-        cannot tie up the workers that votes need.
+        ``typed`` False only for a battle served wholly from the warm caches (module
+        docstring): in a warm arena it is due at once (``started``). Any other battle,
+        typed or generated now, is due at its floor or the next step past it. Call it as
+        the battle's last step, so the whole server time is quantised. The caller waits
+        without holding a thread (the app awaits it), so a flood of typed prompts cannot
+        tie up the workers that votes need.
         """
         if not typed and self.is_warm(arena_id):
             return started

@@ -183,12 +183,14 @@ class ArenaService:
             except NoPairError:
                 break
             ids = (live.entrants[a].id, live.entrants[b].id)
-            outputs = self._outputs(arena, pool, ids, text, category, trusted)
+            drawn = self.pacer.clock() if self.pacer else 0.0
+            outputs, made = self._outputs(arena, pool, ids, text, category, trusted)
             errors = [
                 (m, o) for m, o in zip(ids, outputs, strict=True) if isinstance(o, BackendError)
             ]
             if not errors:
-                return self._open(arena, ids, outputs, text, prompt_id, category, started)
+                made_at = drawn if made else None
+                return self._open(arena, ids, outputs, text, prompt_id, category, started, made_at)
             for model_id, error in errors:
                 log.warning(
                     "arena %s: %s failed (%s); redrawing the battle", arena.id, model_id, error
@@ -200,19 +202,20 @@ class ArenaService:
             "Not enough models are answering in this arena right now. Try again in a minute."
         )
 
-    def _outputs(self, arena: Arena, pool: ModelPool, ids, text, category, trusted) -> list:
-        """Both sides ready for blind delivery (or the error of a side that failed).
+    def _outputs(self, arena: Arena, pool: ModelPool, ids, text, category, trusted) -> tuple:
+        """Both sides ready for blind delivery (or the error of a side that failed), and
+        whether they were made now (False only when both shaped clips were read).
 
         A speech battle whose two clips were shaped before (the warm-up shapes every set
         prompt) takes them as they are, by the output cache's keys, reading nothing else.
         """
         if self.blinder is None or arena.modality != "audio":  # only speech is shaped
-            return list(pool.generate_pair(*ids, text, category, trusted=trusted))
+            return list(pool.generate_pair(*ids, text, category, trusted=trusted)), True
         sources = [pool.cache_key(m, text, category) for m in ids]
         if None not in sources:
             shaped = [self.blinder.shaped(s) for s in sources]
             if None not in shaped:
-                return shaped
+                return shaped, False
         outputs = pool.generate_pair(*ids, text, category, trusted=trusted)
         prepared = []
         for model_id, output, source in zip(ids, outputs, sources, strict=True):
@@ -221,27 +224,46 @@ class ArenaService:
                 prepared.append(self.blinder.prepare(output, source) if ok else output)
             except ValueError as exc:
                 prepared.append(BackendError(model_id, f"output cannot be delivered blind: {exc}"))
-        return prepared
+        return prepared, True
 
-    def _open(self, arena, ids, outputs, text, prompt_id, category, started=0.0) -> BattleView:
+    def _open(self, arena, ids, outputs, text, prompt_id, category, started=0.0,
+              made_at=None) -> BattleView:  # fmt: skip
         if self.blinder is not None:
             outputs = self.blinder.deliver(outputs)
-        held = 0.0
-        if self.pacer is not None:  # the answer's timing must not tell which engines ran
-            due = self.pacer.due(started, arena.id, self.pools[arena.id].pairable(category),
-                                 len(text), typed=prompt_id is None)  # fmt: skip
-            held = max(0.0, due - self.pacer.clock())
         pool = self.pools[arena.id]
         style = battle_style(outputs, text, [pool.native_rate(m, text, category) for m in ids])
         clips = clip_lengths(outputs) if arena.modality == "audio" else {}
         handle, _ = self.book.open(arena=arena.id, model_a=ids[0], model_b=ids[1], prompt=text,
                                    prompt_id=prompt_id, category=category, style=style,
                                    clips=clips)  # fmt: skip
+        held = self._hold(arena, ids, text, prompt_id, category, started, made_at)
         # Audio must be heard: both clips, at up to double speed or side by side, after
         # the hold (the visitor gets them only then).
         heard = sum(o.duration for o in outputs) if arena.modality == "audio" else 0.0
         self.book.delivered(handle, self.listen_share * heard + held if self.listen_share else 0.0)
         return BattleView(handle, arena.id, arena.modality, text, category, *outputs, hold=held)
+
+    def _hold(self, arena, ids, text, prompt_id, category, started, made_at) -> float:
+        """Seconds the answer still waits (``pacing``): the battle's last step, so the hold
+        quantises its whole server time. Unheld only when the arena is warm and the battle
+        was read from the shaped cache, as were the clips of every model that could have
+        been drawn on its prompt: held or not then depends on the prompt, not the pair
+        (reading them all also keeps a prompt's clips equally recent in the LRU caches).
+
+        ``made_at``: when the outputs began to be made (None: read from the shaped cache).
+        That battle's time from there raises later floors (:meth:`Pacer.observe`); a redraw's
+        earlier timeout says nothing about the machine's load."""
+        if self.pacer is None:
+            return 0.0
+        pool = self.pools[arena.id]
+        candidates = pool.pairable(category)
+        warm = prompt_id is not None and made_at is None and self.blinder is not None
+        warm = warm and all(self.blinder.shaped(pool.cache_key(m, text, category)) is not None
+                            for m in candidates)  # fmt: skip
+        due = self.pacer.due(started, arena.id, candidates, len(text), typed=not warm)
+        if made_at is not None:
+            self.pacer.observe(arena.id, ids, len(text), self.pacer.clock() - made_at)
+        return max(0.0, due - self.pacer.clock())
 
     def languages(self, arena_id: str) -> tuple[str, ...]:
         """The prompt categories of an arena that are languages its models speak, in

@@ -8,6 +8,12 @@ what is missing), and shapes it for delivery (:class:`Blinder`, which caches
 the shaped clip too). Prompts are the outer loop, so while the warm-up runs,
 whether a battle was cached depends on the prompt, not on the models.
 
+A pair that fails (a timeout on a busy start) is tried once more after the
+arena's other pairs. The arena is marked warm either way: a battle is served
+unheld only when every model that could have been drawn on its prompt has its
+clip (the service checks), so a pair still missing holds every battle on its
+prompt, whatever the models, until a battle makes the clip.
+
 It also measures each model's speed for the hold of typed prompts
 (:class:`Pacer`): after the first prompt has loaded every engine, each model
 speaks its shortest and its longest set prompt with a random number appended,
@@ -98,17 +104,25 @@ class Warmup:
     def _warm_arena(self, arena: Arena, pool: ModelPool) -> None:
         models = [m for m, s in pool.status().items() if s.available]
         self.progress.done_count[arena.id] = self.progress.failed[arena.id] = 0
+        missed = []
         for k, prompt in enumerate(arena.prompts):
             for model_id in models:
                 if self._stop.is_set():
                     return
-                if pool.serves(model_id, prompt.category):
-                    self._prepare(arena, pool, model_id, prompt)
+                served = pool.serves(model_id, prompt.category)
+                if served and not self._prepare(arena, pool, model_id, prompt):
+                    missed.append((model_id, prompt))
             if k == 0 and self.calibrate:
                 self._calibrate(arena, pool, models)
+        for model_id, prompt in missed:  # once more, now that the start-up rush is over
+            if self._stop.is_set():
+                return
+            self.progress.failed[arena.id] -= 1  # counted again if it fails again
+            self._prepare(arena, pool, model_id, prompt)
         self.pacer.mark_warm(arena.id)
 
-    def _prepare(self, arena: Arena, pool: ModelPool, model_id: str, prompt: Prompt) -> None:
+    def _prepare(self, arena: Arena, pool: ModelPool, model_id: str, prompt: Prompt) -> bool:
+        """Generate and shape one pair; whether it worked (a failure is counted and logged)."""
         try:
             output = pool.generate(model_id, prompt.text, prompt.category)
             self.blinder.prepare(output, pool.cache_key(model_id, prompt.text, prompt.category))
@@ -122,6 +136,8 @@ class Warmup:
             log.warning("warm-up: could not prepare %s on %r", model_id, prompt.id, exc_info=True)
         else:
             self.progress.done_count[arena.id] += 1
+            return True
+        return False
 
     def _calibrate(self, arena: Arena, pool: ModelPool, models: list[str]) -> None:
         """Time each model on its shortest and longest prompt, made uncacheable."""
