@@ -273,3 +273,22 @@ def test_a_repo_compaction_never_deletes_a_file_pushed_after_it_read_the_repo(tm
     assert report.votes == 5 and sorted(repo_votes(api).column("vote_id").to_pylist()) == sorted(
         acked
     )
+
+
+def test_a_monthly_file_is_never_replaced_by_a_source_with_its_ids_and_other_rows(tmp_path):
+    """A part is named by its vote ids. A source holding exactly a part's ids, at the same
+    times, with other values (a forged or damaged copy) got the part's name: the compaction
+    wrote over the part, its rows were lost and the board changed, although the conflict
+    rule kept the source in place. The part now stays as it was."""
+    old = shard(tmp_path, "2026-11", "aaaa")
+    data = old.read_bytes()
+    (part,) = compact(tmp_path, min_age_minutes=60).written
+    rows = part.read_bytes()
+    twin = tmp_path / "votes-twin.jsonl"
+    twin.write_bytes(data.replace(b'"vote":"a"', b'"vote":"b"'))
+    os.utime(twin, (time.time() - 2 * HOUR,) * 2)
+    report = compact(tmp_path, min_age_minutes=60)
+    assert "at the same time with other values" in report.kept[twin.name]
+    assert twin.exists()
+    assert part.read_bytes() == rows and list(tmp_path.glob("compacted/*/*.parquet")) == [part]
+    assert read_votes(tmp_path).column("vote").to_pylist() == ["a"] * 4

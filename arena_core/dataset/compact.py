@@ -45,7 +45,7 @@ import pyarrow as pa
 from arena_core.dataset.verdict import with_verdict
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.log import shard_in_use
-from arena_core.votes.parquet import write_parquet
+from arena_core.votes.parquet import parquet_bytes, write_atomically
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE
 
@@ -148,15 +148,28 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
 
 
 def _write_months(out: Path, votes: VoteTable, whole: VoteTable) -> list[Path]:
+    """Write ``votes`` as one new part per month; an existing part is never replaced.
+
+    A part is named by its vote ids. A source holding exactly a part's ids with other
+    rows would get that part's name: its part then takes a name from its bytes as well,
+    so the conflict check sees both rows and keeps the source in place, instead of the
+    old rows being lost under the new ones.
+    """
     months = np.datetime_as_string(votes.ts_us.astype("datetime64[us]").astype("datetime64[M]"))
     written = []
     for month in np.unique(months):
         part = with_verdict(votes.table.filter(pa.array(months == month)), whole)
-        digest = hashlib.sha256("\n".join(part.column("vote_id").to_pylist()).encode()).hexdigest()[
-            :16
-        ]
-        written.append(write_parquet(part, out / str(month) / f"part-{digest}.parquet"))
+        data = parquet_bytes(part)
+        name = _digest("\n".join(part.column("vote_id").to_pylist()).encode())
+        path = out / str(month) / f"part-{name}.parquet"
+        if path.exists():
+            path = path.with_name(f"part-{name}-{_digest(data)}.parquet")
+        written.append(write_atomically(path, lambda f, data=data: f.write(data)))
     return written
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def _layout_changes(folder: Path, sources: list[Path], whole: VoteTable, now_us: int) -> set[str]:
