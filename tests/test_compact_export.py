@@ -2,12 +2,14 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from hubfake import LocalHubApi
@@ -275,6 +277,39 @@ def test_a_repo_compaction_never_deletes_a_file_pushed_after_it_read_the_repo(tm
     )
 
 
+def raw_ids(folder):
+    """The vote_ids of every Parquet file of ``folder``, repeats kept, as a reader that does
+    not drop repeated ids (``datasets.load_dataset``) sees them."""
+    files = sorted(Path(folder).rglob("*.parquet"))
+    return sorted(v for f in files for v in pq.read_table(f)["vote_id"].to_pylist())
+
+
+@pytest.mark.parametrize("newer", [1, 0], ids=["with-a-newer-vote", "nothing-newer"])
+def test_votes_a_monthly_file_already_holds_are_not_written_again(tmp_path, newer):
+    """The Space retries a push whose answer was lost under the same name, with the same and
+    newer lines; when the first copy had landed and was compacted in between, the retry
+    brought its votes back and the next compaction wrote them into a second monthly file:
+    held twice in the dataset, for good. Now they are counted as already compacted, the
+    rest is written, and the source is removed."""
+    space = shard(tmp_path / "space", "2026-11", "ab" + "b" * newer)  # the Space's shard
+    lines = space.read_bytes().splitlines(keepends=True)
+    shutil.rmtree(space.parent)
+    retry = tmp_path / "votes-s-000001.jsonl"
+    retry.write_bytes(b"".join(lines[:2]))  # the copy that landed ...
+    os.utime(retry, (time.time() - 2 * HOUR,) * 2)
+    assert compact(tmp_path, min_age_minutes=60).votes == 2  # ... and was compacted
+    retry.write_bytes(b"".join(lines))  # the retry: the same name, the same lines, and more
+    os.utime(retry, (time.time() - 2 * HOUR,) * 2)
+    before = read_votes(tmp_path).table.to_pylist()
+    report = compact(tmp_path, min_age_minutes=60)
+    assert (report.votes, report.already_compacted, report.rolled) == (newer, 2, [retry])
+    assert len(report.written) == newer and not retry.exists()
+    assert "2 more were already in monthly files, not written again" in report.summary()
+    assert raw_ids(tmp_path) == sorted(json.loads(line)["vote_id"] for line in lines)
+    after = read_votes(tmp_path)
+    assert not after.skipped and after.table.to_pylist() == before
+
+
 def test_a_monthly_file_is_never_replaced_by_a_source_with_its_ids_and_other_rows(tmp_path):
     """A part is named by its vote ids. A source holding exactly a part's ids, at the same
     times, with other values (a forged or damaged copy) got the part's name: the compaction
@@ -289,6 +324,6 @@ def test_a_monthly_file_is_never_replaced_by_a_source_with_its_ids_and_other_row
     os.utime(twin, (time.time() - 2 * HOUR,) * 2)
     report = compact(tmp_path, min_age_minutes=60)
     assert "at the same time with other values" in report.kept[twin.name]
-    assert twin.exists()
+    assert report.already_compacted == 0 and twin.exists()
     assert part.read_bytes() == rows and list(tmp_path.glob("compacted/*/*.parquet")) == [part]
     assert read_votes(tmp_path).column("vote").to_pylist() == ["a"] * 4

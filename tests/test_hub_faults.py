@@ -27,12 +27,14 @@ from hubfake import (
     refused,
     repo_votes,
     row,
+    settled,
     timed_out,
     unavailable,
     writer,
 )
 from huggingface_hub.errors import HfHubHTTPError
 
+from arena_core.dataset.repo import compact_repo
 from arena_core.page.presenters import sync_line
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
@@ -133,6 +135,50 @@ def test_pushes_failing_for_an_hour_lose_nothing_and_double_nothing(tmp_path):
     assert "unreachable" not in sync_line(status)
     assert raw_vote_ids(api) == dict.fromkeys(acked, 1)  # every vote, each in one file once
     sync.flush()
+
+
+def test_a_landed_push_compacted_before_its_retry_is_held_once(tmp_path):
+    """A push the Hub took although its answer was lost is retried under the same name,
+    with the same and newer lines. When an hour of failures let ``compact --repo`` roll the
+    landed file up first, the retry put its votes back, and the next compaction wrote them
+    into a second monthly file: acknowledged votes held twice in the dataset, for good
+    (``datasets.load_dataset`` counts them twice). The Hub is ``LocalHubApi``; the Hub's
+    commit dates are set by hand, the hour of failures is twelve failed ticks."""
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync).uploader.stop()  # the pushes below are the only ones
+    acked = [append(log).vote_id]
+    sync.uploader.push_to_hub()  # data/votes-<shard>-000001.parquet
+    api.failures = [Landed(timed_out())] + [timed_out() for _ in range(12)]
+    acked += [append(log, "b").vote_id, append(log, "tie").vote_id]
+    for _ in range(13):  # the first one landed (000002), its answer lost; then an hour of them
+        with pytest.raises(httpx2.ReadTimeout):
+            sync.uploader.push_to_hub()
+    age_repo(api)
+    assert len(compact_hub(api, tmp_path / "c1").rolled) == 2  # the hourly cron
+    acked.append(append(log, "both_bad").vote_id)
+    sync.uploader.push_to_hub()  # the retry: 000002 again, and the new vote
+    age_repo(api)
+    report = compact_hub(api, tmp_path / "c2")  # the next cron run
+    assert (report.votes, report.already_compacted, len(report.rolled)) == (1, 2, 1)
+    assert api.commits[-1]["message"].endswith("(2 already compacted, not written again)")
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)  # every vote, each in one file once
+    assert sorted(repo_votes(api).column("vote_id").to_pylist()) == sorted(acked)
+    sync.flush()
+
+
+def age_repo(api, hours=2):
+    """Date every file of the stand-in repo's last commit ``hours`` back."""
+    repo = api.repo_dir(REPO)
+    for path in (repo / "data").rglob("*"):
+        if path.is_file():
+            api.commit_dates[path.relative_to(repo).as_posix()] = datetime.now(UTC) - timedelta(
+                hours=hours
+            )
+
+
+def compact_hub(api, workdir):
+    return compact_repo(api, REPO, workdir, min_age_minutes=60)
 
 
 def test_a_hub_refusing_at_start_is_retried_until_it_answers(tmp_path):

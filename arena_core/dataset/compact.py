@@ -10,7 +10,13 @@ accounted for. It never loses a vote and never writes one twice:
 * files younger than ``min_age``, and shards a running VoteLog holds, are
   left alone (a live process may still write or re-push them);
 * a file with any unreadable row is left in place, whole, and reported;
-* duplicates of a ``vote_id`` are written once (readers keep the first row anyway).
+* duplicates of a ``vote_id`` are written once (readers keep the first row anyway);
+* a vote an existing monthly file already holds with the same row is not written again,
+  and its source is removed all the same. The Space retries a push whose answer was lost
+  under the same name with the same and newer lines; if the first copy had landed and
+  been compacted meanwhile, the retry brings its votes back. Only ``counted`` and
+  ``count_reason`` may differ (the monthly file carries the replay's verdict); a row that
+  differs otherwise follows the conflict rules below, as any other copy.
 
 Afterwards ``compacted/MANIFEST.json`` names every monthly file with its digest and
 what was proved of its rows, so the DuckDB engine need not prove it again at every
@@ -41,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arena_core.dataset.verdict import with_verdict
 from arena_core.votes.clean import VoteTable
@@ -55,6 +62,8 @@ log = logging.getLogger(__name__)
 COMPACTED = "compacted"
 #: Default minimum age, in minutes, of a file before it is compacted.
 MIN_AGE_MINUTES = 60.0
+#: Columns a monthly file rewrites with the replay's verdict: not part of a vote's identity.
+VERDICT = ("counted", "count_reason")
 
 
 class CompactionError(RuntimeError):
@@ -67,13 +76,17 @@ class CompactReport:
     written: list[Path] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)
     votes: int = 0
+    #: Votes of the rolled sources not written, as a monthly file already held their rows.
+    already_compacted: int = 0
     #: The compacted folder's validation manifest, rewritten (None if it could not be).
     manifest: Path | None = None
 
     def summary(self) -> str:
         kept = "".join(f"\n  kept {name}: {why}" for name, why in sorted(self.kept.items()))
+        already = (f"; {self.already_compacted} more were already in monthly files, not "
+                   f"written again" if self.already_compacted else "")  # fmt: skip
         return (f"{self.votes} votes from {len(self.rolled)} files written to "
-                f"{len(self.written)} monthly files{kept}")  # fmt: skip
+                f"{len(self.written)} monthly files{already}{kept}")  # fmt: skip
 
 
 def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
@@ -111,6 +124,9 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         return report
     now_us = time.time_ns() // 1000  # one clock for every read: the same rows are future
     whole = read_votes(folder, now_us=now_us)  # the log the board replays, for the verdict
+    parts = sorted(folder.glob(f"{COMPACTED}/*/*.parquet"))
+    # A vote_id in a source and a part appears twice in the folder: without one, none is.
+    held = read_votes(parts, now_us=now_us) if parts and whole.skipped.get(DUPLICATE) else None
     while sources:
         votes = read_votes(sources, now_us=now_us)
         expected = set().union(*(ids[p] for p in sources))
@@ -119,8 +135,10 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
                 "reading the files together drops votes that each file holds; nothing done"
             )
         before = set(folder.glob(f"{COMPACTED}/*/*.parquet"))
-        report.written = _write_months(folder / COMPACTED, votes, whole)
-        _verify(votes, report.written)
+        already = _already_written(votes.table, held.table) if held is not None else set()
+        fresh = votes.without(already)
+        report.written = _write_months(folder / COMPACTED, fresh, whole)
+        _verify(fresh, report.written)
         moved = _layout_changes(folder, sources, whole, now_us)
         if not moved:
             break
@@ -129,16 +147,17 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         for path in set(report.written) - before:
             os.remove(path)
         report.written = []
-        held = [p for p in sources if moved & ids[p]]
-        for path in held:
+        stay = [p for p in sources if moved & ids[p]]
+        for path in stay:
             report.kept[path.relative_to(folder).as_posix()] = (
                 "holds a vote_id that another file holds at the same time with other values: "
                 "which counts depends on the files' order, so it stays in place"
             )
-        sources = [p for p in sources if p not in held]
+        sources = [p for p in sources if p not in stay]
     if not sources:
         return report
-    report.rolled, report.votes = sources, len(votes)
+    report.rolled, report.votes = sources, len(fresh)
+    report.already_compacted = len(votes) - len(fresh)
     report.manifest = _manifest(folder / COMPACTED)
     if delete:
         for path in sources:
@@ -185,16 +204,34 @@ def _layout_changes(folder: Path, sources: list[Path], whole: VoteTable, now_us:
     gone = {p.resolve() for p in sources}
     after = read_votes([p for p, _ in vote_files(folder) if p.resolve() not in gone],
                        now_us=now_us)  # fmt: skip
-    columns = [c for c in whole.table.column_names if c not in ("counted", "count_reason")]
+    columns = [c for c in whole.table.column_names if c not in VERDICT]
     old, new = whole.table.select(columns), after.table.select(columns)
     if old.equals(new):
         return set()
-
-    def rows(table: pa.Table) -> dict[str, str]:  # repr: NaN equals NaN
-        return {row["vote_id"]: repr(row) for row in table.to_pylist()}
-
-    old_rows, new_rows = rows(old), rows(new)
+    old_rows, new_rows = _rows(old), _rows(new)
     return {k for k in old_rows.keys() | new_rows.keys() if old_rows.get(k) != new_rows.get(k)}
+
+
+def _already_written(votes: pa.Table, parts: pa.Table) -> set[str]:
+    """The vote ids of ``votes`` that ``parts`` (the existing monthly files) hold with the
+    same row, ``counted`` and ``count_reason`` aside: written again, they would be in the
+    dataset twice, and every reader that does not drop repeated ids would count them twice.
+    """
+    ids = votes.column("vote_id").combine_chunks()
+    parts = parts.filter(pc.is_in(parts.column("vote_id"), value_set=ids))
+    if not parts.num_rows:
+        return set()
+    votes = votes.filter(pc.is_in(ids, value_set=parts.column("vote_id").combine_chunks()))
+    columns = [c for c in votes.column_names if c not in VERDICT]
+    if sorted(columns) != sorted(c for c in parts.column_names if c not in VERDICT):
+        return set()
+    mine, theirs = _rows(votes.select(columns)), _rows(parts.select(columns))
+    return {k for k, row in mine.items() if theirs.get(k) == row}
+
+
+def _rows(table: pa.Table) -> dict[str, str]:
+    """Each row by its ``vote_id``, as text that compares rows (repr: NaN equals NaN)."""
+    return {row["vote_id"]: repr(row) for row in table.to_pylist()}
 
 
 def _manifest(compacted: Path) -> Path | None:

@@ -77,6 +77,9 @@ def compact_repo(
         CommitOperationDelete(path_in_repo=f"{DATA_DIR}/{p.relative_to(data).as_posix()}")
         for p in report.rolled
     ]
+    message = f"Compact {report.votes} votes from {len(report.rolled)} files"
+    if report.already_compacted:  # a retried push had brought back votes already rolled up
+        message += f" ({report.already_compacted} already compacted, not written again)"
     api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations, parent_commit=head,
-                      commit_message=f"Compact {report.votes} votes from {len(report.rolled)} files")  # fmt: skip
+                      commit_message=message)  # fmt: skip
     return report
