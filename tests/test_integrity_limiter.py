@@ -186,3 +186,19 @@ def test_a_held_limiter_answers_after_restore_and_refuses_if_never_restored():
     assert late.allow("w") is False  # nobody can check its quota: the vote does not count
     late.release()
     assert late.allow("w") is True
+
+
+def test_a_place_given_back_is_free_again_and_only_that_one():
+    clock = Clock()
+    limiter = RateLimiter(limit=2, window=60, clock=clock)
+    first = limiter.take("v")
+    clock.now = 10
+    second = limiter.take("v")
+    assert (first, second) == (0, 10) and limiter.take("v") is None
+    limiter.give_back("v", second)  # its write was rolled back
+    limiter.give_back("v", second)  # given back twice: frees nothing more
+    limiter.give_back("w", first)  # another voter's: nothing
+    clock.now = 20
+    assert limiter.take("v") == 20 and limiter.take("v") is None
+    clock.now = 61  # the first place leaves the window at 60, the one taken at 20 stays
+    assert limiter.allow("v") and not limiter.allow("v")

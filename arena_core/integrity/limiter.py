@@ -54,14 +54,19 @@ class RateLimiter:
         self._known.set()
 
     def allow(self, voter: str) -> bool:
-        """Whether a vote by ``voter`` now counts; if so it takes a place in the window.
+        """Whether a vote by ``voter`` now counts; if so it takes a place in the window."""
+        return self.take(voter) is not None
+
+    def take(self, voter: str) -> float | None:
+        """The place a vote by ``voter`` takes in the window (its time), or None if it does
+        not count; :meth:`give_back` returns the place of a vote that was not written.
 
         While held (:meth:`hold`) it waits for the log's recent votes, at most
         ``restore_wait`` seconds; past that the vote does not count (it is written
         flagged, as over the limit): a quota nobody can check is not handed out.
         """
         if not self._known.wait(self.restore_wait):
-            return False
+            return None
         now = self._clock()
         with self._lock:
             self._sweep(now)
@@ -69,9 +74,17 @@ class RateLimiter:
             while times and times[0] <= now - self.window:
                 times.popleft()
             if len(times) >= self.limit:
-                return False
+                return None
             times.append(now)
-            return True
+            return now
+
+    def give_back(self, voter: str, place: float) -> None:
+        """Free the ``place`` :meth:`take` gave a vote whose write was rolled back: the
+        visitor is asked to vote again, and that vote must not find its own quota spent."""
+        with self._lock:
+            times = self._seen.get(voter)
+            if times is not None and place in times:
+                times.remove(place)
 
     def restore(self, counted: Iterable[tuple[str, float]]) -> int:
         """Re-enter votes counted ``age`` seconds ago, as ``(voter, age)`` pairs.

@@ -78,7 +78,8 @@ class VoteDesk:
             battle = self.book.close_for_vote(handle)
         except BattleError as exc:
             raise ArenaError(str(exc), reason=exc.reason, wait=exc.wait) from None
-        flags = () if self.limiter.allow(voter) else (RATE_LIMITED,)
+        place = self.limiter.take(voter)
+        flags = () if place is not None else (RATE_LIMITED,)
         if self._is_flagged(voter):
             flags += (ANOMALOUS_FLAG,)
         rank = self.sessions.next(session) if session else None
@@ -102,6 +103,8 @@ class VoteDesk:
             if exc.rolled_back:  # nothing reached the log: the visitor may vote again
                 if rank is not None:
                     self.sessions.release(session, rank)
+                if place is not None:
+                    self.limiter.give_back(voter, place)
                 self.book.reopen(handle)
                 if isinstance(exc, ClockBehindError):  # voting again now would fail again
                     minutes = max(1, math.ceil(exc.wait / 60))
