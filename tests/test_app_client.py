@@ -54,6 +54,7 @@ def test_battles_votes_reveals_land_in_the_log_and_the_board(running_app, client
             assert rate >= 8000 and np.sqrt(np.mean(samples.astype(float) ** 2)) > 100
         reveal_md, reveal = client.predict(VOTE_CYCLE[k % 4], api_name="/vote")
         assert reveal["vote"] == VOTE_CYCLE[k % 4] and reveal["counted"]
+        assert reveal["prompt"] == prompt  # a client sees which of its battles it was
         assert reveal["model_a"]["id"] in reveal_md and reveal["model_b"]["id"] in reveal_md
         assert reveal["model_a"]["id"] != reveal["model_b"]["id"]
         reveals.append(reveal)

@@ -129,6 +129,7 @@ def reveal_data(reveal: Reveal) -> dict:
     return {
         "vote": reveal.vote,
         "vote_id": reveal.vote_id,
+        "prompt": reveal.prompt,
         "counted": reveal.counted,
         "note": reveal.note,
         "model_a": {"id": reveal.a.model_id, "name": reveal.a.name,

@@ -63,6 +63,8 @@ class Reveal:
     note: str = ""
     #: The logged vote's id: a visitor (or a load test) can find it in the public dataset.
     vote_id: str | None = None
+    #: The battle's prompt: an API client sees which of its battles the vote was for.
+    prompt: str | None = None
 
 
 @dataclass

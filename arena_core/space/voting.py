@@ -125,11 +125,13 @@ class VoteDesk:
             else:
                 note = NOT_COUNTED[RATE_LIMITED if RATE_LIMITED in vote.flags else None]
             return Reveal(vote.vote, Side(a.id, a.name, None, None), Side(b.id, b.name, None, None),
-                          counted=False, note=note, vote_id=vote.vote_id)  # fmt: skip
+                          counted=False, note=note, vote_id=vote.vote_id,
+                          prompt=vote.prompt)  # fmt: skip
         return Reveal(
             vote.vote,
             Side(a.id, a.name, step.before_a, step.after_a),
             Side(b.id, b.name, step.before_b, step.after_b),
             counted=True,
             vote_id=vote.vote_id,
+            prompt=vote.prompt,
         )
