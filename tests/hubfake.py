@@ -436,7 +436,7 @@ def writer(data_dir, api, **kwargs):
     sync = HubSync(REPO, data_dir, hf_api=api, **kwargs)
     shard = new_shard_name()
     log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name=shard)
-    sync.start(shard)
+    sync.start(log)
     return sync, log
 
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -24,14 +25,16 @@ from hubfake import (
     repo_votes,
     row,
     seed_repo,
+    settled,
     writer,
 )
 
 from arena_core.integrity.identity import voter_hash
 from arena_core.snapshots.source import board_part
 from arena_core.space.config import Settings
+from arena_core.space.service import ArenaError
 from arena_core.space.startup import build_service
-from arena_core.votes.log import VoteLog
+from arena_core.votes.log import LogClosedError, VoteLog
 from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS
 
@@ -121,15 +124,67 @@ def test_a_failed_push_loses_nothing_and_is_retried(setup):
 
 
 def test_final_flush_on_shutdown_then_nothing_more(setup):
+    """After the final flush a vote is refused, never acknowledged: the process exits next
+    and its disk goes with it, so a vote saved now would be lost. The refusal reaches the
+    visitor as a refusal (ArenaError, which the page and the API show as one), and nothing
+    counts the vote: the rate limiter's place and the session's rank are given back."""
     settings, api = setup
-    service = start(settings, api)
+    strict = Settings(**{**settings.__dict__, "rate_limit": 3})
+    service = start(strict, api)
     battle_and_vote(service, "a")
     battle_and_vote(service, "b")
     service.sync.flush()
     assert len(repo_votes(api)) == 2
-    battle_and_vote(service, "tie")
+    view = service.new_battle("speech")
+    with pytest.raises(ArenaError, match="restarting: your vote was not saved"):
+        service.vote(view.handle, "tie", voter="v", session="s1")
+    assert service.vote_log.written == 2
+    assert service.limiter.allow("v")  # the third place of three is still free
+    assert service.sessions.next("s1") == 1  # the refused vote took no rank
     service.sync.uploader.trigger().result()  # stopped: the scheduler pushes nothing more
     assert len(repo_votes(api)) == 2
+
+
+class SlowHub(LocalHubApi):
+    """A commit that stays on the wire until the test lets it land, as a real one takes
+    a moment (the real Hub cannot be reached from here; this stand-in writes to a folder)."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.started, self.release = threading.Event(), threading.Event()
+        self.slow = False
+
+    def create_commit(self, *args, **kwargs):
+        if self.slow:
+            self.started.set()
+            self.release.wait(30)
+        return super().create_commit(*args, **kwargs)
+
+
+def test_a_vote_cast_during_the_final_flush_is_refused_or_pushed_never_lost(tmp_path):
+    """SIGTERM's flush read the shard once for its last push, then the handler exited: a
+    vote acknowledged while that commit was on the wire, or after it, was never pushed
+    (on a Space the disk goes with the process). Now the flush closes the log first:
+    every vote the log acknowledged is on the Hub, every later one is refused. The Hub is
+    ``LocalHubApi`` (tests/hubfake.py), a folder, with commits held back by the test."""
+    api = SlowHub(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    acked = [log.append(arena="speech", model_a="x", model_b="y", vote="a")]
+    api.slow = True
+    flusher = threading.Thread(target=sync.flush, kwargs={"timeout": 30})
+    flusher.start()  # what the SIGTERM handler does
+    assert api.started.wait(30)  # the final push has read the shard; its commit is in flight
+    refused = 0
+    for vote in ("b", "tie"):  # one while the commit is on the wire, one after the flush
+        try:
+            acked.append(log.append(arena="speech", model_a="x", model_b="y", vote=vote))
+        except LogClosedError:
+            refused += 1
+        api.release.set()
+        flusher.join()
+    pushed = set(repo_votes(api).column("vote_id").to_pylist())  # then the process exits
+    assert {v.vote_id for v in acked} <= pushed and refused == 2
 
 
 SIGTERM_SCRIPT = """
@@ -142,7 +197,7 @@ from arena_core.votes.log import VoteLog, new_shard_name
 sync = HubSync("org/arena-votes", Path({data!r}), hf_api=LocalHubApi(Path({hub!r})), every_minutes=60)
 shard = new_shard_name()
 log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name=shard)
-sync.start(shard)
+sync.start(log)
 for vote in ("a", "b", "tie"):
     log.append(arena="speech", model_a="x", model_b="y", vote=vote)
 sync.flush_on_sigterm()

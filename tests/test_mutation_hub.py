@@ -49,6 +49,11 @@ def registry(tmp_path):
     return load_registry(tmp_path / "conf" / "registry.yaml")
 
 
+def own_log(sync):
+    """The log of the process that ``sync`` pushes, wired as build_service wires it."""
+    return VoteLog(sync.votes_dir, lock=sync.lock, shard_name="votes-me.jsonl")
+
+
 def append(log, vote="a"):
     return log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb", vote=vote)
 
@@ -345,7 +350,7 @@ def test_a_restart_downloads_the_repos_votes_and_card_and_nothing_else(tmp_path,
     downloaded = []
     sync = HubSync(REPO, tmp_path / "data", hf_api=api)
     assert sync.mirror == tmp_path / "data" / "hub"
-    assert sync.start("votes-me.jsonl", registry=registry,
+    assert sync.start(own_log(sync), registry=registry,
                       on_download=lambda: downloaded.append(len(read_votes(sync.hub_votes))))  # fmt: skip
     assert downloaded == [3]
     mirrored = sorted(p.relative_to(sync.mirror).as_posix() for p in sync.mirror.rglob("*")
@@ -379,8 +384,8 @@ def test_a_hub_down_at_start_is_retried_in_a_daemon_thread(tmp_path, caplog):
     api.down = HubDownError("connection refused")
     now = datetime(2026, 11, 29, 17, 0, tzinfo=UTC)
     sync = HubSync(REPO, tmp_path / "data", hf_api=api, clock=lambda: now, retry_seconds=0.05)
-    log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name="votes-me.jsonl")
-    assert sync.start("votes-me.jsonl") is False
+    log = own_log(sync)
+    assert sync.start(log) is False
     (thread,) = [t for t in threading.enumerate() if t.name == "hub-connect"]
     assert thread.daemon  # a Space that stops must not wait for the Hub
     append(log)
@@ -399,7 +404,7 @@ def test_a_scheduler_that_cannot_start_is_reported_and_retried(tmp_path, caplog)
     api = StrictHubApi(tmp_path / "hub")
     api.fail_create_after = 1  # the download works; CommitScheduler's create_repo fails
     sync = HubSync(REPO, tmp_path / "data", hf_api=api, retry_seconds=3600)
-    assert not sync.start("votes-me.jsonl")
+    assert not sync.start(own_log(sync))
     assert sync.status().last_error == "HubDownError: 503 Service Unavailable (simulated)"
     assert f"could not start pushing to {REPO}" in caplog.text
     api.fail_create_after = None
@@ -444,7 +449,7 @@ def test_flush_gives_up_reaching_a_hanging_hub_at_its_timeout(tmp_path):
     api = StrictHubApi(tmp_path / "hub")
     api.down = HubDownError("refused")
     sync = HubSync(REPO, tmp_path / "data", hf_api=api, retry_seconds=3600)
-    sync.start("votes-me.jsonl")
+    sync.start(own_log(sync))
     api.down, api.block_create = None, HUNG  # twice: connect, then the scheduler
     started = time.monotonic()
     sync.flush(timeout=0.2)

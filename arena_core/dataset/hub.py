@@ -46,7 +46,7 @@ from arena_core.dataset.uploader import (
     utc_now,
 )
 from arena_core.registry import Registry
-from arena_core.votes.log import shard_in_use
+from arena_core.votes.log import VoteLog, shard_in_use
 from arena_core.votes.read import read_listed, read_votes, vote_files
 
 __all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader"]
@@ -94,7 +94,7 @@ class HubSync:
     >>> sync = HubSync("org/arena-votes", data_dir, hf_api=HfApi(token=token))  # doctest: +SKIP
     >>> shard = new_shard_name()
     >>> log = VoteLog(sync.votes_dir, lock=sync.lock, shard_name=shard)  # votes go here at once
-    >>> sync.start(shard, registry=registry, on_download=service.reload)  # never raises
+    >>> sync.start(log, registry=registry, on_download=service.reload)  # never raises
     False
     >>> sync.status().unreachable_since  # the Hub refused; retried every minute
     datetime.datetime(2026, 11, 29, 17, 5, tzinfo=datetime.timezone.utc)
@@ -119,6 +119,7 @@ class HubSync:
         #: Reentrant, so the app can move the log's clock while it holds it (ArenaService.reload).
         self.lock = threading.RLock()
         self.uploader: VoteUploader | None = None
+        self.vote_log: VoteLog | None = None
         self.registry: Registry | None = None
         self.on_download: Callable[[], object] | None = None
         self._clock = clock
@@ -136,18 +137,22 @@ class HubSync:
         """The local copy of the repo's vote files (replayed with the local ones)."""
         return self.mirror / DATA_DIR
 
-    def start(self, shard_name: str, *, registry: Registry | None = None,
+    def start(self, vote_log: VoteLog, *, registry: Registry | None = None,
               on_download: Callable[[], object] | None = None) -> bool:  # fmt: skip
         """Connect now, or keep trying in the background; True if the Hub answered now.
 
-        ``shard_name`` is this process's shard in :attr:`votes_dir`, written
-        under :attr:`lock`. ``on_download`` is called after the repo's votes
+        ``vote_log`` is this process's log: its shard in :attr:`votes_dir` is pushed, and
+        :meth:`flush` closes it. It must write under :attr:`lock`, or a push could read
+        half a line. ``on_download`` is called after the repo's votes
         are in :attr:`hub_votes` (the app replays them); ``registry``, when
         given, is published with the card. Nothing here raises on a Hub error:
         a Space that restarts during a Hub outage must still take votes.
         """
-        self._shard, self.registry, self.on_download = shard_name, registry, on_download
-        self._unpushed = LineCount(self.votes_dir / shard_name)
+        if vote_log.lock is not self.lock:
+            raise ValueError("the vote log must write under HubSync.lock")
+        self.vote_log, self._shard = vote_log, vote_log.path.name
+        self.registry, self.on_download = registry, on_download
+        self._unpushed = LineCount(self.votes_dir / self._shard)
         self.hub_votes.mkdir(parents=True, exist_ok=True)
         if self.connect():
             return True
@@ -285,13 +290,19 @@ class HubSync:
                                    commit_message="Update dataset card and registry snapshot")  # fmt: skip
 
     def flush(self, timeout: float = FLUSH_TIMEOUT) -> None:
-        """Push what is waiting now, then stop (a stopped scheduler would skip the atexit push).
+        """Close the vote log, push what is waiting, then stop (a stopped scheduler would skip
+        the atexit push).
 
-        If the Hub has not answered yet, one more attempt is made within
-        ``timeout``: on a Space the local disk goes with the process.
+        The log is closed first (:meth:`VoteLog.refuse`): a vote acknowledged after the
+        final push read the shard was never pushed, and the process exits right after
+        this. Later votes are refused, the visitor asked to vote again in a minute. If
+        the Hub has not answered yet, one more attempt is made within ``timeout``: on a
+        Space the local disk goes with the process.
         """
         deadline = time.monotonic() + timeout
         self._stopped.set()
+        if self.vote_log is not None:
+            self.vote_log.refuse("the server is shutting down: its last push is under way")
         if self.uploader is None and self._shard is not None:
             try:
                 self.api.run_as_future(self.connect).result(timeout=timeout)

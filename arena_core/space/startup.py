@@ -93,7 +93,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
         judge_token=settings.judge_token or None,
     )
     if sync is not None:  # a Hub that does not answer yet is retried in the background
-        sync.start(shard, registry=registry, on_download=service.reload)
+        sync.start(service.vote_log, registry=registry, on_download=service.reload)
     return service
 
 

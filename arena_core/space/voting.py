@@ -22,7 +22,7 @@ from arena_core.registry import Registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.sessions import SessionCounter, listen_report, listen_seconds
 from arena_core.space.views import ArenaError, Reveal, Side
-from arena_core.votes.log import ClockBehindError, VoteLog, VoteWriteError
+from arena_core.votes.log import ClockBehindError, LogClosedError, VoteLog, VoteWriteError
 from arena_core.votes.schema import VOTES, Vote
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,10 @@ NOT_COUNTED = {
     "pairs: they are kept but not counted.",
     None: "Ratings are still loading; your vote is saved and will count.",
 }
+#: The refusal of a vote cast while the server shuts down (the log is closed, see
+#: ``VoteLog.refuse``): the battle goes with the process, so the visitor starts a new one.
+RESTARTING = ("The server is restarting: your vote was not saved. Please vote again in a "
+              "minute, on a new battle.")  # fmt: skip
 
 
 class VoteDesk:
@@ -106,6 +110,8 @@ class VoteDesk:
                 if place is not None:
                     self.limiter.give_back(voter, place)
                 self.book.reopen(handle)
+                if isinstance(exc, LogClosedError):  # its last push is under way
+                    raise ArenaError(RESTARTING) from None
                 if isinstance(exc, ClockBehindError):  # voting again now would fail again
                     minutes = max(1, math.ceil(exc.wait / 60))
                     raise ArenaError(f"The server cannot record votes for about {minutes} "

@@ -83,6 +83,15 @@ class ClockBehindError(VoteWriteError):
         self.wait = wait
 
 
+class LogClosedError(VoteWriteError):
+    """The log takes no more votes (:meth:`VoteLog.refuse`): its shard has been read for the
+    last time, so a vote written now would be acknowledged and never pushed. Nothing of the
+    vote was written."""
+
+    def __init__(self, message: str):
+        super().__init__(message, rolled_back=True)
+
+
 def shard_in_use(path: Path) -> bool:
     """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it)."""
     try:
@@ -149,6 +158,7 @@ class VoteLog:
         self._queue: list[_Request] = []  # votes waiting for the next batch
         self._queue_lock = threading.Lock()
         self.written = 0
+        self._refusal: str | None = None  # set by refuse(): every later vote is refused
         #: Ids of votes of the batch being applied that are on disk but not yet passed to
         #: their ``then``: a rebuild from the files inside a ``then`` must leave them out,
         #: or they would be counted by the rebuild and again when applied.
@@ -191,6 +201,10 @@ class VoteLog:
         """Write, fsync and apply every queued vote; the caller holds :attr:`lock`."""
         with self._queue_lock:
             batch, self._queue = self._queue, []
+        if self._refusal is not None:
+            for request in batch:
+                request.error, request.done = LogClosedError(self._refusal), True
+            return
         taken, lines = [], []
         for request in batch:
             try:
@@ -237,6 +251,15 @@ class VoteLog:
         with self.lock:
             if self._last is None or floor > self._last:
                 self._last = floor
+
+    def refuse(self, reason: str) -> None:
+        """Write no more votes: each later one raises :class:`LogClosedError` with ``reason``,
+        nothing written. For the final push before the process exits: a vote written after
+        that push read the shard would be acknowledged and then lost with the process's
+        disk, so it is refused instead and the visitor asked to vote again. Takes the lock,
+        so a batch being written finishes first (and is in the shard that push reads)."""
+        with self.lock:
+            self._refusal = reason
 
     def close(self) -> None:
         """Release the shard (see :func:`shard_in_use`)."""
