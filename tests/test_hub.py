@@ -13,9 +13,11 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fakes import build_steady_service
 from hubfake import (
     PROMPTS,
     REGISTRY,
@@ -28,8 +30,15 @@ from hubfake import (
     settled,
     writer,
 )
+from hubhistory import HistoryHubApi
+from huggingface_hub import CommitOperationDelete
 
+from arena_core import cli
+from arena_core.dataset.earlier import PUBLISHED_DIR
+from arena_core.dataset.repo import compact_repo
 from arena_core.integrity.identity import voter_hash
+from arena_core.snapshots import source
+from arena_core.snapshots.revision import service_revisions
 from arena_core.snapshots.source import board_part
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError
@@ -342,3 +351,106 @@ def test_a_compaction_while_earlier_files_are_adopted_does_not_stop_the_sync(tmp
     sync.flush()
     votes = repo_votes(api)
     assert len(votes) == 4 and not votes.skipped  # row 2 adopted from the compacted part
+
+
+def test_a_file_deleted_from_the_repo_is_not_counted_after_a_restart(setup):
+    """``snapshot_download`` never deletes a local file: a file the operator deleted from
+    the repo (forged votes) stayed in the local copy, and every later start replayed it.
+    Now the copy is pruned to the repo's listing at the downloaded commit. The Hub is
+    ``LocalHubApi`` (tests/hubfake.py), a folder the test edits as the operator would."""
+    settings, api = setup
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(1, 6)])  # five votes, later found forged
+    first = start(settings, api)
+    assert first.board("speech").votes_used == 5
+    first.sync.flush()
+    first.close()
+    api.create_commit(REPO, [CommitOperationDelete("data/votes-earlier-000001.parquet")],
+                      commit_message="remove forged votes", repo_type="dataset")  # fmt: skip
+    second = start(settings, api)  # the Space restarts on the same disk
+    assert second.board("speech").votes_used == 0
+    assert not list(second.sync.hub_votes.iterdir())
+    second.sync.flush()
+    second.close()
+
+
+def test_a_compacted_repo_replays_without_duplicates_after_a_restart(setup, tmp_path):
+    """A compaction on the Hub rolls files into a monthly part and deletes them; the local
+    copy kept both, and the restarted Space skipped each vote once as a duplicate, where a
+    replay of the repo skips nothing. The Hub is ``LocalHubApi``, its commit dates set by
+    the test so that the compaction takes the files."""
+    settings, api = setup
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(1, 6)])
+    first = start(settings, api)
+    first.sync.flush()
+    first.close()
+    hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    for name in [*api.commit_dates, "data/votes-earlier-000001.parquet"]:
+        api.commit_dates[name] = hours_ago
+    assert compact_repo(api, REPO, tmp_path / "work", min_age_minutes=60).rolled
+    second = start(settings, api)
+    assert second.board("speech").votes_used == 5 and not second.progress.skipped
+    second.sync.flush()
+    second.close()
+
+
+def test_votes_the_operator_deleted_are_not_pushed_again_from_an_earlier_local_file(setup):
+    """An earlier run's shard holds votes the repo had (and that the operator then deleted)
+    and votes it lacked. Once the local copy drops the deleted file, its votes must not
+    look unpublished: adopted again, the forged votes would come back. The Hub is
+    ``LocalHubApi`` (tests/hubfake.py), a folder edited by the test as the operator would."""
+    settings, api = setup
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(3)])  # rows 0-2, later found forged
+    earlier = VoteLog(settings.votes_dir)  # an earlier run: rows 0-2 pushed, 3-4 not
+    earlier.path.write_text("".join(json.dumps(row(k)) + "\n" for k in range(5)))
+    first = start(settings, api)
+    first.sync.flush()  # rows 3-4 adopted and pushed
+    first.close()
+    assert len(repo_votes(api)) == 5
+    api.create_commit(REPO, [CommitOperationDelete("data/votes-earlier-000001.parquet")],
+                      commit_message="remove forged votes", repo_type="dataset")  # fmt: skip
+    second = start(settings, api)
+    assert second.board("speech").votes_used == 2
+    second.sync.flush()
+    second.close()
+    expected = [row(k)["vote_id"] for k in (3, 4)]
+    assert sorted(repo_votes(api).column("vote_id").to_pylist()) == expected
+
+
+def test_the_board_after_a_restart_is_the_commit_it_names(tmp_path, monkeypatch, capsys):
+    """After a restart on a kept disk the earlier run's shard (all pushed) and the Hub's
+    copy of the same votes were both replayed: each vote a skipped duplicate, so the
+    board's skip counts differed from ``leaderboard --repo --revision <commit>`` at the
+    very commit it names. Now earlier files whose votes the downloaded copy holds are set
+    aside (kept, not replayed). The Hub is ``HistoryHubApi`` (tests/hubhistory.py), a
+    folder that keeps every commit's files so the CLI can read that revision."""
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    api = HistoryHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, 5)])
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data",
+                        voter_salt="s", dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
+    env = {"PATH": os.environ.get("PATH", "")}
+    first = build_steady_service(settings, env=env, hf_api=api)
+    first.load()
+    for choice in ("a", "b", "tie"):
+        battle_and_vote(first, choice)
+    first.sync.flush(timeout=5)  # every vote pushed
+    first.close()
+    second = build_steady_service(settings, env=env, hf_api=api)  # restart, disk kept
+    second.load()
+    board, revision = service_revisions(second).around(lambda: second.board("speech"))
+    assert revision.exact_commit and revision.unpushed == 0
+    monkeypatch.setattr(source, "API_FACTORY", lambda: api)
+    assert cli.main(["leaderboard", "--repo", REPO, "--revision", revision.commit,
+                     "--arena", "speech", "--format", "json"]) == 0  # fmt: skip
+    space = json.loads(json.dumps(board.to_json()))
+    assert board_part(json.loads(capsys.readouterr().out)) == space
+    assert not second.progress.skipped
+    aside = settings.votes_dir / PUBLISHED_DIR / first.vote_log.path.name
+    assert aside.is_file() and not first.vote_log.path.exists()  # kept, not replayed
+    second.sync.flush(timeout=5)
+    second.close()

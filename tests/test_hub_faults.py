@@ -234,3 +234,50 @@ def test_a_card_that_cannot_be_published_stops_nothing(tmp_path, caplog):
     service.sync.flush()
     assert len(repo_votes(api)) == 1 and not (api.repo_dir(REPO) / "README.md").exists()
     service.close()
+
+
+def test_votes_a_neighbour_failed_to_push_are_pushed_once_it_exits(tmp_path):
+    """A restart on one disk starts the new process while the old one still runs: its shard
+    is held (``flock``), so the new one left it to it. When the old process's last push
+    failed and it exited, nobody pushed those acknowledged votes, and the new process's
+    revision said none were unpushed although its board counted them. Now the held shard
+    is adopted at the first push after it is let go. The Hub is ``LocalHubApi``, failing
+    the old process's last commit with the 503 the real client raises."""
+    api = LocalHubApi(tmp_path / "hub")
+    old, old_log = writer(tmp_path / "data", api)
+    settled(old)
+    acked = [append(old_log, v) for v in "ab"]  # acknowledged, waiting for a push
+    new, new_log = writer(tmp_path / "data", api)  # the restarted process comes up
+    settled(new)
+    with new.lock:
+        assert new.revision()["unpushed"] == 2  # on its board, not in its commit
+    api.failures = [unavailable()]
+    old.flush(timeout=5)  # SIGTERM: the last push fails...
+    old_log.close()  # ... and the old process exits
+    acked.append(append(new_log, "tie"))
+    new.uploader.trigger().result()
+    with new.lock:
+        assert new.revision()["unpushed"] == 0
+    new.flush(timeout=5)
+    counts = raw_vote_ids(api)
+    assert {v.vote_id for v in acked} <= set(counts) and set(counts.values()) == {1}
+
+
+def test_a_neighbour_that_pushed_its_votes_before_exiting_leaves_nothing_to_push_again(tmp_path):
+    """The usual restart on one disk: the old process's last push succeeds after the new
+    one downloaded the repo. Adopting its shard must not push those votes a second time.
+    The Hub is ``LocalHubApi`` (tests/hubfake.py), a folder."""
+    api = LocalHubApi(tmp_path / "hub")
+    old, old_log = writer(tmp_path / "data", api)
+    settled(old)
+    acked = [append(old_log, v) for v in "ab"]
+    new, _ = writer(tmp_path / "data", api)
+    settled(new)
+    old.flush(timeout=5)
+    old_log.close()
+    new.uploader.trigger().result()
+    with new.lock:
+        assert new.revision()["unpushed"] == 0
+    new.flush(timeout=5)
+    counts = raw_vote_ids(api)
+    assert {v.vote_id for v in acked} == set(counts) and set(counts.values()) == {1}

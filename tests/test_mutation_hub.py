@@ -325,11 +325,13 @@ class StrictHubApi(LocalHubApi):
     def list_repo_tree(self, repo_id, path_in_repo=None, *, recursive=False, expand=False,
                        repo_type=None, **kw):  # fmt: skip
         self._check("list_repo_tree", repo_type, path_in_repo=path_in_repo, recursive=recursive,
-                    expand=expand)  # fmt: skip
-        if not (recursive and expand and path_in_repo == "data"):
+                    expand=expand, revision=kw.get("revision"))  # fmt: skip
+        if not recursive or (path_in_repo is not None and not (expand and path_in_repo == "data")):
+            # The download lists every file of the repo; the compaction, those of data/
+            # with their last commit.
             raise HubDownError("compaction needs every file of data/ with its last commit")
         # The Hub lists folders too (RepoFolder, without a last commit), before their files.
-        base = self.repo_dir(repo_id) / path_in_repo
+        base = self.repo_dir(repo_id) / (path_in_repo or "")
         for folder in sorted(p for p in base.rglob("*") if p.is_dir()):
             yield RepoFolder(
                 path=folder.relative_to(self.repo_dir(repo_id)).as_posix(), oid="0" * 40
@@ -361,6 +363,8 @@ def test_a_restart_downloads_the_repos_votes_and_card_and_nothing_else(tmp_path,
     # passes for the Hub's).
     assert [name for name, _ in api.calls[:3]] == ["create_repo", "repo_info", "snapshot_download"]
     assert api.calls[2][1]["revision"] == f"{1:040x}"
+    # The repo is listed at that commit: the local copy keeps only the files it lists.
+    assert api.calls[3][0] == "list_repo_tree" and api.calls[3][1]["revision"] == f"{1:040x}"
     # The card named the arena, and was published with the registry when the Hub answered.
     card = (repo / "README.md").read_text()
     assert "Arenas: `speech`." in card and "license: cc-by-4.0" in card

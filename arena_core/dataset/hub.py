@@ -15,8 +15,10 @@ the Space's replay of its shard does.
 
 The Hub may be down when the Space starts. Then :class:`HubSync` lets the app
 come up on its local log and keeps trying in the background; once the Hub
-answers it downloads the repo, hands the votes to the app (``on_download``),
-starts the pushes (adopting local votes the repo lacks) and publishes the card.
+answers it downloads the repo (its local copy pruned to the repo's files),
+starts the pushes (adopting local votes the repo lacks, see
+:mod:`~arena_core.dataset.earlier`), hands the votes to the app (``on_download``)
+and publishes the card.
 
 The ``HfApi`` is injected everywhere (``hf_api=``), which is how the tests run
 without the Hub. The command line's one-off operations on the repo (a revision's
@@ -29,6 +31,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +41,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from arena_core.dataset.card import REGISTRY_DIR, dataset_card
+from arena_core.dataset.earlier import EarlierFiles, prune_mirror, vote_ids
 from arena_core.dataset.uploader import (
     DATA_DIR,
     LineCount,
@@ -46,8 +50,7 @@ from arena_core.dataset.uploader import (
     utc_now,
 )
 from arena_core.registry import Registry
-from arena_core.votes.log import VoteLog, shard_in_use
-from arena_core.votes.read import read_listed, read_votes, vote_files
+from arena_core.votes.log import VoteLog
 
 __all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader"]
 
@@ -124,6 +127,7 @@ class HubSync:
         self.on_download: Callable[[], object] | None = None
         self._clock = clock
         self._shard: str | None = None
+        self.earlier: EarlierFiles | None = None
         self._unpushed: LineCount | None = None
         self._error: str | None = None
         self._since: datetime | None = None
@@ -153,6 +157,7 @@ class HubSync:
         self.vote_log, self._shard = vote_log, vote_log.path.name
         self.registry, self.on_download = registry, on_download
         self._unpushed = LineCount(self.votes_dir / self._shard)
+        self.earlier = EarlierFiles(self.votes_dir, self._shard, self.hub_votes)
         self.hub_votes.mkdir(parents=True, exist_ok=True)
         if self.connect():
             return True
@@ -173,24 +178,25 @@ class HubSync:
                 return True
             try:
                 self.api.create_repo(self.repo_id, repo_type="dataset", exist_ok=True)
-                self._download()
+                withdrawn = self._download()
             except Exception as exc:  # refused, offline, timed out, 5xx: all mean "later"
                 return self._failed("download", exc)
+            try:  # CommitScheduler's constructor calls create_repo too
+                uploader = _CommitTracking(base=self.commit, before_push=self._adopt_released,
+                                        repo_id=self.repo_id, folder_path=self.votes_dir,
+                                        shard_name=self._shard, every=self.every, hf_api=self.api,
+                                        lock=self.lock, clock=self._clock)  # fmt: skip
+            except Exception as exc:
+                return self._failed("start pushing to", exc)
+            try:  # before the replay: the files it sets aside are not replayed
+                self.earlier.connect(uploader, withdrawn)
+            except Exception:  # start() never raises: this run's votes must still be pushed
+                log.exception("could not adopt the earlier local vote files")
             if self.on_download is not None:
                 try:
                     self.on_download()
                 except Exception:  # the board lags, but the votes must still be pushed
                     log.exception("could not replay the votes downloaded from %s", self.repo_id)
-            try:  # CommitScheduler's constructor calls create_repo too
-                uploader = _CommitTracking(base=self.commit, repo_id=self.repo_id, folder_path=self.votes_dir,
-                                        shard_name=self._shard, every=self.every, hf_api=self.api,
-                                        lock=self.lock, clock=self._clock)  # fmt: skip
-            except Exception as exc:
-                return self._failed("start pushing to", exc)
-            try:
-                self._adopt_earlier(uploader)
-            except Exception:  # start() never raises: this run's votes must still be pushed
-                log.exception("could not adopt the earlier local vote files")
             self.uploader = uploader
             self._error = self._since = None
         log.info("connected to %s: pushing votes every %g minutes", self.repo_id, self.every)
@@ -201,23 +207,31 @@ class HubSync:
                 log.error("could not update the dataset card: %s", exc)
         return True
 
-    def _download(self) -> None:
-        """Download the repo's vote files and card into :attr:`mirror`.
+    def _download(self) -> set[str]:
+        """Make :attr:`mirror` the repo's vote files and card at its current commit; the ids
+        of the votes of local files the repo no longer holds (see :func:`prune_mirror`).
 
         The commit is asked for first: when it cannot reach the Hub,
         ``snapshot_download`` returns a local folder that already has files
-        with only a warning, and a stale copy must not pass for the Hub's.
+        with only a warning, and a stale copy must not pass for the Hub's. It never
+        deletes a local file, so the files deleted or compacted on the Hub since the
+        last download are removed here, after listing the repo at that commit.
         """
         sha = self.api.repo_info(self.repo_id, repo_type="dataset").sha
         self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", revision=sha,
                                    local_dir=self.mirror, allow_patterns=[f"{DATA_DIR}/**", "README.md"])  # fmt: skip
+        listed = self.api.list_repo_files(self.repo_id, repo_type="dataset", revision=sha)
         self.hub_votes.mkdir(parents=True, exist_ok=True)
+        with self.lock:  # a replay under the lock never sees half the removal
+            withdrawn = prune_mirror(self.mirror, DATA_DIR, listed)
         self.commit = sha
+        return withdrawn
 
     def revision(self) -> dict:
         """``repo``, ``commit`` (the last commit of this process's votes, or the one
         downloaded) and ``unpushed`` (local votes of the board not in it: this process's
-        lines since that push, and adopted earlier votes still queued). Call under
+        lines since that push, adopted earlier votes still queued, and those of a live
+        neighbour's shard that the downloaded copy lacks). Call under
         :attr:`lock`, as the vote log's lines are counted. With several processes pushing
         to one repo a later commit may also hold their votes; one Space writes alone.
         """
@@ -229,7 +243,7 @@ class HubSync:
         return {
             "repo": self.repo_id,
             "commit": commit,
-            "unpushed": max(0, lines - pushed) + adopted,
+            "unpushed": max(0, lines - pushed) + adopted + self.earlier.held_votes,
         }
 
     def upload(self, files: dict[str, bytes], message: str) -> str:
@@ -253,20 +267,22 @@ class HubSync:
             if self.connect():
                 return
 
-    def _adopt_earlier(self, uploader: VoteUploader) -> None:
-        """Queue the votes of earlier local vote files (an earlier run on a machine that kept
-        its disk) that the repo lacks. Shards a running process holds are left to it."""
-        # Listed and read again if a compaction moves the files meanwhile (read_listed).
-        earlier, votes = read_listed(lambda: [
-            path for path, _ in vote_files(self.votes_dir)
-            if path.name != self._shard and not shard_in_use(path)  # a live neighbour pushes its own
-        ])  # fmt: skip
-        if not earlier:
-            return
-        published = read_votes(self.hub_votes, columns=["vote_id"]).column("vote_id").to_pylist()
-        queued = uploader.adopt(votes, set(published))
-        log.info("adopted %d local vote files; %d of their votes were not on the Hub yet",
-                 len(earlier), queued)  # fmt: skip
+    def _adopt_released(self, uploader: VoteUploader) -> None:
+        """Before each push: adopt the earlier files a live neighbour held at connect and has
+        let go since (:meth:`EarlierFiles.released`). A Hub error waits for the next push."""
+        try:
+            self.earlier.released(uploader, self._pushed_by)
+        except Exception:
+            log.exception("could not adopt the vote files a neighbouring process left")
+
+    def _pushed_by(self, stems: list[str]) -> set[str]:
+        """Vote ids of the repo's files pushed from the shards named ``stems`` (by their own
+        processes, possibly after this one's download): fetched into a temporary folder."""
+        with tempfile.TemporaryDirectory() as tmp:
+            self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", local_dir=tmp,
+                                       allow_patterns=[f"{DATA_DIR}/{stem}-*" for stem in stems])  # fmt: skip
+            fetched = Path(tmp) / DATA_DIR
+            return vote_ids(fetched) if fetched.is_dir() else set()
 
     def publish_card(self, registry: Registry) -> None:
         """Create or update the dataset card and the registry snapshot, if they changed."""
@@ -352,14 +368,16 @@ class HubSync:
 class _CommitTracking(VoteUploader):
     """A VoteUploader that remembers its last commit together with what it held.
 
-    ``pushed_commit`` is ``(commit, shard lines pushed, adopted votes still queued)``,
+    ``before_push(uploader)`` runs first at each push (HubSync adopts the shards a
+    neighbour let go). ``pushed_commit`` is ``(commit, shard lines pushed, adopted votes still queued)``,
     replaced in one assignment after each successful push, so a reader never pairs a new
     commit with an old count: between the push and the assignment it sees the previous
     commit with more votes unpushed, which is also true.
     """
 
-    def __init__(self, *, base: str | None, **kwargs):
+    def __init__(self, *, base: str | None, before_push: Callable[[VoteUploader], None], **kwargs):
         self.pushed_commit: tuple[str | None, int, int] = (base, 0, 0)
+        self.before_push = before_push  # set first: the scheduler's thread pushes at once
         super().__init__(**kwargs)
 
     def adopt(self, votes, published_ids: set[str]) -> int:
@@ -370,6 +388,7 @@ class _CommitTracking(VoteUploader):
         return queued
 
     def push_to_hub(self):
+        self.before_push(self)
         info = super().push_to_hub()
         if info is not None:
             with self._votes_lock:

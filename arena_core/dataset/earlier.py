@@ -1,0 +1,137 @@
+"""Local vote files of earlier runs, and the local copy of the repo kept equal to it.
+
+On a machine that keeps its disk, a restart finds the vote files of earlier runs beside
+its own new shard, and the copy of the repo it downloaded last time. Each file is in one
+of three states, and :class:`EarlierFiles` keeps to these rules:
+
+* **Published**: every vote of it is in the downloaded repo. It moves to
+  :data:`PUBLISHED_DIR` (kept, but neither replayed nor adopted again). Replayed beside
+  the repo's copy, each of its votes was a skipped ``duplicate_vote_id``, so the board's
+  counts differed from ``leaderboard --repo --revision <commit>``; adopted again after
+  the operator deleted its votes from the repo, they came back.
+* **Not all on the Hub**: its missing votes are adopted (pushed by this process), and it
+  stays, replayed, until a later start finds it published.
+* **Held** by a live neighbour (its ``flock``): that process pushes its own. It is
+  adopted at the first push after the neighbour let it go, with what the neighbour
+  pushed meanwhile counted as published: a neighbour that failed its last push and
+  exited left those votes to nobody.
+
+:func:`prune_mirror` makes the local copy exactly the repo's files: ``snapshot_download``
+never deletes, so files deleted or compacted on the Hub were replayed at every start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from arena_core.votes.log import shard_in_use
+from arena_core.votes.read import read_listed, read_votes, vote_files
+
+log = logging.getLogger(__name__)
+
+#: Folder, in the local vote folder, of the earlier files whose votes are all in the repo
+#: (hidden: the readers of the vote folder skip it).
+PUBLISHED_DIR = ".published"
+
+
+def vote_ids(paths) -> set[str]:
+    """The vote ids of the vote files under ``paths`` (none for no paths)."""
+    paths = list(paths) if not isinstance(paths, str | Path) else [paths]
+    if not paths:
+        return set()
+    return set(read_votes(paths, columns=["vote_id"]).column("vote_id").to_pylist())
+
+
+def prune_mirror(mirror: Path, folder: str, listed: Iterable[str]) -> set[str]:
+    """Delete the files of ``mirror/folder`` that the repo does not list (``listed``: repo
+    paths at the downloaded commit); returns the vote ids they held.
+
+    Those votes were in the repo and were taken out (a forged file deleted by the
+    operator), or moved (a compaction: then they are in its new file too). Either way
+    no earlier local file holding them may push them again (:meth:`EarlierFiles.connect`).
+    """
+    root = mirror / folder
+    listed = set(listed)
+    stale = [p for p in sorted(root.rglob("*"))
+             if p.is_file() and p.relative_to(mirror).as_posix() not in listed]  # fmt: skip
+    withdrawn = vote_ids(p for p in stale if p.suffix in (".jsonl", ".parquet"))
+    for path in stale:
+        path.unlink()
+    if stale:
+        log.info("removed %d files the repo no longer holds from its local copy", len(stale))
+    return withdrawn
+
+
+class EarlierFiles:
+    """The earlier vote files of one process's vote folder (see the module docstring).
+
+    ``votes_dir`` and ``shard``: the folder and this process's own shard in it;
+    ``hub_votes``: the local copy of the repo's vote files.
+    """
+
+    def __init__(self, votes_dir: Path, shard: str, hub_votes: Path):
+        self.votes_dir, self.shard, self.hub_votes = votes_dir, shard, hub_votes
+        #: Files a live neighbour held at connect, adopted once it lets them go.
+        self.held: list[Path] = []
+        #: Votes of :attr:`held` not in the repo's copy: on the board, perhaps not on the Hub.
+        self.held_votes = 0
+        self._withdrawn: set[str] = set()
+
+    def connect(self, uploader, withdrawn: set[str]) -> None:
+        """Adopt the votes of the free earlier files that the repo lacks, and set aside those
+        it holds, before the replay; ``withdrawn`` are the vote ids :func:`prune_mirror`
+        took out of the copy (published once: never pushed again)."""
+        held: list[Path] = []
+
+        def free() -> list[Path]:  # listed again if a compaction moves the files meanwhile
+            held.clear()
+            files = [p for p, _ in vote_files(self.votes_dir) if p.name != self.shard]
+            held.extend(p for p in files if shard_in_use(p))  # a live neighbour pushes its own
+            return [p for p in files if p not in held]
+
+        earlier, votes = read_listed(free)
+        self._withdrawn = withdrawn
+        if not earlier and not held:
+            return
+        published = vote_ids(self.hub_votes) | withdrawn
+        self.held, self.held_votes = held, len(vote_ids(held) - published)
+        queued = uploader.adopt(votes, published)
+        aside = self._set_aside(earlier, published)
+        log.info("earlier local vote files: %d adopted (%d of their votes not on the Hub yet), "
+                 "%d set aside as published, %d held by a live process",
+                 len(earlier), queued, aside, len(held))  # fmt: skip
+
+    def released(self, uploader, pushed_by: Callable[[list[str]], set[str]]) -> None:
+        """At each push: adopt the held files whose process has let them go. ``pushed_by``
+        gives the vote ids the Hub holds in those processes' own pushes (file names start
+        with their shard's stem), which the copy downloaded at connect may lack."""
+        held = self.held
+        released = [p for p in held if not shard_in_use(p)]
+        if not released:
+            return
+        published = (vote_ids(self.hub_votes) | self._withdrawn
+                     | pushed_by([p.stem for p in released]))  # fmt: skip
+        files, votes = read_listed(lambda: [p for p in released if p.exists()])
+        queued = uploader.adopt(votes, published)
+        remaining = [p for p in held if p not in released]
+        self.held, self.held_votes = remaining, len(vote_ids(remaining) - published)
+        log.info("adopted %d vote files a process left; %d of their votes were not on the Hub",
+                 len(files), queued)  # fmt: skip
+
+    def _set_aside(self, files: list[Path], published: set[str]) -> int:
+        """Move the files whose votes are all in ``published`` to :data:`PUBLISHED_DIR`."""
+        moved = 0
+        for path in files:
+            try:
+                if not vote_ids(path) <= published:
+                    continue
+                target = self.votes_dir / PUBLISHED_DIR / path.relative_to(self.votes_dir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+            except FileNotFoundError:  # compacted meanwhile: its part is looked at next time
+                continue
+            moved += 1
+        return moved
