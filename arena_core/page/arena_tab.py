@@ -31,7 +31,7 @@ def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> Are
     with gr.Row(equal_height=True, elem_id="battle-inputs", elem_classes="stack-on-phone"):
         page.arena_in = gr.Dropdown([(a.title, a.id) for a in offered],
                                     value=offered[0].id if offered else None, label="Arena",
-                                    scale=2, elem_id="arena-in")  # fmt: skip
+                                    scale=2, min_width=260, elem_id="arena-in")  # fmt: skip
         page.language_in = gr.Dropdown(label="Language of your prompt", visible=False, scale=2,
                                        info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
         page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,

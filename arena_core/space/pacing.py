@@ -32,15 +32,18 @@ probability small under any load: it is :data:`SLOW_MARGIN` times the larger of
 
 * the slowest drawable model's calibrated time for this length (the warm-up's
   timings, :meth:`Pacer.record`), and
-* the slowest of the last :data:`LIVE_WINDOW` live battles of any drawable model
-  (:meth:`Pacer.observe`), scaled to this length along that model's calibrated line.
+* the :data:`LIVE_RANK`-th slowest of the last :data:`LIVE_WINDOW` live battles of any
+  drawable model (:meth:`Pacer.observe`), scaled to this length along that model's
+  calibrated line.
 
 Under steady load battle times are exchangeable, so a new battle exceeds the
-largest of ``n`` earlier ones with probability at most ``1/(n+1)`` (2% for 50),
-and exceeding 1.5 times it is far rarer. When load rises, the first battle that
-comes close raises the floor for every later one; when it falls, the floor comes
-down only as slow battles leave the window (the floor lags safe in both
-directions). What remains: the floor itself moves with the history, so a client
+``k``-th largest of ``n`` earlier ones with probability at most ``k/(n+1)`` (6% for
+the third of 50), and exceeding 1.5 times it is far rarer. The third, not the
+slowest: one outlier (an engine's first load, a pause of the whole machine) would
+otherwise hold every battle of the arena at 1.5 times it for the next 50 battles of
+that model; it takes three slow battles to raise the floor. When load rises, the
+third battle that comes close raises the floor for every later one; when it falls,
+the floor comes down as slow battles leave the window (it lags safe both ways). What remains: the floor itself moves with the history, so a client
 that opens battles back to back sees it rise after a battle that set a new
 maximum; that is a rare event in steady load, and says that some recent battle
 of the arena (anyone's) was slow, not which models it had.
@@ -65,9 +68,12 @@ SLOW_MARGIN = 1.5
 QUANTUM = 0.25
 #: Measurements kept per model for its speed estimate.
 SPEED_WINDOW = 20
-#: Live battles kept per model for the floor's load estimate: the floor covers the slowest
-#: of them, so a higher number means fewer overruns and a slower fall back after a busy spell.
+#: Live battles kept per model for the floor's load estimate: the floor covers the
+#: :data:`LIVE_RANK`-th slowest of them, so a higher number means fewer overruns and a slower
+#: fall back after a busy spell.
 LIVE_WINDOW = 50
+#: Which of the window's slowest battles the floor covers: one outlier never raises it.
+LIVE_RANK = 3
 #: Shortest calibrated time a live battle is scaled by (seconds): guards the division.
 MIN_SCALE = 1e-3
 #: Estimate before a model is measured: fixed seconds, and seconds per prompt character
@@ -112,12 +118,15 @@ def fit_speed(samples: Iterable[tuple[int, float]]) -> Speed:
     return Speed(base, slope)
 
 
-def scaled_max(speed: Speed, samples: Iterable[tuple[int, float]], chars: int) -> float:
-    """The slowest of ``samples`` (characters, seconds), each scaled to ``chars`` characters
-    along ``speed``'s line (a battle of twice the calibrated time counts as twice the time at
-    any length); 0 without samples."""
+def scaled_rank(speed: Speed, samples: Iterable[tuple[int, float]], chars: int,
+                rank: int = LIVE_RANK) -> float:  # fmt: skip
+    """The ``rank``-th slowest of ``samples`` (characters, seconds), each scaled to ``chars``
+    characters along ``speed``'s line (a battle of twice the calibrated time counts as twice
+    the time at any length); 0 with fewer than ``rank`` samples."""
     target = speed.seconds(chars)
-    return max((s * target / max(speed.seconds(c), MIN_SCALE) for c, s in samples), default=0.0)
+    scaled = sorted((s * target / max(speed.seconds(c), MIN_SCALE) for c, s in samples),
+                    reverse=True)  # fmt: skip
+    return scaled[rank - 1] if len(scaled) >= rank else 0.0
 
 
 def release_at(elapsed: float, floor: float, quantum: float = QUANTUM) -> float:
@@ -179,11 +188,12 @@ class Pacer:
 
     def estimate(self, arena_id: str, model_id: str, chars: int) -> float:
         """Seconds a battle with this model may take on ``chars`` characters now: its
-        calibrated time, or its slowest recent live battle scaled to that length if longer."""
+        calibrated time, or its :data:`LIVE_RANK`-th slowest recent live battle scaled to that
+        length if longer."""
         speed = self.speed(arena_id, model_id)
         with self._lock:
             live = list(self._live.get((arena_id, model_id), ()))
-        return max(speed.seconds(chars), scaled_max(speed, live, chars))
+        return max(speed.seconds(chars), scaled_rank(speed, live, chars))
 
     def floor(self, arena_id: str, candidates: Iterable[str], chars: int) -> float:
         """Seconds a battle on a ``chars``-long prompt is held at least, from the drawable models."""
