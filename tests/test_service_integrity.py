@@ -293,3 +293,34 @@ def test_a_vote_while_the_clock_is_far_behind_says_when_to_come_back(tmp_path):
     with pytest.raises(ArenaError, match="about 50 minutes") as refused:
         service.vote(handle, "b", voter="w")
     assert "not saved" in str(refused.value) and len(logged(tmp_path)) == 1
+
+
+def test_votes_cast_during_the_start_up_replay_keep_the_logs_order(tmp_path, monkeypatch):
+    """A restart on a machine whose clock is 60 s behind the last run's (the log accepts up
+    to ten minutes): votes cast while the replay ran were stamped before the log's clock was
+    moved past the replayed votes, so they sorted before the last run's final votes while the
+    live board and the detector took them after: the Space's board was not the CLI's."""
+    import arena_core.space.replay as replay_module
+
+    first, _ = campaign_service(tmp_path)
+    campaign(first, rounds=120)
+    assert first.rebuilds.wait(60)
+    behind = SteadyVoteClock(start=first.vote_log._last - timedelta(seconds=60))
+    registry = parse_registry(REGISTRY)
+    arena = registry.arenas[0]
+    pool = ModelPool(arena, {m.id: FakeBackend(m) for m in arena.models})
+    restarted = ArenaService(registry, {"speech": pool}, VoteLog(tmp_path / "votes", clock=behind),
+                             rate_limit=1000)  # fmt: skip
+    real = replay_module.detection_of
+
+    def during_replay(*args, **kwargs):  # the limiter is restored; the replay goes on
+        monkeypatch.setattr(replay_module, "detection_of", real)
+        for k in range(6):
+            restarted.vote(battle(restarted, "m2", "m0"), "a", voter=f"early{k}")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_module, "detection_of", during_replay)
+    restarted.load()
+    assert restarted.rebuilds.wait(60)
+    assert restarted.board("speech").to_json() == replayed(tmp_path).to_json()
+    restarted.close()

@@ -101,12 +101,15 @@ class VoteReplay:
         try:
             files, votes = read_listed(lambda: [
                 p for p in self._vote_files() if p != self.vote_log.path])  # fmt: skip
-            self._restore_limiter(votes)  # first: votes cast meanwhile are waiting for it
+            # Before any vote can pass (they wait for the limiter, restored next): a vote
+            # stamped by a clock behind the last run's would sort before the replayed votes,
+            # while the live boards and the detector take it after them.
+            if len(votes):
+                self.vote_log.advance_to(int(votes.ts_us.max()))
+            self._restore_limiter(votes)  # votes cast meanwhile are waiting for it
             self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
             self._restore_sessions(votes)
-            if len(votes):
-                self.vote_log.advance_to(int(votes.ts_us.max()))
             self._replay_when_due(votes.future_from_us)
         except Exception as exc:  # the app must come up, showing what went wrong
             log.exception("vote replay failed")
