@@ -152,6 +152,10 @@ class Backend(ABC):
     options_spec: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({})
     #: Whether generation calls a remote service (checked once at start-up, see ModelPool.probe_remote).
     remote: ClassVar[bool] = False
+    #: The process-wide engine this class's models take turns on (one lock for all of its
+    #: voices), or None when each model has its own. The pool blames a timeout on the
+    #: model only when no visitor's typed prompt kept that engine busy (``workload.py``).
+    shared_engine: ClassVar[str | None] = None
 
     def __init__(self, model: Model, modality: str, env: Mapping[str, str] | None = None):
         problems = self.option_problems(model.backend.options, modality)
@@ -242,6 +246,11 @@ class Backend(ABC):
     @abstractmethod
     def _engine_version(self) -> str:
         """The installed engine's version (a package version, a program's ``--version``)."""
+
+    @property
+    def engine(self) -> str:
+        """What this model's generations wait for: :attr:`shared_engine`, else the model itself."""
+        return self.shared_engine or f"model {self.model_id}"
 
     # -- languages ---------------------------------------------------------------------
 

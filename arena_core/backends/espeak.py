@@ -139,6 +139,7 @@ class EspeakBackend(Backend):
 
     type_name = "espeak"
     modalities = frozenset({"audio"})
+    shared_engine = "espeak-ng"  # every voice takes turns on _LIBRARY_LOCK
     options_spec: Mapping[str, OptionSpec] = MappingProxyType(
         {
             **VOICE_OPTIONS,

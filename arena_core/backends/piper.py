@@ -51,6 +51,7 @@ class PiperBackend(Backend):
 
     type_name = "piper"
     modalities = frozenset({"audio"})
+    shared_engine = "piper"  # every voice takes turns on _PHONEMIZER_LOCK
     options_spec: Mapping[str, OptionSpec] = MappingProxyType(
         {
             "voice_package": OptionSpec((str,), help="package exposing model_path()/config_path()"),

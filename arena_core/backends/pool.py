@@ -18,7 +18,12 @@ with what the app needs around each generation:
   typed (``trusted=False``) says as much about the prompt as about the model
   (twelve requests of ``"\u200d"`` must not pause five voices), so it does not
   count: it starts a *probe* instead, one of the arena's own prompts asked in the
-  background, bypassing the cache, whose result counts. Remote models
+  background, bypassing the cache, whose result counts. Nor does the load typed
+  prompts make (:mod:`~arena_core.backends.workload`): a probe waits until no typed
+  generation runs on its engine, and a timeout that typed work on the same engine
+  overlapped, or that came before the generation ran its full timeout, is not
+  counted. An engine takes ``settings.max_typed_per_engine`` typed generations at
+  once; more are refused. Remote models
   (``Backend.remote``) are held back ("checking the service") until
   :meth:`ModelPool.probe_remote`'s check of the arena's shortest prompt they speak
   succeeds; a failed check pauses them and they are checked again when it ends.
@@ -56,18 +61,18 @@ from arena_core.backends.base import (
 from arena_core.backends.cache import OutputCache
 from arena_core.backends.factory import make_backend
 from arena_core.backends.health import ModelHealth, ModelStatus
-from arena_core.backends.output import Output
-from arena_core.backends.probes import Probes
+from arena_core.backends.output import Output, implausible
+from arena_core.backends.probes import Postponed, Probes
+from arena_core.backends.workload import QUEUED, Ticket, Workload
 from arena_core.registry import Arena
 
 logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
-#: Longest plausible speech for a prompt: this many seconds plus :data:`SECONDS_PER_CHAR`
-#: per character (people speak about 14 characters a second; four times slower is
-#: still accepted). Longer audio is a broken engine, not an answer.
-PLAUSIBLE_SECONDS, SECONDS_PER_CHAR = 10.0, 0.3
+#: Timeouts after which a typed generation that has not returned no longer excuses
+#: failures on its engine: the engine is stuck (an outage), not busy.
+STUCK_TIMEOUTS = 10
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,13 @@ class PoolSettings:
     max_workers: int = 8
     #: Seconds between two probes of one model after failures on typed prompts.
     probe_interval: float = 30.0
+    #: Typed-prompt generations one engine runs or queues at once; more are refused, so
+    #: one visitor cannot keep an engine (and the probes waiting for it) busy.
+    max_typed_per_engine: int = 2
 
     def __post_init__(self):
-        if self.timeout <= 0 or self.pause_seconds < 0 or self.failures_before_pause < 1:
+        if (self.timeout <= 0 or self.pause_seconds < 0 or self.failures_before_pause < 1
+                or self.max_typed_per_engine < 1):  # fmt: skip
             raise ValueError(f"invalid pool settings: {self}")
 
 
@@ -133,9 +142,13 @@ class ModelPool:
             max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe",
             initializer=lower_thread_priority,
         )  # fmt: skip
+        #: Typed generations in flight per engine: what a failure may be blamed on.
+        self._workload = Workload(max_typed=self.settings.max_typed_per_engine, clock=clock,
+                                  stuck_after=self.settings.timeout * STUCK_TIMEOUTS)  # fmt: skip
         #: Which prompt to probe a model with, and when, on ``_prober`` (``probes.py``).
         self._probes = Probes(arena, self._backends, self.health, self._prober,
-                              serves=self.serves, generate=self._generate_probe)  # fmt: skip
+                              serves=self.serves, generate=self._generate_probe,
+                              wait_turn=self._wait_turn)  # fmt: skip
 
     @classmethod
     def from_arena(
@@ -169,8 +182,10 @@ class ModelPool:
     def pairable(self, language: str | None = None) -> list[str]:
         """Models that may be drawn now: available, not paused, and able to speak the prompt's language.
 
-        Unverified models whose pause has ended get their probe started here.
+        Unverified models whose pause has ended get their probe started here, and
+        probes postponed for an engine whose typed work has become stuck.
         """
+        self._workload.run_due()
         self._probes.recheck_due()
         return [
             model_id
@@ -260,7 +275,7 @@ class ModelPool:
         key = self._cache.key(model_id, text, backend.version, language) if self._cache else None
         if key is not None and use_cache:
             cached = self._cache.get(key, self.arena.modality)
-            doubt = None if cached is None else _implausible(cached, text)
+            doubt = None if cached is None else implausible(cached, text)
             if doubt is not None:  # the same bar as a fresh output: regenerated, then replaced
                 logger.warning("ignoring a cached output of %s: %s", model_id, doubt)
             elif cached is not None:
@@ -270,23 +285,26 @@ class ModelPool:
             self.health.refuse_if_paused(model_id)
         if not backend.serves(language):
             raise BackendUnavailable(model_id, f"does not speak {language!r}")
+        ticket = self._workload.admit(backend.engine, trusted or probe)
+        if ticket is None:  # refused before it ran: says nothing of the model, so no probe
+            raise BackendUnavailable(model_id, "busy with other typed prompts, try again soon")
         began = self._clock()
-        future = self._executor.submit(backend.generate, text, self.settings.timeout, language)
-        return _Started(model_id, key, future=future, began=began, submitted_at=time.monotonic(),
-                        trusted=trusted, text=text)  # fmt: skip
+        future = self._workload.submit(self._executor, ticket, backend.generate, text,
+                                       self.settings.timeout, language)  # fmt: skip
+        return _Started(model_id, key, future=future, began=began, trusted=trusted or probe,
+                        text=text, ticket=ticket, probe=probe)  # fmt: skip
 
     def _finish(self, started: _Started) -> Output:
         """Wait for a submitted generation, then record its outcome and cache its output."""
         if started.output is not None:
             return started.output
         model_id = started.model_id
-        # Real time (not the injected clock): the wait is real. In a pair, the second side
-        # has already had the time spent waiting for the first.
-        waited = time.monotonic() - started.submitted_at
-        remaining = max(self.settings.timeout + TIMEOUT_GRACE - waited, 0.0)
         try:
-            output = started.future.result(timeout=remaining)
-        except concurrent.futures.TimeoutError:
+            limit = self.settings.timeout + TIMEOUT_GRACE  # real seconds: the wait is real
+            output = started.future.result(started.ticket.patience(limit, probe=started.probe))
+        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+            if not started.ticket.running.is_set():
+                started.future.cancel()  # still queued: it would only fail later, unseen
             error = BackendTimeout(model_id, f"no output within {self.settings.timeout:g} s")
             self._failed(started, error)
             raise error from None
@@ -297,7 +315,7 @@ class ModelPool:
             error = BackendError(model_id, describe_exception(exc))
             self._failed(started, error)
             raise error from exc
-        doubt = _implausible(output, started.text)
+        doubt = implausible(output, started.text)
         if doubt is not None:
             error = BackendError(model_id, doubt)
             self._failed(started, error)
@@ -313,18 +331,38 @@ class ModelPool:
             self._native_rates[model_id] = output.sample_rate
 
     def _failed(self, started: _Started, error: BackendError) -> None:
-        """Count a failure on a known-good prompt; probe the model after one on a typed prompt."""
+        """Count a failure on a known-good prompt unless the load caused it (``Workload.excuse``);
+        probe the model after one on a typed prompt or beside typed work on its engine."""
+        ticket = started.ticket
         if started.trusted:
-            self.health.record_failure(started.model_id, error)
-        else:
-            logger.info("%s failed on a typed prompt (not counted): %s", started.model_id, error)
+            returned = started.future.done() and not started.future.cancelled()
+            ticket.excuse = self._workload.excuse(
+                ticket, timed_out=isinstance(error, BackendTimeout), returned=returned,
+                timeout=self.settings.timeout)  # fmt: skip
+            if not ticket.excuse:
+                self.health.record_failure(started.model_id, error)
+                return
+        why = ticket.excuse or "a typed prompt"
+        logger.info("%s failed, not counted (%s): %s", started.model_id, why, error)
+        if why != QUEUED:  # a generation that never had its time says nothing: no probe
             self._probes.probe(started.model_id)
+
+    def _wait_turn(self, model_id: str, callback) -> bool:
+        """Whether the model's engine runs no typed generation (else ``callback`` once it does not)."""
+        return self._workload.when_idle(self._backends[model_id].engine, callback)
 
     def _generate_probe(self, model_id: str, prompt) -> Output:
         """One probe's generation (:mod:`~arena_core.backends.probes`): no cache, run even if
-        the model is paused; its outcome counts (:meth:`_finish`)."""
+        the model is paused; its outcome counts (:meth:`_finish`) unless excused, then
+        :class:`Postponed`."""
         language = self.language_of(prompt.category)
-        return self._finish(self._start(model_id, prompt.text, language, probe=True))
+        started = self._start(model_id, prompt.text, language, probe=True)
+        try:
+            return self._finish(started)
+        except BackendError as exc:
+            if started.ticket is not None and started.ticket.excuse:
+                raise Postponed(started.ticket.excuse) from exc
+            raise
 
     def probe_remote(self) -> dict[str, concurrent.futures.Future]:
         """Check every available remote model once, in the background, before it is paired.
@@ -349,17 +387,6 @@ class ModelPool:
         self.close()
 
 
-def _implausible(output: Output, text: str) -> str | None:
-    """Why ``output`` cannot be the speech of ``text`` (far too long), or None if it can.
-
-    Checked on fresh outputs and on cache hits alike: the cache folder outlives the
-    code that filled it, so a hit gets the same bar as a generation.
-    """
-    if output.duration > PLAUSIBLE_SECONDS + SECONDS_PER_CHAR * len(text):
-        return f"{output.duration:.0f} s of audio for {len(text)} characters of text"
-    return None
-
-
 def _error_or(function, *args):
     """``function(*args)``, or the :class:`BackendError` it raised (a battle side's result)."""
     try:
@@ -378,9 +405,11 @@ class _Started:
     future: concurrent.futures.Future | None = None
     #: Injected-clock time of submission, for the latency record.
     began: float = 0.0
-    #: Real monotonic time of submission, for the timeout.
-    submitted_at: float = 0.0
     #: A known-good prompt (the arena's own, or a probe): failures count toward a pause.
     trusted: bool = True
     #: The prompt, to judge whether the output's length is plausible.
     text: str = ""
+    #: Its admission in the pool's workload (what ran alongside, when it started running).
+    ticket: Ticket | None = None
+    #: A probe: nobody waits for it, so its timeout counts from when it starts running.
+    probe: bool = False

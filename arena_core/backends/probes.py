@@ -9,6 +9,11 @@ while paused, its outcome recorded) is the pool's. :class:`Probes` is what is le
 between them: which prompt to ask and when, on the pool's probe thread. Kept apart
 from :class:`~arena_core.backends.pool.ModelPool`'s generation path because nobody
 waits for a probe: it is started by a failure or by a pause's end, never by a battle.
+
+A probe's verdict must be the model's, not the load a visitor made: a probe waits
+until no typed generation runs on its model's engine (``wait_turn``), and one that
+failed only because typed work ran alongside after all (:class:`Postponed`) waits
+for its turn again, its claim kept, instead of counting.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from arena_core.backends.base import Backend, BackendError
 from arena_core.backends.health import ModelHealth
 from arena_core.backends.output import Output
 from arena_core.registry import Arena
+
+
+class Postponed(Exception):  # noqa: N818 - a verdict put off, not an error
+    """A probe that met a visitor's typed work on its engine: not counted, asked again later."""
 
 
 class Probes:
@@ -39,14 +48,20 @@ class Probes:
     serves : callable (model id, category) -> bool
         Whether a model speaks a prompt of that category (``ModelPool.serves``).
     generate : callable (model id, prompt) -> Output
-        One probe's generation; raises :class:`BackendError`, already counted.
+        One probe's generation; raises :class:`BackendError`, already counted, or
+        :class:`Postponed`, not counted.
+    wait_turn : callable (model id, callback) -> bool
+        Whether the model's engine is free of typed work now; if not, the callback is
+        called once it is (``Workload.when_idle``). Default: always free.
     """
 
     def __init__(self, arena: Arena, backends: Mapping[str, Backend], health: ModelHealth,
                  executor: concurrent.futures.Executor, *, serves: Callable[[str, str | None], bool],
-                 generate: Callable[[str, object], Output]):  # fmt: skip
+                 generate: Callable[[str, object], Output],
+                 wait_turn: Callable[[str, Callable[[], None]], bool] = lambda m, c: True):  # fmt: skip
         self.arena, self._backends, self.health = arena, backends, health
         self._executor, self._serves, self._generate = executor, serves, generate
+        self._wait_turn = wait_turn
 
     def probe(self, model_id: str, prompt=None) -> concurrent.futures.Future | None:
         """Ask the model for one of the arena's prompts in the background; its result counts.
@@ -60,18 +75,29 @@ class Probes:
             return None
 
         def run() -> None:
+            if not self._wait_turn(model_id, submit):
+                return  # the engine runs typed work: ``submit`` is called when it is done
+            postponed = False
             try:
                 self._generate(model_id, prompt)
+            except Postponed:
+                postponed = True  # the claim is kept until the probe has run on an idle engine
             except BackendError:
                 pass  # counted by the pool's generation
             finally:
-                self.health.release_probe(model_id)
+                if not postponed:
+                    self.health.release_probe(model_id)
+            if postponed and self._wait_turn(model_id, submit):
+                submit()
 
-        try:  # the probe waits on its own thread: a wait inside the executor could starve it
-            return self._executor.submit(run)
-        except RuntimeError:  # the pool is closing
-            self.health.release_probe(model_id)
-            return None
+        def submit() -> concurrent.futures.Future | None:
+            try:  # the probe waits on its own thread: a wait inside the executor could starve it
+                return self._executor.submit(run)
+            except RuntimeError:  # the pool is closing
+                self.health.release_probe(model_id)
+                return None
+
+        return submit()
 
     def _probe_prompt(self, model_id: str):
         """The first of the arena's prompts the model speaks, or None."""
