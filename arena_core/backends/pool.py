@@ -72,7 +72,7 @@ logger = logging.getLogger(__name__)
 TIMEOUT_GRACE = 0.5
 #: Timeouts after which a typed generation that has not returned no longer excuses
 #: failures on its engine: the engine is stuck (an outage), not busy.
-STUCK_TIMEOUTS = 10
+STUCK_TIMEOUTS = 20
 
 
 @dataclass(frozen=True)
