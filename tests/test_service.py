@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arena_core.votes.log as vote_log_module
-from arena_core.backends import Availability, ModelPool, Output, PoolSettings
+from arena_core.backends import Availability, EngineBusy, ModelPool, Output, PoolSettings
 from arena_core.leaderboard import BoardParams, Entrant, Window, board_from_votes
 from arena_core.registry import parse_registry
 from arena_core.space.battles import ALREADY_VOTED, LISTENING, BattleBook, BattleError
@@ -232,6 +232,21 @@ def test_typed_prompts_that_make_models_fail_pause_no_model(tmp_path):
     assert all(s == "available" for s in service.model_status().values())
     view = service.new_battle("speech", "Hello there.")  # known prompts still battle
     assert view.prompt == "Hello there."
+
+
+def test_engines_busy_with_typed_prompts_say_so_not_try_other_words(tmp_path, monkeypatch):
+    """Each engine takes a few typed prompts at once and refuses more (EngineBusy): the
+    visitor is told to try again in a moment, not that the words were at fault."""
+    service, _ = make_service(tmp_path)
+    pool = service.pools["speech"]
+
+    def busy(a, b, *args, **kwargs):
+        return [EngineBusy(m, "busy with other typed prompts, try again soon") for m in (a, b)]
+
+    monkeypatch.setattr(pool, "generate_pair", busy)
+    with pytest.raises(ArenaError, match="busy with other visitors' typed prompts"):
+        service.new_battle("speech", "Some typed words")
+    assert all(s == "available" for s in service.model_status().values())
 
 
 def test_typed_prompt_limits(tmp_path):

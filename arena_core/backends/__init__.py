@@ -12,6 +12,7 @@ from arena_core.backends.base import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    EngineBusy,
 )
 from arena_core.backends.cache import OutputCache
 from arena_core.backends.factory import (
@@ -31,6 +32,7 @@ __all__ = [
     "BackendError",
     "BackendTimeout",
     "BackendUnavailable",
+    "EngineBusy",
     "ModelPool",
     "ModelStatus",
     "Output",

@@ -66,6 +66,11 @@ class BackendUnavailable(BackendError):  # noqa: N818 - the name the app codes a
     """The model cannot run here (engine missing, no token, no voice for the language, paused)."""
 
 
+class EngineBusy(BackendUnavailable):
+    """The model's engine already runs as many typed prompts as it takes (the pool's
+    ``max_typed_per_engine``): refused before it ran, so it says nothing of the model."""
+
+
 class BackendConfigError(ValueError):
     """Backend blocks in the registry that cannot work: unknown type, missing or mistyped option."""
 

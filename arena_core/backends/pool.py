@@ -54,6 +54,7 @@ from arena_core.backends.base import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    EngineBusy,
     describe_exception,
     lower_thread_priority,
     normalize_language,
@@ -287,7 +288,7 @@ class ModelPool:
             raise BackendUnavailable(model_id, f"does not speak {language!r}")
         ticket = self._workload.admit(backend.engine, trusted or probe)
         if ticket is None:  # refused before it ran: says nothing of the model, so no probe
-            raise BackendUnavailable(model_id, "busy with other typed prompts, try again soon")
+            raise EngineBusy(model_id, "busy with other typed prompts, try again soon")
         began = self._clock()
         future = self._workload.submit(self._executor, ticket, backend.generate, text,
                                        self.settings.timeout, language)  # fmt: skip

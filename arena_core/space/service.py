@@ -19,7 +19,7 @@ from datetime import datetime
 
 import numpy as np
 
-from arena_core.backends import BackendError, ModelPool
+from arena_core.backends import BackendError, EngineBusy, ModelPool
 from arena_core.integrity.detector import AnomalyDetector
 from arena_core.integrity.limiter import RateLimiter
 from arena_core.leaderboard import Board, BoardParams
@@ -175,6 +175,7 @@ class ArenaService:
         pool, live = self.pools[arena.id], self.live[arena.id]
         trusted = prompt_id is not None  # failures on typed prompts do not pause models
         failed: set[str] = set()
+        busy = True  # every failure so far an engine busy with other typed prompts
         for _ in range(MAX_DRAWS):
             candidates = [live.index[m] for m in pool.pairable(category) if m not in failed]
             try:
@@ -196,7 +197,11 @@ class ArenaService:
                     "arena %s: %s failed (%s); redrawing the battle", arena.id, model_id, error
                 )
                 failed.add(model_id)
+                busy &= isinstance(error, EngineBusy)
         if failed and not trusted:
+            if busy:
+                raise ArenaError("The voices are busy with other visitors' typed prompts. "
+                                 "Try again in a moment.")  # fmt: skip
             raise ArenaError("The models could not answer this prompt. Try other words.")
         raise ArenaError(
             "Not enough models are answering in this arena right now. Try again in a minute."
