@@ -6,12 +6,18 @@ files, injected into the Space (``build_service(hf_api=...)``) and into the comm
 (``arena_core.snapshots.source.API_FACTORY``).
 """
 
+import codecs
 import json
+import tempfile
 import threading
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hubfake import REPO
 from hubhistory import synced_space
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_service import make_service
 
 from arena_core import cli
@@ -28,8 +34,11 @@ from arena_core.snapshots.revision import (
     service_revisions,
 )
 from arena_core.snapshots.source import board_part
+from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.log import VoteLog
-from arena_core.votes.read import read_votes
+from arena_core.votes.parquet import parquet_bytes
+from arena_core.votes.read import read_votes, vote_files
+from arena_core.window import format_us
 
 
 @pytest.fixture
@@ -208,7 +217,7 @@ def test_the_revision_is_read_once_the_start_up_replay_ends_not_at_the_first_vie
     reads = []
     real = revision_module._read_file
     monkeypatch.setattr(revision_module, "_read_file",
-                        lambda path, size: reads.append(path) or real(path, size))  # fmt: skip
+                        lambda path, *args: reads.append(path) or real(path, *args))  # fmt: skip
     boards = LiveBoards(service)
     warming = boards.warm(replay)
     warming.join(0.2)
@@ -219,3 +228,125 @@ def test_the_revision_is_read_once_the_start_up_replay_ends_not_at_the_first_vie
     _, revision = boards.board("speech")
     assert reads == [earlier.path]  # the view found them read
     assert revision == Revision(votes_read=3, last_vote_id=ids[-1])
+
+
+# The revision must name exactly the votes read_votes finds in the same files at its read_at
+# (what `leaderboard --read-at` replays), whatever state each file is in.
+
+#: 2026-01-01T00:00:00Z in microseconds: the injected clock's start.
+_T0 = 1_767_225_600_000_000
+_SECOND = 1_000_000
+
+
+def _vote(vote_id: str, ts_us: int) -> bytes:
+    return json.dumps({"schema_version": 4, "vote_id": vote_id, "ts": format_us(ts_us),
+                       "arena": "ar", "model_a": "m1", "model_b": "m2", "vote": "a"}).encode()  # fmt: skip
+
+
+class _Clock:
+    """An injected reader's clock (microseconds), moved by hand."""
+
+    def __init__(self, now_us: int = _T0):
+        self.now_us = now_us
+
+    def __call__(self) -> int:
+        return self.now_us
+
+
+def _live_and_replayed(folder, clock) -> tuple[LiveRevisions, Revision]:
+    live = LiveRevisions(lambda: [p for p, _ in vote_files(folder)], threading.Lock(), clock=clock)
+    return live, live.read(live.position())
+
+
+def _replayed(folder, now_us) -> Revision:
+    return revision_of(read_votes(folder, columns=["vote_id"], now_us=now_us))
+
+
+def test_a_byte_order_mark_costs_the_revision_no_vote(tmp_path):
+    shard = tmp_path / "votes-1.jsonl"
+    shard.write_bytes(codecs.BOM_UTF8 + b"".join(_vote(f"v{k}", _T0 - k) + b"\n" for k in range(3)))
+    _, revision = _live_and_replayed(tmp_path, _Clock())
+    assert revision == _replayed(tmp_path, _T0) == Revision(3, "v0")
+
+
+def test_a_whole_last_line_without_its_newline_counts_until_it_is_spoilt(tmp_path):
+    """As read_votes: a last line lacking its newline counts when it is one JSON object;
+    half a line does not. The counted line is read again with what follows it: completed
+    by its newline it stays, run on into another object it is no vote any more."""
+    clock, shard = _Clock(), tmp_path / "votes-1.jsonl"
+    shard.write_bytes(_vote("v0", _T0 - 3) + b"\n" + _vote("v1", _T0 - 2))
+    live, revision = _live_and_replayed(tmp_path, clock)
+    assert revision == _replayed(tmp_path, _T0) == Revision(2, "v1")
+    for more, expected in [(b"\n", Revision(2, "v1")), (_vote("v2", _T0 - 1)[:9], Revision(2, "v1")),
+                           (_vote("v2", _T0 - 1)[9:], Revision(3, "v2")),
+                           (_vote("v3", _T0), Revision(2, "v1")),  # "{v2}{v3}": invalid_json
+                           (b"\n" + _vote("v4", _T0), Revision(3, "v4"))]:  # fmt: skip
+        with shard.open("ab") as f:
+            f.write(more)
+        assert live.read(live.position()) == _replayed(tmp_path, _T0) == expected, more
+
+
+def test_a_row_from_the_future_counts_once_it_comes_due_though_no_file_changed(tmp_path):
+    """Rows dated beyond the clock plus the slack are skipped; once the clock passes such a
+    row less the slack it counts, in a shard and in a Parquet file alike, as in a replay."""
+    soon = _T0 + FUTURE_SLACK_US + 2 * _SECOND
+    (tmp_path / "votes-1.jsonl").write_bytes(_vote("v0", _T0) + b"\n" + _vote("v1", soon) + b"\n")
+    rows = [json.loads(_vote("p0", _T0 - 1)), json.loads(_vote("p1", soon + 1))]
+    (tmp_path / "2025-12.parquet").write_bytes(parquet_bytes(pa.Table.from_pylist(rows)))
+    clock = _Clock()
+    live, revision = _live_and_replayed(tmp_path, clock)
+    assert revision == _replayed(tmp_path, _T0) == Revision(2, "v0")
+    assert revision.read_at == format_us(_T0)
+    clock.now_us += 2 * _SECOND  # v1 is due, p1 a microsecond later
+    assert live.read(live.position()) == _replayed(tmp_path, clock.now_us) == Revision(3, "v1")
+    clock.now_us += 1
+    assert live.read(live.position()) == _replayed(tmp_path, clock.now_us) == Revision(4, "p1")
+    clock.now_us -= 3 * _SECOND  # the clock steps back: they are from the future again
+    assert live.read(live.position()) == _replayed(tmp_path, clock.now_us) == Revision(2, "v0")
+
+
+#: What a shard's lines may be: a vote (a few ids, so some repeat; dated long ago, or around
+#: the reader's limit, the clock plus the slack) or a line no reader takes.
+_LINE = st.one_of(
+    st.tuples(st.sampled_from(["v", "w", "x", "y", "z"]),
+              st.one_of(st.just(-1000), st.integers(-3, 8))).map(
+        lambda d: _vote(d[0], _T0 + FUTURE_SLACK_US + d[1] * _SECOND)),
+    st.sampled_from([b'{"vote_id": "q', b"null", b"", b"[]", codecs.BOM_UTF8]),
+)  # fmt: skip
+#: A shard's whole content as the pieces it is written in: perhaps a byte-order mark, then
+#: lines, some written in two pieces (half a line first), each line ending in a newline or
+#: running on into the next (a last line lacking its newline, then spoilt), its own piece.
+_SHARD = st.tuples(
+    st.sampled_from([[], [codecs.BOM_UTF8]]),
+    st.lists(st.tuples(_LINE, st.integers(0, 200), st.sampled_from([b"\n", b"\n", b""])),
+             max_size=8),
+).map(lambda d: d[0] + [piece for line, cut, end in d[1]
+                        for piece in (line[:cut], line[cut:], end) if piece])  # fmt: skip
+#: Steps: pieces written to a shard (index 2: to none) and the clock moved (seconds).
+_STEPS = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(-2, 3)),
+                  min_size=1, max_size=16)  # fmt: skip
+
+
+@settings(max_examples=200)
+@given(st.lists(_SHARD, min_size=2, max_size=2), _STEPS)
+def test_live_revisions_equal_a_fresh_replay_after_any_appends_and_clock(shards, steps):
+    """Two shards written piece by piece (half lines, byte-order marks, last lines without
+    newlines, rows from the future, damaged lines), the clock moving on, standing still or
+    stepping back: after every step the live revision is a fresh read_votes's at the same
+    clock."""
+    with tempfile.TemporaryDirectory() as folder:
+        paths = [Path(folder) / f"votes-{k}.jsonl" for k in range(2)]
+        written = [0, 0]
+        clock = _Clock()
+        live = LiveRevisions(lambda: [p for p in paths if p.exists()], threading.Lock(),
+                             clock=clock)  # fmt: skip
+        for shard, pieces, seconds in steps:
+            clock.now_us += seconds * _SECOND
+            if shard < 2:
+                with paths[shard].open("ab") as f:
+                    f.write(b"".join(shards[shard][written[shard] : written[shard] + pieces]))
+                written[shard] += pieces
+            got = live.read(live.position())
+            files = [p for p in paths if p.exists()]
+            want = revision_of(read_votes(files, columns=["vote_id"], now_us=clock.now_us))
+            assert (got, got.read_at) == (want, want.read_at)

@@ -16,6 +16,7 @@ revision's (:meth:`LiveRevisions.around`).
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import logging
 import threading
@@ -28,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from arena_core.leaderboard import BoardParams
-from arena_core.votes.clean import VoteTable, clean
+from arena_core.votes.clean import FUTURE_SLACK_US, VoteTable, clean
+from arena_core.votes.lines import whole_last_line
 from arena_core.votes.read import parse_jsonl, read_votes, vote_files
 from arena_core.window import Window, format_us
 
@@ -114,34 +116,76 @@ def file_sha256(path: Path | None) -> str | None:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+def _now_us() -> int:
+    """The wall clock, microseconds since the epoch: the clock ``read_votes`` judges by."""
+    return time.time_ns() // 1000
+
+
 @dataclass
 class _Seen:
     key: tuple
-    #: The file's valid votes and each one's ``ts`` (microseconds), aligned.
+    #: The file's valid votes and each one's ``ts`` (microseconds), aligned; for a JSONL
+    #: shard, those of its lines up to ``offset``.
     ids: list
     ts: list
     #: Bytes of a JSONL shard read so far (whole lines): a grown shard is read from there.
     offset: int = 0
+    #: The votes of a shard's last line when it lacks its newline but is whole, which
+    #: ``read_votes`` counts (:func:`~arena_core.votes.lines.whole_last_line`): read again,
+    #: with what follows it, once the shard grows.
+    tail_ids: list = field(default_factory=list)
+    tail_ts: list = field(default_factory=list)
+    #: The earliest ``ts`` of a row skipped as ``future_ts`` (None if none was): the file is
+    #: read again once the clock passes it less the slack, when a replay counts the row.
+    future_from_us: int | None = None
+
+    def votes(self) -> tuple[list, list]:
+        """Every vote the file holds and their ``ts``, aligned."""
+        return self.ids + self.tail_ids, self.ts + self.tail_ts
+
+    def due(self, now_us: int) -> bool:
+        """Whether a row skipped as from the future counts at ``now_us``."""
+        return self.future_from_us is not None and self.future_from_us - FUTURE_SLACK_US <= now_us
 
 
-def _read_file(path: Path, size: int) -> _Seen:
-    """A file read afresh: a shard up to ``size`` (its size when the position was taken, so
-    lines written since wait for the next read), a Parquet file whole (never rewritten)."""
+def _read_file(path: Path, size: int, now_us: int) -> _Seen:
+    """A file read afresh at the clock ``now_us``: a shard up to ``size`` (its size when the
+    position was taken, so lines written since wait for the next read), a Parquet file
+    whole (never rewritten)."""
     if path.suffix == ".jsonl":
-        return _read_tail(path, _Seen((), [], [], 0), size)
-    votes = read_votes(path, columns=["vote_id"])
-    return _Seen((), votes.column("vote_id").to_pylist(), votes.ts_us.tolist())
+        return _read_tail(path, _Seen((), [], []), size, now_us)
+    votes = read_votes(path, columns=["vote_id"], now_us=now_us)
+    return _Seen((), votes.column("vote_id").to_pylist(), votes.ts_us.tolist(),
+                 future_from_us=votes.future_from_us)  # fmt: skip
 
 
-def _read_tail(path: Path, seen: _Seen, size: int) -> _Seen:
-    """A grown shard: only the whole lines after what was read, appended to ``seen``."""
+def _read_tail(path: Path, seen: _Seen, size: int, now_us: int) -> _Seen:
+    """A grown shard: the lines after what was read, appended to ``seen``, judged as
+    ``read_votes`` judges them at ``now_us``: a byte-order mark at the start of the file is
+    no part of the first line, and a last line without its newline counts when it is whole.
+    That line is kept apart (``tail_ids``): what is written next may complete it or spoil it.
+    """
+    start = seen.offset
     with path.open("rb") as f:
-        f.seek(seen.offset)
-        data = f.read(size - seen.offset)
+        f.seek(start)
+        data = f.read(size - start)
+    if start == 0 and data.startswith(codecs.BOM_UTF8):
+        data, start = data[len(codecs.BOM_UTF8) :], len(codecs.BOM_UTF8)
     cut = data.rfind(b"\n") + 1
-    votes = clean(parse_jsonl(data[:cut], Counter()), Counter(), ["vote_id"])
-    ids, ts = votes.column("vote_id").to_pylist(), votes.ts_us.tolist()
-    return _Seen((), seen.ids + ids, seen.ts + ts, seen.offset + cut)
+    lines = _votes(data[:cut], now_us)
+    rest = data[cut:]
+    tail = _votes(rest + b"\n" if rest and whole_last_line(rest) else b"", now_us)
+    future = [t for t in (seen.future_from_us, lines.future_from_us, tail.future_from_us)
+              if t is not None]  # fmt: skip
+    return _Seen((), seen.ids + lines.column("vote_id").to_pylist(),
+                 seen.ts + lines.ts_us.tolist(), start + cut,
+                 tail.column("vote_id").to_pylist(), tail.ts_us.tolist(),
+                 min(future, default=None))  # fmt: skip
+
+
+def _votes(data: bytes, now_us: int) -> VoteTable:
+    """The valid votes of whole JSONL lines, judged at the clock ``now_us``."""
+    return clean(parse_jsonl(data, Counter()), Counter(), ["vote_id"], now_us=now_us)
 
 
 class _Firsts:
@@ -187,14 +231,23 @@ class LiveRevisions:
 
     ``files`` lists the vote files (the Space's own folder and the Hub's copy); ``lock`` is
     the vote log's lock (votes are written and applied under it); ``hub`` returns the Hub
-    fields of :class:`Revision` (``repo``, ``commit``, ``unpushed``), read under that lock.
+    fields of :class:`Revision` (``repo``, ``commit``, ``unpushed``), read under that lock;
+    ``clock`` the reader's clock in microseconds since the epoch (default: the wall clock).
+
+    Each read counts exactly the votes ``read_votes`` finds in the same files with its
+    ``now_us`` at the revision's ``read_at``, which is what ``leaderboard --read-at``
+    replays: a file holding a row skipped as from the future is read again once that row
+    comes due, though no byte of it changed, and everything is read again if the clock
+    went back (rows it judged by a later clock may be from the future now).
     """
 
     def __init__(self, files: Callable[[], list[Path]], lock,
-                 hub: Callable[[], dict] | None = None):  # fmt: skip
-        self.files, self.lock, self.hub = files, lock, hub or dict
+                 hub: Callable[[], dict] | None = None, *,
+                 clock: Callable[[], int] = _now_us):  # fmt: skip
+        self.files, self.lock, self.hub, self.clock = files, lock, hub or dict, clock
         self._seen: dict[Path, _Seen] = {}
         self._firsts = _Firsts()
+        self._judged_at: int | None = None  # the latest clock a file was read by
         self._mutex = threading.Lock()
 
     def position(self) -> tuple:
@@ -210,35 +263,52 @@ class LiveRevisions:
             return tuple(stats), tuple(sorted(self.hub().items()))
 
     def read(self, position: tuple) -> Revision:
-        """The revision of the files as listed in ``position`` (those changed since are re-read)."""
+        """The revision of the files as listed in ``position`` (those changed since, or
+        holding a row from the future that has come due, are re-read)."""
         stats, hub = position
         with self._mutex:
+            now_us = self.clock()
+            if self._judged_at is not None and now_us < self._judged_at:
+                self._seen, self._firsts = {}, _Firsts()  # the clock went back
+            self._judged_at = now_us
             rebuild = set(self._seen) - {s[0] for s in stats}
             for path, *key in stats:
-                seen = self._seen.get(path)
-                if seen is not None and seen.key == tuple(key):
-                    continue
-                grown = seen is not None and key[0] == seen.key[0] and key[1] >= seen.key[1]
-                if grown and path.suffix == ".jsonl":
-                    fresh = _read_tail(path, seen, key[1])
-                    self._firsts.add(fresh.ids[len(seen.ids) :], fresh.ts[len(seen.ts) :])
-                else:
-                    fresh = _read_file(path, key[1])
-                    if seen is not None:
-                        rebuild.add(path)
-                    self._firsts.add(fresh.ids, fresh.ts)
-                fresh.key = tuple(key)
-                self._seen[path] = fresh
+                rebuild |= self._update(path, tuple(key), now_us)
             for path in rebuild - {s[0] for s in stats}:
                 del self._seen[path]
-            if rebuild:  # a file shrank, was replaced or removed: count afresh
+            # A file shrank, was replaced or removed, a counted last line was spoilt or a
+            # row from the future came due: count afresh.
+            if rebuild:
                 self._firsts = _Firsts()
                 for seen in self._seen.values():
-                    self._firsts.add(seen.ids, seen.ts)
+                    self._firsts.add(*seen.votes())
             last = self._firsts.last
             return Revision(votes_read=len(self._firsts.ts),
                             last_vote_id=last[1] if last else None,
-                            read_at=format_us(time.time_ns() // 1000), **dict(hub))  # fmt: skip
+                            read_at=format_us(now_us), **dict(hub))  # fmt: skip
+
+    def _update(self, path: Path, key: tuple, now_us: int) -> set[Path]:
+        """Read ``path`` (identity and size ``key``) as far as it changed; returns ``{path}``
+        when the votes counted so far must be counted afresh (some of its votes are gone)."""
+        seen = self._seen.get(path)
+        due = seen is not None and seen.due(now_us)
+        if seen is not None and seen.key == key and not due:
+            return set()
+        grown = seen is not None and not due and key[0] == seen.key[0] and key[1] >= seen.key[1]
+        if grown and path.suffix == ".jsonl":
+            fresh = _read_tail(path, seen, key[1], now_us)
+            new = list(zip(fresh.ids[len(seen.ids) :], fresh.ts[len(seen.ts) :], strict=True))
+            new += zip(fresh.tail_ids, fresh.tail_ts, strict=True)
+            # The last line read without its newline (counted) may have been spoilt since.
+            spoilt = not set(zip(seen.tail_ids, seen.tail_ts, strict=True)) <= set(new)
+            self._firsts.add([i for i, _ in new], [t for _, t in new])
+        else:
+            fresh = _read_file(path, key[1], now_us)
+            spoilt = seen is not None
+            self._firsts.add(*fresh.votes())
+        fresh.key = key
+        self._seen[path] = fresh
+        return {path} if spoilt else set()
 
     def around(self, compute: Callable[[], object]) -> tuple[object, Revision]:
         """``compute()`` (a board) and the revision it was computed from.

@@ -254,3 +254,15 @@ def field_value(name: str, value):
         except OverflowError:
             return math.inf if value > 0 else -math.inf
     return value
+
+
+def whole_last_line(rest: bytes) -> bool:
+    """Whether ``rest``, what follows a file's last newline, is a whole line that only lacks
+    its newline (a hand-edited file; a crash after the object was written), not half a line
+    (a crash, or a write in progress): it is whole when it parses as one JSON object. This
+    is ``read_votes``'s test (``read._read_jsonl``); a board's live revision asks here, so
+    both count the same votes."""
+    try:
+        return isinstance(json.loads(rest), dict)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
