@@ -244,3 +244,63 @@ def test_any_valid_votes_exported_and_imported_give_the_same_votes_and_boards(tm
             for name in ("a", "b", "outcome", "ts_us"):
                 assert np.array_equal(getattr(after, name), getattr(before, name)), name
             assert after.entrants == before.entrants and after.skipped == before.skipped
+
+
+def _encodable(value) -> bool:
+    try:
+        str(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def test_a_lone_surrogate_skips_its_battle_alone(tmp_path):
+    """A lone surrogate escape (valid JSON, no UTF-8) in a field a vote is read from skips
+    that battle as ``invalid_json``, as in a JSONL line; the real export's 137 battles
+    stay. One in a key nobody reads changes nothing."""
+    real = json.loads((DATA / "fastchat_clean_battle_sts.json").read_text())
+    ours = to_battles(read_votes(_write(tmp_path, [_row(1, "2026-01-01T00:00:01Z")])))[0]
+    bad = [real[0] | {key: "x\ud800"} for key in ("model_a", "judge", "language", "question_id")]
+    bad += [ours | {"judge_model": "\udfff"}, ours | {"vote_id": "\ud800-1"}]
+    unread = real[1] | {"conversation_a": "\ud800", "\udc80": 1}
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(real + bad + [unread]))
+    votes = read_votes(path)
+    assert votes.skipped == {reasons.INVALID_JSON: 6}
+    # The real battles keep their votes (and ids); the one with an unread key is one more.
+    alone = read_votes(DATA / "fastchat_clean_battle_sts.json").column("vote_id").to_pylist()
+    assert len(votes) == 138 and set(alone) < set(votes.column("vote_id").to_pylist())
+
+
+_TEXT = st.text(st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr)), max_size=3)
+
+
+@settings(max_examples=150)
+@given(st.lists(st.fixed_dictionaries({
+    "model_a": st.one_of(_TEXT, st.sampled_from(["m1", "m2"])),
+    "model_b": st.one_of(_TEXT, st.sampled_from(["m1", "m2"])),
+    "winner": st.one_of(st.sampled_from(["model_a", "model_b", "tie", "tie (bothbad)"]), _TEXT),
+    "tstamp": st.floats(1.6e9, 1.7e9),
+    "anony": st.just(True),
+    "judge": _TEXT,
+    "language": st.one_of(st.none(), _TEXT),
+    "question_id": st.one_of(st.integers(0, 3), _TEXT),
+    "conversation_a": _TEXT,  # read by no one
+}), max_size=12))  # fmt: skip
+def test_battles_with_text_no_utf8_writer_holds_leave_the_others_as_they_were(tmp_path_factory,
+                                                                            battles):  # fmt: skip
+    """Any text in a battle's fields: the export never fails whole; the battles whose read
+    fields cannot be written as UTF-8 are each skipped as ``invalid_json``, and the others
+    give exactly the votes (and skips) of an export without them."""
+    folder = tmp_path_factory.mktemp("fc")
+    # As the export holds them: a high then a low surrogate escape read back is one character.
+    battles = json.loads(json.dumps(battles))
+    read = ("model_a", "model_b", "winner", "judge", "language", "question_id")
+    good = [b for b in battles if all(_encodable(b[k]) for k in read if b[k] is not None)]
+    (folder / "all.json").write_text(json.dumps(battles))
+    (folder / "good.json").write_text(json.dumps(good))
+    everything, expected = read_votes(folder / "all.json"), read_votes(folder / "good.json")
+    assert reasons.UNREADABLE not in everything.skipped
+    bad = len(battles) - len(good)
+    assert everything.skipped == expected.skipped + Counter({reasons.INVALID_JSON: bad})
+    assert everything.table.to_pylist() == expected.table.to_pylist()

@@ -31,8 +31,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.lines import field_value, readable
-from arena_core.votes.reasons import NOT_ANONY, NOT_OBJECT, WRONG_TYPE
+from arena_core.votes.lines import encodable, field_value, readable
+from arena_core.votes.reasons import INVALID_JSON, NOT_ANONY, NOT_OBJECT, WRONG_TYPE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, SCHEMA_VERSION
 from arena_core.window import format_us
 
@@ -50,6 +50,9 @@ _FASTCHAT_HELD = frozenset({"vote_id", "arena", "model_a", "model_b", "vote", "c
 #: ``judge`` (FastChat's ``judge`` is the voter), written as ``judge_model``.
 RECORD_KEYS = {f.name: "judge_model" if f.name == "judge" else f.name
                for f in FIELDS if f.name not in _FASTCHAT_HELD}  # fmt: skip
+#: The keys a battle's vote is read from (those of :data:`RECORD_KEYS` too, in ours).
+_READ_KEYS = ("model_a", "model_b", "winner", "tstamp", "judge", "language", "question_id",
+              "arena", "vote_id")  # fmt: skip
 
 
 def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
@@ -67,6 +70,9 @@ def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
         if battle.get("anony") is not True and not keep_all:
             skipped[NOT_ANONY] += 1
             continue
+        if not readable_text(battle):
+            skipped[INVALID_JSON] += 1  # as a JSONL line holding it: its battle alone
+            continue
         row = to_vote_row(battle, arena)
         if row is None:
             skipped[WRONG_TYPE] += 1
@@ -82,8 +88,22 @@ def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
 
 
+def readable_text(battle: dict) -> bool:
+    """Whether every string the battle's vote is read from can be written as UTF-8.
+
+    A lone surrogate escape (``"judge": "x\\ud800"``) is valid JSON, but no Arrow column
+    holds it: left in, it failed the whole export (every battle of it unread). A JSONL line
+    holding one in a field that is read is skipped as ``invalid_json``; so is the battle.
+    """
+    keys = _READ_KEYS
+    if isinstance(battle.get("vote_id"), str):
+        keys += tuple(RECORD_KEYS.values())
+    return all(encodable(battle.get(key)) for key in keys)
+
+
 def to_vote_row(battle: dict, arena: str) -> dict | None:
-    """One battle as a contract row (vote_id still the content key), or None if mistyped."""
+    """One battle as a contract row (vote_id still the content key), or None if mistyped;
+    its text is UTF-8 (:func:`readable_text` said so)."""
     tstamp = battle.get("tstamp")
     strings = ("model_a", "model_b", "winner", "judge", "language")
     if any(battle.get(k) is not None and not isinstance(battle.get(k), str) for k in strings):

@@ -157,7 +157,7 @@ def judge_line(raw: bytes, skipped: Counter) -> dict | None:
         return row
     if not isinstance(obj, dict):
         skipped[NOT_OBJECT] += 1
-    elif not all(_utf8(obj.get(name)) for name in _FIELD_TYPES):
+    elif not all(encodable(obj.get(name)) for name in _FIELD_TYPES):
         skipped[INVALID_JSON] += 1
     elif all(_type_ok(name, obj.get(name)) for name in _FIELD_TYPES):
         return {name: field_value(name, obj.get(name)) for name in _FIELD_TYPES}
@@ -194,10 +194,12 @@ def _arrow_row(raw: bytes) -> dict | None:
     return table.to_pylist()[0] if table.num_rows == 1 else None
 
 
-def _utf8(value) -> bool:
-    """False if a string (or a list's string) holds surrogates: bytes that were not UTF-8."""
+def encodable(value) -> bool:
+    """False if a string (or a list's string) holds surrogates: bytes that were not UTF-8,
+    or a lone surrogate escape (``"\\ud800"``, valid JSON), which no UTF-8 writer (Arrow,
+    Parquet, a JSONL line) can hold."""
     if isinstance(value, list):
-        return all(_utf8(v) for v in value)
+        return all(encodable(v) for v in value)
     if not isinstance(value, str):
         return True
     try:
@@ -242,7 +244,7 @@ def readable(name: str, value) -> bool:
     """Whether a JSON value is one the field ``name`` takes from a JSONL line (the type
     Arrow's parser accepts, strings without surrogates): for other JSON sources of
     contract fields (our FastChat exports' extra fields), judged by the same rule."""
-    return _utf8(value) and _type_ok(name, value)
+    return encodable(value) and _type_ok(name, value)
 
 
 def field_value(name: str, value):
