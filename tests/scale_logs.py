@@ -116,3 +116,56 @@ def damaged_log(folder: Path) -> Path:
     generate(SynthSpec(votes=6000, months=3, models=5, voters=120, campaigners=2, seed=3,
                        start="2025-03"), folder / "synthetic")  # fmt: skip
     return folder
+
+
+def _invalid_text(good: list, bad: bytes) -> pa.Array:
+    """A string column whose last value is ``bad`` (bytes that are not UTF-8)."""
+    return pa.array([v.encode() for v in good] + [bad], pa.binary()).view(pa.string())
+
+
+#: The hostile files of :func:`hostile_log` that every engine refuses whole, by name.
+REFUSED = ("b-category-not-utf8", "c-prompt-not-utf8", "d-version-above-int64",
+           "f-lufs-beyond-double", "g-vote-twice", "h-unused-dictionary-value",
+           "i-order-above-int64")  # fmt: skip
+
+
+def hostile_log(folder: Path) -> Path:
+    """Parquet files another writer (or an attacker) could publish, each refused whole by
+    every engine for a value in one contract column, whether a reader asks for that column
+    or not; and one, ``e``, with an unsigned ``schema_version`` that every engine reads."""
+    folder.mkdir(parents=True)
+    good = [_row(f"ok-{k}", f"2025-06-01T10:00:0{k}Z", "m1", "m2", "ab"[k % 2]) for k in range(4)]
+    pq.write_table(pa.Table.from_pylist(good, schema=_SCHEMA), folder / "a-good.parquet")
+
+    def other(tag: str) -> pa.Table:
+        rows = [{**r, "vote_id": f"{tag}-{k}", "model_a": "m2", "model_b": "m3"}
+                for k, r in enumerate(good)]  # fmt: skip
+        return pa.Table.from_pylist(rows, schema=_SCHEMA)
+
+    def write(name: str, table: pa.Table) -> None:
+        pq.write_table(table, folder / f"{name}.parquet")
+
+    t = other("b")
+    write(REFUSED[0], t.set_column(7, "category", _invalid_text(["en"] * 3, b"\xff")))
+    write(REFUSED[1], other("c").append_column("prompt", _invalid_text(["hi"] * 3, b"caf\xe9")))
+    unsigned = pa.array([4, 4, 4, 2**64 - 1], pa.uint64())
+    write(REFUSED[2], other("d").set_column(0, "schema_version", unsigned))
+    write(
+        "e-version-unsigned",
+        other("e").set_column(0, "schema_version", pa.array([4] * 4, pa.uint64())),
+    )
+    lufs = pa.array([-23, -23, -23, 2**53 + 1], pa.int64())
+    write(REFUSED[3], other("f").append_column("model_a_lufs", lufs))
+    write(REFUSED[4], other("g").append_column("vote", pa.array(["b"] * 4)))
+    unused = pa.DictionaryArray.from_arrays(
+        pa.array([0, 0, 0, 0], pa.int32()), _invalid_text(["en"], b"\xff")
+    )
+    write(REFUSED[5], other("h").set_column(7, "category", unused))
+    order = pa.array([1, 2, 3, 2**64 - 1], pa.uint64())
+    write(
+        REFUSED[6],
+        other("i")
+        .append_column("session_id", pa.array(["s"] * 4))
+        .append_column("session_order", order),
+    )
+    return folder

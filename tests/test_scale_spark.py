@@ -12,7 +12,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from scale_logs import NOW_US, damaged_log
+from scale_logs import NOW_US, REFUSED, damaged_log, hostile_log
 
 from arena_core.integrity.anomaly import AnomalyParams, detect
 from arena_core.leaderboard import NO_VOTE_ORDER, board_from_votes
@@ -115,3 +115,14 @@ def test_spark_reads_folders_named_with_spaces_quotes_and_glob_characters(spark,
     counts = counts_with_spark(resolve(odd), now_us=NOW_US, spark=spark)
     assert _sorted(counts).equals(_sorted(reference))
     assert _skips(counts) == _skips(reference)
+
+
+@pytest.mark.slow
+def test_spark_skips_and_counts_the_hostile_files_the_reader_refuses(spark, tmp_path):
+    """Text that is not UTF-8 stopped Spark's job, and an unsigned ``schema_version``
+    (values 4, read by the others) too: Spark reads and refuses what the reader does."""
+    folder = hostile_log(tmp_path / "votes")
+    reference = counts_from_votes(read_for_counts(folder, now_us=NOW_US))
+    counts = counts_with_spark(resolve(folder), now_us=NOW_US, spark=spark)
+    assert _sorted(counts).equals(_sorted(reference))
+    assert _skips(counts) == _skips(reference) == {"unreadable_file": len(REFUSED)}

@@ -153,10 +153,11 @@ def _stream_and_counts(args):
         from arena_core.scale.python_engine import read_for_counts, vote_stream
 
         return vote_stream(read_for_counts(votes, now_us=args.now_us)), read_counts(args.counts)
-    from arena_core.scale.duck import DuckVotes
+    from arena_core.scale.duck import DuckVotes, engine_errors
 
-    duck = DuckVotes(sources, now_us=args.now_us)
-    counts = read_counts(args.counts) if args.counts else duck.counts()
+    with engine_errors():  # as counts_with_duckdb: DuckDB's errors are reported, not raised
+        duck = DuckVotes(sources, now_us=args.now_us)
+        counts = read_counts(args.counts) if args.counts else duck.counts()
     if not counts.num_rows:
         return (lambda query: iter(())), counts
     first = pc.min(counts.column("first_ts_us")).as_py()

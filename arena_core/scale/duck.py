@@ -25,6 +25,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -284,8 +285,12 @@ class DuckVotes:
 
     def stream(self, query: BoardQuery, first_us: int, last_us: int) -> Iterator[pa.RecordBatch]:
         """The board's votes in replay order, one calendar month at a time (bounded memory)."""
-        self._make_flags()
         where, params = _selection(query)
+        with engine_errors():  # the stream is read after the counts: its errors come late
+            self._make_flags()
+            yield from self._months(where, params, first_us, last_us)
+
+    def _months(self, where: str, params: list, first_us: int, last_us: int):
         for lo, hi in month_windows(first_us, last_us):
             sql = f"""SELECT model_a, model_b, vote FROM valid
                 WHERE ts >= ? AND ts < ? AND ts_us >= ? AND ts_us < ? AND {where}
@@ -346,15 +351,25 @@ def counts_with_duckdb(sources: Sources, *, now_us: int | None = None,
     """Open ``sources`` and return their counts table."""
     con = connect(str(temp_dir) if temp_dir else None)
     try:
-        return DuckVotes(sources, now_us=now_us, con=con).counts()
-    except SourceError:
-        raise
-    except Exception as exc:  # duckdb.Error, without importing duckdb at module level
-        if type(exc).__module__.startswith("duckdb") or "duckdb" in type(exc).__module__:
-            raise EngineError(f"DuckDB could not read the votes: {exc}") from exc
-        raise
+        with engine_errors():
+            return DuckVotes(sources, now_us=now_us, con=con).counts()
     finally:
         con.close()
 
 
-__all__ = ["COUNTS_SCHEMA", "DuckVotes", "EngineError", "counts_with_duckdb", "month_windows"]
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """DuckDB's own errors (a corrupt file, a remote one it cannot read) raised inside as
+    :class:`EngineError`, which the command line reports as an error, not a traceback."""
+    try:
+        yield
+    except SourceError:
+        raise
+    except Exception as exc:  # duckdb.Error, without importing duckdb at module level
+        if "duckdb" in type(exc).__module__:
+            raise EngineError(f"DuckDB could not read the votes: {exc}") from exc
+        raise
+
+
+__all__ = ["COUNTS_SCHEMA", "DuckVotes", "EngineError", "counts_with_duckdb", "engine_errors",
+           "month_windows"]  # fmt: skip

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from arena_core.votes.read import castable, vote_files, whole_numbers
+from arena_core.votes.parquet_verdict import open_checked, read_checked
+from arena_core.votes.read import vote_files
 from arena_core.votes.reasons import UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA
 
@@ -39,23 +39,27 @@ class SourceError(ValueError):
     """Votes an engine cannot read (a JSONL file, an unknown URL): the message says what to use."""
 
 
-#: Kinds of :func:`odd_columns`: a column whose type holds no value, and a floating column
-#: where the contract has integers (whole values: checked).
-EMPTY, FLOATING = "empty", "floating"
+#: Kinds of :func:`odd_columns`: a column whose type holds no value, a floating column
+#: where the contract has integers (whole values: checked), and an unsigned 64-bit one
+#: (values below ``2**63``: checked).
+EMPTY, FLOATING, UNSIGNED = "empty", "floating", "unsigned"
 
 
 def odd_columns(path: str, columns, skipped: Counter) -> tuple[tuple[str, str], ...] | None:
-    """Check a local Parquet file's contract ``columns`` by the rule of ``read_votes``
-    (:func:`~arena_core.votes.read.castable`, :func:`~arena_core.votes.read.whole_numbers`):
-    None if the file is refused (logged, and counted in ``skipped`` as unreadable), else the
-    columns an engine reading with the contract's types must treat itself, with their kind:
+    """Check a local Parquet file by the verdict of ``read_votes``, reached from all its
+    contract columns (:mod:`~arena_core.votes.parquet_verdict`): None if the file is
+    refused (logged, and counted in ``skipped`` as unreadable), else those of ``columns``
+    an engine reading with the contract's types must treat itself, with their kind:
     :data:`EMPTY`, a type that holds no value (Arrow's null type, or a list of it: what
-    pyarrow infers for a column null or ``[]`` in every row), to add as typed nulls, and
+    pyarrow infers for a column null or ``[]`` in every row), to add as typed nulls,
     :data:`FLOATING`, a floating column where the contract has integers (what pandas makes
-    of an integer column holding a null), to read as such and cast."""
+    of an integer column holding a null), to read as such and cast, and :data:`UNSIGNED`,
+    an unsigned 64-bit column where the contract has integers (Spark refuses to read it
+    as a signed one), likewise."""
     try:
-        schema = pq.read_schema(path)
-    except (OSError, pa.ArrowException) as exc:
+        parquet, schema = open_checked(path)
+        read_checked(parquet, schema)
+    except (OSError, pa.ArrowException, ValueError, RecursionError) as exc:
         log.error("skipping unreadable vote file %s: %s", path, exc)
         skipped[UNREADABLE] += 1
         return None
@@ -63,21 +67,13 @@ def odd_columns(path: str, columns, skipped: Counter) -> tuple[tuple[str, str], 
     for name in columns:
         if name not in schema.names:
             continue
-        have = schema.field(name).type
-        if not castable(have, ARROW_SCHEMA.field(name).type):
-            log.error("skipping unreadable vote file %s: column %r has type %s", path, name, have)
-            skipped[UNREADABLE] += 1
-            return None
+        have, want = schema.field(name).type, ARROW_SCHEMA.field(name).type
         if pa.types.is_null(have) or (pa.types.is_list(have) and pa.types.is_null(have.value_type)):
             odd.append((name, EMPTY))
-        elif pa.types.is_floating(have) and pa.types.is_integer(ARROW_SCHEMA.field(name).type):
+        elif pa.types.is_floating(have) and pa.types.is_integer(want):
             odd.append((name, FLOATING))
-    try:
-        whole_numbers(path, schema)
-    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-        log.error("skipping unreadable vote file %s: %s", path, exc)
-        skipped[UNREADABLE] += 1
-        return None
+        elif have == pa.uint64() and pa.types.is_integer(want):
+            odd.append((name, UNSIGNED))
     return tuple(odd)
 
 

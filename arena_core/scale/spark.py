@@ -36,6 +36,7 @@ from arena_core.scale.rules import (
 from arena_core.scale.sources import (
     EMPTY,
     FLOATING,
+    UNSIGNED,
     SourceError,
     Sources,
     file_order,
@@ -57,6 +58,8 @@ SESSION_CONFIG = {
     "spark.sql.ansi.enabled": "true",
 }
 _TYPES = {"schema_version": "BIGINT", "flags": "ARRAY<STRING>"}
+#: The type Spark reads a column of each odd kind (:func:`~arena_core.scale.sources.odd_columns`) as.
+_AS_READ = {FLOATING: "DOUBLE", UNSIGNED: "DECIMAL(20,0)"}
 #: The end of a folder's pattern (:func:`~arena_core.scale.sources.remote_pattern`).
 _EVERY_PARQUET = "/**/*.parquet"
 #: Rows per Arrow batch of the anomalous-voter test's votes on the driver.
@@ -160,19 +163,21 @@ def _read(spark, groups: dict[tuple, list[str]]):
     read with the contract's types for the columns it has values in, the empty ones added
     as typed nulls (Spark cannot read a Parquet null column as a string), the floating ones
     read as doubles and cast (Spark stops the job on a double read as a BIGINT; their
-    values were checked whole). Also each file's name as Spark writes it in
+    values were checked whole), the unsigned 64-bit ones read as Spark reads them,
+    ``DECIMAL(20,0)``, and cast (Spark stops the job on one read as a BIGINT; their values
+    were checked below ``2**63``). Also each file's name as Spark writes it in
     ``file_path``, by our name (:func:`_normal`)."""
     from pyspark.sql import functions as F  # noqa: N812  (imported here: pyspark is optional)
 
     frames, names = [], {}
     for odd, paths in groups.items():
         kinds = dict(odd)
-        schema = ", ".join(f"{c} {'DOUBLE' if kinds.get(c) == FLOATING else _TYPES.get(c, 'STRING')}"
+        schema = ", ".join(f"{c} {_AS_READ.get(kinds.get(c), _TYPES.get(c, 'STRING'))}"
                            for c in READ_COLUMNS if kinds.get(c) != EMPTY)  # fmt: skip
         df = spark.read.schema(schema).parquet(*(_literal(p) for p in paths))
         names.update((_normal(name), _spark_key(name)) for name in df.inputFiles())
         for name, kind in odd:
-            value = F.col(name) if kind == FLOATING else F.lit(None)
+            value = F.lit(None) if kind == EMPTY else F.col(name)
             df = df.withColumn(name, value.cast(_TYPES.get(name, "STRING")))
         frames.append(df.select(*READ_COLUMNS, "_metadata.file_path", "_metadata.row_index"))
     return functools.reduce(lambda x, y: x.unionByName(y), frames), names

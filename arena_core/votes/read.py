@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from arena_core.votes import fastchat
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
@@ -37,6 +36,7 @@ from arena_core.votes.lines import (
     parse_json,
     special_lines_among,
 )
+from arena_core.votes.parquet_verdict import open_checked, read_checked
 from arena_core.votes.reasons import TRUNCATED, UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, REQUIRED
 from arena_core.votes.tolerant import read_damaged
@@ -307,19 +307,10 @@ def _forget(mapped: mmap.mmap, start: int, end: int) -> None:
 
 
 def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
-    schema = pq.read_schema(path)
-    present = [c for c in _FIELD_TYPES if c in schema.names]
-    for name in present:  # refuse the whole file if any contract column is mistyped
-        if not castable(schema.field(name).type, _FIELD_TYPES[name]):
-            raise ValueError(f"column {name!r} has type {schema.field(name).type}")
-    whole_numbers(path, schema)
-    # One file through ParquetFile, not pq.read_table: the latter imports pyarrow.dataset
-    # (and with it pandas), a tenth of a second of a fresh CLI run for nothing.
-    parquet = pq.ParquetFile(
-        path, read_dictionary=[c for c in wanted if c in CATEGORICAL and c in present]
-    )
-    table = parquet.read(columns=[c for c in wanted if c in present])
-    table.validate(full=True)  # e.g. invalid UTF-8: the whole file is refused
+    """The ``wanted`` columns of one Parquet file; ValueError when the file is refused, a
+    verdict reached from all its contract columns (:mod:`~arena_core.votes.parquet_verdict`)."""
+    parquet, schema = open_checked(path)
+    table = read_checked(parquet, schema, wanted)
     schema = _categorical_schema(wanted)
     columns = []
     for field in schema:
@@ -328,47 +319,3 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
         else:
             columns.append(pa.nulls(len(table), field.type))
     return pa.table(columns, schema=schema)
-
-
-def whole_numbers(path, schema: pa.Schema) -> None:
-    """Raise ValueError unless every value of the file's floating columns that the contract
-    has as integers is whole (or null), whichever columns a reader asks for, so a file's
-    verdict never depends on them (:func:`castable` judges the types alone)."""
-    names = [f.name for f in schema if f.name in _FIELD_TYPES and pa.types.is_floating(f.type)
-             and pa.types.is_integer(_FIELD_TYPES[f.name])]  # fmt: skip
-    if names:
-        table = pq.ParquetFile(path).read(columns=names)
-        for name in names:
-            table.column(name).cast(_FIELD_TYPES[name])  # ArrowInvalid (a ValueError) if not
-
-
-def castable(have: pa.DataType, want: pa.DataType) -> bool:
-    """Whether a Parquet column of type ``have`` can be read as the contract's ``want``
-    without losing values: the rule that refuses a file whole, shared with the counts
-    engines (:mod:`arena_core.scale.duck`) so both refuse the same files.
-
-    A column of Arrow's null type (what pyarrow and pandas infer for a column that is
-    null or ``[]`` in every row, e.g. ``flags`` of a file without a flagged vote) holds no
-    value to lose: it reads as the contract's type, all null. A floating column where the
-    contract has integers is what pandas makes of an integer column holding a null (a
-    published file read with ``pd.read_parquet`` and saved back); it is read when every
-    value is whole (:func:`whole_numbers`), and refuses the file otherwise."""
-    if pa.types.is_null(have):
-        return True
-    if pa.types.is_dictionary(have):
-        have = have.value_type
-    if pa.types.is_string(want):
-        return (
-            pa.types.is_string(have)
-            or pa.types.is_large_string(have)
-            or pa.types.is_string_view(have)
-        )
-    if pa.types.is_integer(want):  # a float column's values must be whole (checked on read)
-        return pa.types.is_integer(have) or pa.types.is_floating(have)
-    if pa.types.is_floating(want):
-        return pa.types.is_floating(have) or pa.types.is_integer(have)
-    if pa.types.is_boolean(want):
-        return pa.types.is_boolean(have)
-    return (pa.types.is_list(have) or pa.types.is_large_list(have)) and castable(
-        have.value_type, pa.string()
-    )
