@@ -63,6 +63,9 @@ def odd_columns(path: str, columns, skipped: Counter) -> tuple[tuple[str, str], 
         log.error("skipping unreadable vote file %s: %s", path, exc)
         skipped[UNREADABLE] += 1
         return None
+    finally:
+        # The engine reads the file next, with its own memory: hand back the check's.
+        pa.default_memory_pool().release_unused()
     odd = []
     for name in columns:
         if name not in schema.names:

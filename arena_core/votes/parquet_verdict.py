@@ -40,8 +40,9 @@ _FIELD_TYPES = {f.name: f.type for f in FIELDS}
 #: categorical: a dictionary-encoded column stores a small index per row, a plain one at
 #: least 4 bytes of length and its text (a unique id: ~40).
 DICTIONARY_BYTES_PER_ROW = 8
-#: Rows per batch of the columns read only to be checked.
-CHECK_ROWS = 1 << 16
+#: Rows per batch of the columns read only to be checked (8,192: the memory they take in a
+#: fresh process was ~20 MB less than at 65,536, at the same CPU time, for 1M votes).
+CHECK_ROWS = 1 << 13
 
 
 def open_checked(path) -> tuple[pq.ParquetFile, pa.Schema]:
@@ -89,7 +90,7 @@ def read_checked(
     """The file's ``columns`` (those it holds), read once every value of its contract
     columns, asked for or not, is known to read as the contract's type; ValueError (Arrow's
     errors are ValueErrors) otherwise. Columns whose type settles it are not read for the
-    check. The others not asked for are read first, :data:`CHECK_ROWS` at a time, and let
+    check. The others not asked for are read first, :data:`CHECK_ROWS` rows at a time, and let
     go before the asked ones are read: the same little memory serves every batch, so the
     check adds little to the peak or to a fresh process's page faults (read with the asked
     columns, it added ~70 MB at 1M votes; a row group at a time, ~30 MB)."""
