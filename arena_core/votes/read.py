@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import codecs
 import glob
-import json
 import logging
 import mmap
 import re
@@ -35,6 +34,7 @@ from arena_core.votes.lines import (
     line_breaks,
     parse_json,
     special_lines_among,
+    whole_last_line,
 )
 from arena_core.votes.parquet_verdict import open_checked, read_checked
 from arena_core.votes.reasons import TRUNCATED, UNREADABLE
@@ -239,11 +239,7 @@ def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
         return parse_jsonl(data, skipped).select(wanted)
     cut = data.rfind(b"\n") + 1
     # No newline at the end: a crash mid-write, or a hand-edited file.
-    try:
-        complete = isinstance(json.loads(data[cut:]), dict)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        complete = False
-    if complete:
+    if whole_last_line(data[cut:]):
         data += b"\n"
     else:
         skipped[TRUNCATED] += 1
