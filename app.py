@@ -250,19 +250,24 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         visit.leave(state, time.monotonic(), shown=arena_id)
         return page.idle()
 
+    def stale():
+        """page_start's answer for a battle the visitor left before it was shown: no change
+        (fresh each time: Gradio may edit an update it is handed)."""
+        return (gr.skip(),) * (2 + len(page.battle_outputs))
+
     async def page_start(state, ticket, arena_id, prompt, language):
         asked = visit.battle_number(state)
         if ticket != asked:  # asked for again, or another arena picked, while it was queued
-            return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
+            return stale()
         try:
             view, values = await battles.open(arena_id, prompt, language)
         except gr.Error as exc:
             if visit.battle_number(state) != asked:  # a newer battle was asked for meanwhile
-                return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
+                return stale()
             gr.Warning(exc.message, duration=WARNING_SECONDS)
             return state, gr.update(value="", visible=False), *page.refused(exc.message)
         if visit.battle_number(state) != asked:  # left before it arrived: the newer one is shown
-            return gr.skip(), gr.skip(), *[gr.skip()] * len(page.battle_outputs)
+            return stale()
         visit.claim(state, view.handle, view.arena, view.modality)
         shown = gr.update(value=view.prompt, visible=True)
         return state, shown, *page.opened(view.modality, values, asked)

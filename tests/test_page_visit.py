@@ -45,17 +45,26 @@ def test_a_left_battle_takes_a_vote_only_for_a_while_and_only_once():
     assert state["votes"] == 1 and visit.voted_battle(state, first, 11.0) == (None, False)
 
 
-def test_only_the_last_battle_left_unvoted_is_remembered():
+def test_the_last_few_battles_left_unvoted_are_remembered():
     state = {}
-    first = opened(state, "h1")
-    second = opened(state, "h2")
-    opened(state, "h3")
-    assert visit.voted_battle(state, first, 0.0) == (None, False)
-    assert visit.voted_battle(state, second, 0.0) == ("h2", False)
-    state["voted"] = True  # the battle on screen was voted on: leaving it remembers nothing
-    opened(state, "h4")
-    assert visit.voted_battle(state, second, 0.0) == (None, False)
-    assert "left" not in state
+    numbers = [opened(state, f"h{k}") for k in range(visit.LEFT_KEPT + 2)]
+    assert visit.voted_battle(state, numbers[0], 0.0) == (None, False)  # beyond LEFT_KEPT
+    for k in range(2, visit.LEFT_KEPT + 1):
+        assert visit.voted_battle(state, numbers[k], 0.0) == (f"h{k}", False)
+    state["voted"] = True  # the battle on screen was voted on: leaving it adds nothing
+    opened(state, "next")
+    assert [x["handle"] for x in state["left"]][-1] == f"h{visit.LEFT_KEPT}"
+
+
+def test_a_vote_queued_behind_two_clicks_still_counts():
+    """Found by review: A (the vote waits in the queue), N, then N again, Enter or another
+    arena while the next battle is made: the second leave forgot the first battle."""
+    for shown in (None, "tts-ja"):
+        state = {}
+        first = opened(state, "h1")
+        visit.leave(state, 1.0)  # N: battle 2 asked for
+        visit.leave(state, 2.0, shown=shown)  # again, before battle 2 opened
+        assert visit.voted_battle(state, first, 3.0) == ("h1", False)
 
 
 def test_a_vote_that_names_no_battle_is_for_the_battle_on_screen():

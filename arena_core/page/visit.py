@@ -1,4 +1,4 @@
-"""One page's session: the battle on screen, the one just left, and the votes cast.
+"""One page's session: the battle on screen, the ones just left, and the votes cast.
 
 Gradio keeps one ``dict`` per page (a ``gr.State``) and hands every handler the same object,
 so these functions change it in place: a vote still in flight sees at once that the
@@ -9,7 +9,7 @@ visitor moved on. The dict holds
 - ``asked``: how many battles the page asked for. The battle opened for request ``n`` is
   battle ``n``; the page's gate carries that number (``data-battle``) and the page's script
   sends it with each vote, read when the button is pressed;
-- ``left``: the last battle the visitor left unvoted (its number, handle and when);
+- ``left``: the last few battles the visitor left unvoted (number, handle and when each);
 - ``votes``: the session's recorded votes.
 
 **Why the number.** A vote goes through Gradio's queue and "new battle" does not, so on a
@@ -17,8 +17,10 @@ busy server a visitor who presses A and then N at once can have the new battle a
 before the vote is handled. Read from the state at that point, the vote would name no
 battle and be dropped without a word. With the number, the vote is recorded on the battle
 that was on screen when it was cast. The number is the client's claim, so it can only pick
-between this session's own battles (the one on screen, or the one just left, for
-:data:`LEFT_GRACE` seconds): no battle a client could not already vote on.
+between this session's own battles (the one on screen, or one left in the last
+:data:`LEFT_GRACE` seconds): no battle a client could not already vote on. Several are kept
+(:data:`LEFT_KEPT`): a visitor may press A, then N, then N again (or pick another arena)
+before the queue reaches the vote.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from arena_core.space.sessions import page_report
 #: Seconds after leaving a battle during which a vote cast on it still counts: longer than
 #: a vote waits in a busy queue, short enough that a left battle does not stay open.
 LEFT_GRACE = 120.0
+#: Left battles remembered at most: a vote waits for the queue behind a few clicks, not more.
+LEFT_KEPT = 4
 
 
 def claim(state: dict | None, handle: str, arena: str, modality: str) -> dict:
@@ -43,16 +47,15 @@ def leave(state: dict | None, now: float, shown: str | None = None) -> None:
     """The battle on screen is left (another was asked for, or the arena ``shown`` picked):
     from now on nothing sent back for it changes the page, and a battle that arrives for an
     earlier request is not shown either (``asked`` counts the requests). If it was not
-    voted on, it is remembered as ``left``, so a vote already cast on it still counts."""
+    voted on, it joins ``left``, so a vote already cast on it still counts."""
     if state is None:
         return
     if shown is not None:
         state["shown"] = shown
     handle = state.get("handle")
     if handle and not state.get("voted"):
-        state["left"] = {"battle": state.get("asked", 0), "handle": handle, "at": now}
-    else:
-        state.pop("left", None)
+        entry = {"battle": state.get("asked", 0), "handle": handle, "at": now}
+        state["left"] = [*state.get("left", ())[-(LEFT_KEPT - 1) :], entry]
     state["handle"] = None
     state["asked"] = state.get("asked", 0) + 1
 
@@ -82,9 +85,9 @@ def voted_battle(state: dict | None, number: int | None, now: float) -> tuple[st
     state = state or {}
     if number is None or number == state.get("asked", 0):
         return state.get("handle"), True
-    left = state.get("left")
-    if left and left["battle"] == number and 0 <= now - left["at"] <= LEFT_GRACE:
-        return left["handle"], False
+    for left in state.get("left", ()):
+        if left["battle"] == number and 0 <= now - left["at"] <= LEFT_GRACE:
+            return left["handle"], False
     return None, False
 
 
@@ -92,6 +95,4 @@ def counted(state: dict, handle: str) -> None:
     """A vote on ``handle`` was recorded: one more for the session; a left battle voted on
     is forgotten (it takes no second vote anyway: the service refuses it)."""
     state["votes"] = state.get("votes", 0) + 1
-    left = state.get("left")
-    if left and left["handle"] == handle:
-        state.pop("left")
+    state["left"] = [left for left in state.get("left", ()) if left["handle"] != handle]
