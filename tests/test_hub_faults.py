@@ -1,5 +1,6 @@
 """The Hub misbehaving: half-written lines, an hour of failed pushes, a Hub that refuses at
-start-up, a card that cannot be published.
+start-up, a card that cannot be published; and earlier runs' vote files holding rows this
+reader cannot count yet.
 
 The real Hugging Face Hub cannot be reached from the test machine. These tests use
 ``LocalHubApi`` (tests/hubfake.py), injected as ``hf_api``, which fails with the very
@@ -14,6 +15,8 @@ import json
 import os
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
 
 import httpx2
 import pytest
@@ -27,6 +30,7 @@ from hubfake import (
     refused,
     repo_votes,
     row,
+    seed_repo,
     settled,
     timed_out,
     unavailable,
@@ -34,11 +38,14 @@ from hubfake import (
 )
 from huggingface_hub.errors import HfHubHTTPError
 
+from arena_core.dataset.earlier import PUBLISHED_DIR
 from arena_core.dataset.repo import compact_repo
 from arena_core.page.presenters import sync_line
 from arena_core.space.config import Settings
 from arena_core.space.startup import build_service
+from arena_core.votes import clean
 from arena_core.votes.read import read_votes
+from arena_core.votes.schema import format_ts
 
 #: The push interval the outage test models (the default ``ARENA_PUSH_MINUTES``).
 TICK = timedelta(minutes=5)
@@ -281,3 +288,81 @@ def test_a_neighbour_that_pushed_its_votes_before_exiting_leaves_nothing_to_push
     new.flush(timeout=5)
     counts = raw_vote_ids(api)
     assert {v.vote_id for v in acked} == set(counts) and set(counts.values()) == {1}
+
+
+def earlier_shard(data_dir, tail: bytes) -> Path:
+    """An earlier run's shard on a kept disk: rows 0-2, which the repo holds (seeded),
+    then ``tail``, which it lacks. No process holds it."""
+    path = data_dir / "votes" / "votes-earlier-run.jsonl"
+    path.parent.mkdir(parents=True)
+    pushed = "".join(json.dumps(row(k)) + "\n" for k in range(3))
+    path.write_bytes(pushed.encode() + tail)
+    return path
+
+
+def line(**changes) -> bytes:
+    return (json.dumps(row(3) | changes) + "\n").encode()
+
+
+AHEAD = datetime.now(UTC) + timedelta(days=1)
+#: Rows a reader skips today and counts later or elsewhere: dated ahead of this clock (a run
+#: whose clock was a day ahead), or of a newer schema (written by a release rolled back
+#: since); and a damaged whole line (a hand edit that broke a vote).
+UNREAD_TODAY = {
+    "ahead": line(ts=format_ts(AHEAD)),
+    "newer_schema": line(schema_version=5),
+    "damaged": line()[:40] + b"\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNREAD_TODAY))
+def test_an_earlier_file_with_a_row_unread_today_is_not_set_aside(tmp_path, kind):
+    """Its read vote ids were all in the repo, so the file was moved to ``.published/``,
+    which nothing reads: the rows counted later were lost. The Hub is ``LocalHubApi``."""
+    api = LocalHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(3)])
+    path = earlier_shard(tmp_path / "data", UNREAD_TODAY[kind])
+    before = path.read_bytes()
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    assert path.read_bytes() == before  # in place, unchanged
+    assert not (path.parent / PUBLISHED_DIR).exists()
+    sync.flush(timeout=5)
+    log.close()
+
+
+def test_a_vote_dated_ahead_is_pushed_by_the_first_start_that_reads_it(tmp_path, monkeypatch):
+    """A run whose clock was a day ahead acknowledged a vote and died before pushing it. A
+    start today skips it (``future_ts``) and must leave its file where a start two days
+    later adopts and pushes it, once. The Hub is ``LocalHubApi``; the later start's
+    reader clock is faked by handing the cleaning module a ``time`` two days on."""
+    api = LocalHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(3)])
+    earlier_shard(tmp_path / "data", UNREAD_TODAY["ahead"])
+    for days in (0, 2):
+        later_ns = time.time_ns() + days * 86_400 * 10**9
+        monkeypatch.setattr(clean, "time", SimpleNamespace(time_ns=lambda ns=later_ns: ns))
+        sync, log = writer(tmp_path / "data", api)
+        settled(sync)
+        sync.flush(timeout=5)
+        log.close()
+        counts = raw_vote_ids(api)
+        assert counts.get(row(3)["vote_id"], 0) == (1 if days else 0)
+    assert set(counts.values()) == {1}
+
+
+def test_an_earlier_file_ending_in_a_torn_line_is_still_set_aside(tmp_path):
+    """A torn last line is a write its process died in, never acknowledged: the file's
+    votes are all in the repo, so it is set aside as before. The Hub is ``LocalHubApi``."""
+    api = LocalHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(3)])
+    path = earlier_shard(tmp_path / "data", line()[:40])
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    assert not path.exists() and (path.parent / PUBLISHED_DIR / path.name).is_file()
+    sync.flush(timeout=5)
+    log.close()
+    assert set(raw_vote_ids(api)) == {row(k)["vote_id"] for k in range(3)}

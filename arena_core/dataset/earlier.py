@@ -4,11 +4,14 @@ On a machine that keeps its disk, a restart finds the vote files of earlier runs
 its own new shard, and the copy of the repo it downloaded last time. Each file is in one
 of three states, and :class:`EarlierFiles` keeps to these rules:
 
-* **Published**: every vote of it is in the downloaded repo. It moves to
-  :data:`PUBLISHED_DIR` (kept, but neither replayed nor adopted again). Replayed beside
-  the repo's copy, each of its votes was a skipped ``duplicate_vote_id``, so the board's
-  counts differed from ``leaderboard --repo --revision <commit>``; adopted again after
-  the operator deleted its votes from the repo, they came back.
+* **Published**: every line of it is a vote in the downloaded repo (see
+  :func:`all_published`). It moves to :data:`PUBLISHED_DIR` (kept, but neither replayed
+  nor adopted again). Replayed beside the repo's copy, each of its votes was a skipped
+  ``duplicate_vote_id``, so the board's counts differed from ``leaderboard --repo
+  --revision <commit>``; adopted again after the operator deleted its votes from the
+  repo, they came back. A row the reader skips today keeps the file in place, since
+  nothing reads that folder: dated ahead of this clock (a run whose clock was ahead) or
+  of a newer schema (a release rolled back), it is adopted by a later start that reads it.
 * **Not all on the Hub**: its missing votes are adopted (pushed by this process), and it
   stays, replayed, until a later start finds it published.
 * **Held** by a live neighbour (its ``flock``): that process pushes its own. It is
@@ -29,12 +32,21 @@ from pathlib import Path
 
 from arena_core.votes.log import shard_in_use
 from arena_core.votes.read import read_listed, read_votes, vote_files
+from arena_core.votes.reasons import DUPLICATE, TRUNCATED
 
 log = logging.getLogger(__name__)
 
 #: Folder, in the local vote folder, of the earlier files whose votes are all in the repo
 #: (hidden: the readers of the vote folder skip it).
 PUBLISHED_DIR = ".published"
+#: What a read may skip in a file that is still all published: a repeat of a vote id
+#: (its first row is the one compared), and a torn last line. The log acknowledges a vote
+#: only once its whole line is fsynced, and cuts a failed write back (or ends it with the
+#: next write's newline, a damaged line then, not a last one), so a torn last line in a
+#: shard no live process holds is a write its process died in: no visitor was told it was
+#: saved, no later write completes it (each process writes a shard of its own), and no
+#: push sends it (pushes take complete lines only).
+ACCOUNTED_SKIPS = frozenset({DUPLICATE, TRUNCATED})
 
 
 def vote_ids(paths) -> set[str]:
@@ -43,6 +55,20 @@ def vote_ids(paths) -> set[str]:
     if not paths:
         return set()
     return set(read_votes(paths, columns=["vote_id"]).column("vote_id").to_pylist())
+
+
+def all_published(path: Path, published: set[str]) -> bool:
+    """Whether every line of the vote file ``path`` is a vote in ``published``.
+
+    Only what :data:`ACCOUNTED_SKIPS` names may be skipped on the way. Any other skipped
+    row (dated ahead of this clock, of a schema version this release does not know,
+    damaged, or the whole file unreadable) may be an acknowledged vote that no
+    ``vote_id`` comparison can vouch for, so the file is not published.
+    """
+    votes = read_votes(path, columns=["vote_id"])
+    if any(n and reason not in ACCOUNTED_SKIPS for reason, n in votes.skipped.items()):
+        return False
+    return set(votes.column("vote_id").to_pylist()) <= published
 
 
 def prune_mirror(mirror: Path, folder: str, listed: Iterable[str]) -> set[str]:
@@ -96,8 +122,8 @@ class EarlierFiles:
         self._withdrawn = withdrawn
         if not earlier and not held:
             return
-        published = vote_ids(self.hub_votes) | withdrawn
-        self.held, self.held_votes = held, len(vote_ids(held) - published)
+        published, held_votes = self._tally(held)
+        self.held, self.held_votes = held, held_votes
         queued = uploader.adopt(votes, published)
         aside = self._set_aside(earlier, published)
         log.info("earlier local vote files: %d adopted (%d of their votes not on the Hub yet), "
@@ -112,21 +138,28 @@ class EarlierFiles:
         released = [p for p in held if not shard_in_use(p)]
         if not released:
             return
-        published = (vote_ids(self.hub_votes) | self._withdrawn
-                     | pushed_by([p.stem for p in released]))  # fmt: skip
+        remaining = [p for p in held if p not in released]
+        published, held_votes = self._tally(remaining, pushed_by([p.stem for p in released]))
         files, votes = read_listed(lambda: [p for p in released if p.exists()])
         queued = uploader.adopt(votes, published)
-        remaining = [p for p in held if p not in released]
-        self.held, self.held_votes = remaining, len(vote_ids(remaining) - published)
+        self.held, self.held_votes = remaining, held_votes  # after adopt: never under-counted
         log.info("adopted %d vote files a process left; %d of their votes were not on the Hub",
                  len(files), queued)  # fmt: skip
 
+    def _tally(self, held: list[Path], pushed: set[str] = frozenset()) -> tuple[set[str], int]:
+        """The vote ids counted as published, and how many votes of ``held`` are not among
+        them (:attr:`held_votes`). Published: the repo's copy, the ids :func:`prune_mirror`
+        withdrew, and ``pushed``, what the Hub holds beyond the copy."""
+        published = vote_ids(self.hub_votes) | self._withdrawn | pushed
+        return published, len(vote_ids(held) - published)
+
     def _set_aside(self, files: list[Path], published: set[str]) -> int:
-        """Move the files whose votes are all in ``published`` to :data:`PUBLISHED_DIR`."""
+        """Move the files every line of which is a vote in ``published``
+        (:func:`all_published`) to :data:`PUBLISHED_DIR`."""
         moved = 0
         for path in files:
             try:
-                if not vote_ids(path) <= published:
+                if not all_published(path, published):
                     continue
                 target = self.votes_dir / PUBLISHED_DIR / path.relative_to(self.votes_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)
