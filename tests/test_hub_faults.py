@@ -69,6 +69,7 @@ def append(log, vote="a"):
 def test_a_push_never_carries_a_line_without_its_newline(tmp_path):
     api = LocalHubApi(tmp_path / "hub")
     sync, log = writer(tmp_path / "data", api)
+    settled(sync)  # the scheduler's own first push, done: on a busy machine it took the vote
     first = append(log)
     # A line still being written (or torn by a crash): the VoteLog writes under the lock a
     # push reads under, and the cut at the last newline is the second guard.
