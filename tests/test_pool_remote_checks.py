@@ -114,6 +114,20 @@ def test_start_up_checks_nothing_without_a_token(tmp_path):
         service.close()
 
 
+def test_the_pools_of_all_arenas_share_one_workload(tmp_path):
+    # The engines' locks are process-wide and eSpeak NG speaks in several arenas: typed
+    # work of one arena must excuse, postpone and cap another's (test_pool_typed_load.py).
+    settings = Settings(registry=os.path.join(ROOT, "registry.yaml"), data_dir=tmp_path)
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    try:
+        espeak = [pool for pool in service.pools.values()
+                  if any(b.engine == "espeak-ng" for b in pool._backends.values())]  # fmt: skip
+        assert len(espeak) >= 2
+        assert len({id(pool._workload) for pool in service.pools.values()}) == 1
+    finally:
+        service.close()
+
+
 def test_a_paused_model_shows_why_in_the_service_status(tmp_path):
     settings = Settings(registry=os.path.join(ROOT, "registry.yaml"), data_dir=tmp_path)
     service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})

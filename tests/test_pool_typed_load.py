@@ -25,13 +25,15 @@ from arena_core.backends import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    EngineBusy,
     ModelPool,
     Output,
     PoolSettings,
+    engine_workload,
 )
 from arena_core.backends.base import VOICE_OPTIONS
-from arena_core.backends.pool import STUCK_TIMEOUTS, TIMEOUT_GRACE
-from arena_core.backends.workload import Workload
+from arena_core.backends.pool import TIMEOUT_GRACE
+from arena_core.backends.workload import STUCK_TIMEOUTS, Workload
 from arena_core.registry import Arena, BackendSpec, Model, Prompt
 
 #: Seconds to wait for what takes milliseconds (a met wait returns at once).
@@ -68,6 +70,7 @@ class Voice(Backend):
         super().__init__(Model(id=model_id, name=model_id, backend=BackendSpec("fake")), "text")
         self.shared_engine, self.core = shared, engine
         self.calls: list[str] = []
+        self.threads: list[str] = []  # the worker thread of each call: whose pool ran it
 
     def _check_availability(self):
         return Availability.yes()
@@ -77,6 +80,7 @@ class Voice(Backend):
 
     def _generate(self, text, timeout, language):
         self.calls.append(text)
+        self.threads.append(threading.current_thread().name)
         lock = self.core.lock
         if isinstance(lock, contextlib.nullcontext):
             lock = threading.Semaphore(1)  # an engine that runs any number of calls at once
@@ -92,15 +96,29 @@ class Voice(Backend):
             lock.release()
 
 
-def make_pool(*voices: Voice, clock: Clock, **overrides) -> ModelPool:
+def pool_settings(**overrides) -> PoolSettings:
     options = dict(timeout=0.3, failures_before_pause=1, pause_seconds=PAUSE, max_workers=4,
                    probe_interval=30.0) | overrides  # fmt: skip
-    arena = Arena(id="t", title="T", modality="text",
+    return PoolSettings(**options)
+
+
+def make_pool(*voices: Voice, clock: Clock, arena_id: str = "t", workload: Workload | None = None,
+              **overrides) -> ModelPool:  # fmt: skip
+    arena = Arena(id=arena_id, title="T", modality="text",
                   models=tuple(Model(id=v.model_id, name=v.model_id, backend=BackendSpec("fake"))
                                for v in voices),
                   prompts=(Prompt("p", ARENA_PROMPT),))  # fmt: skip
     return ModelPool(arena, {v.model_id: v for v in voices}, clock=clock,
-                     settings=PoolSettings(**options))  # fmt: skip
+                     settings=pool_settings(**overrides), workload=workload)  # fmt: skip
+
+
+def make_arenas(arenas: dict[str, tuple[Voice, ...]], *, clock: Clock,
+                **overrides) -> dict[str, ModelPool]:  # fmt: skip
+    """One pool per arena sharing one workload, as ``build_service`` builds them."""
+    workload = engine_workload(pool_settings(**overrides), clock)
+    return {arena_id: make_pool(*voices, clock=clock, arena_id=arena_id, workload=workload,
+                                **overrides)
+            for arena_id, voices in arenas.items()}  # fmt: skip
 
 
 def until(condition, what: str) -> None:
@@ -261,6 +279,87 @@ def test_an_engine_takes_a_few_typed_generations_at_once_and_refuses_more():
         engine.release.set()
         until(lambda: pool._workload.when_idle("shared", lambda: None), "the engine to free")
         assert pool.generate("a", "typed words", trusted=False).text == "said: typed words"
+
+
+# -- one engine, several arenas: the engines' locks are process-wide ------------------------
+
+
+def test_typed_work_in_another_arena_cannot_pause_a_voice_of_the_same_engine(engine):
+    # eSpeak NG speaks in tts-en and tts-ja through one library lock. A typed prompt of
+    # tts-ja overran and kept it; tts-en's set prompt timed out behind it and counted,
+    # because tts-en's pool only knew its own typed work.
+    clock = Clock()
+    pools = make_arenas({"en": (Voice("espeak/en", engine, "espeak-ng"), Voice("spare", Engine())),
+                         "ja": (Voice("espeak/ja", engine, "espeak-ng"), Voice("spare2", Engine()))},
+                        clock=clock)  # fmt: skip
+    en, ja = pools["en"], pools["ja"]
+    victim = en._backends["espeak/en"]
+    with en, ja:
+        with pytest.raises(BackendTimeout):  # a visitor's typed prompt in tts-ja overruns
+            ja.generate("espeak/ja", "crafted words", trusted=False)
+        for _ in range(3):  # tts-en's uncached set prompt waits for the lock
+            with pytest.raises(BackendTimeout, match="busy for the whole timeout"):
+                en.generate("espeak/en", ARENA_PROMPT)
+        status = en.status()["espeak/en"]
+        assert (status.state, status.consecutive_failures) == ("available", 0)
+        assert en.pairable() == ["espeak/en", "spare"]
+        probes_done(en)  # the probe those failures started waits for tts-ja's typed work
+        assert victim.calls == [ARENA_PROMPT] * 3
+        engine.release.set()  # tts-ja's generation ends: tts-en's probe runs, on tts-en's pool
+        until(lambda: len(victim.calls) == 4 and en.health.settled(), "the probe to run")
+        assert victim.threads[-1].startswith("arena-en_")
+        assert en.status()["espeak/en"].state == "available"
+
+
+def test_the_typed_cap_holds_for_the_engine_across_arenas():
+    clock = Clock()
+    engine = Engine(serial=False)
+    pools = make_arenas({f"a{k}": (Voice(f"v{k}", engine, "espeak-ng"),
+                                   Voice(f"w{k}", engine, "espeak-ng")) for k in range(3)},
+                        clock=clock, max_typed_per_engine=2, max_workers=8)  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        stack.callback(engine.release.set)
+        for pool in pools.values():
+            stack.enter_context(pool)
+        with pytest.raises(BackendTimeout):
+            pools["a0"].generate("v0", "crafted", trusted=False)  # still running
+        with pytest.raises(BackendTimeout):
+            pools["a1"].generate("v1", "crafted", trusted=False)  # the engine has its two
+        for k in range(3):
+            with pytest.raises(EngineBusy):
+                pools[f"a{k}"].generate(f"w{k}", "crafted again", trusted=False)
+        workload = pools["a2"]._workload
+        assert workload.admit("espeak-ng", False) is None
+        engine.release.set()
+        until(lambda: workload.when_idle("espeak-ng", lambda: None), "the engine to free")
+        assert pools["a2"].generate("v2", "typed", trusted=False).text == "said: typed"
+
+
+def test_a_model_of_its_own_listed_by_two_arenas_is_two_engines():
+    # Two arenas list the same model id, each with its own backend (its own client, or
+    # lock): typed work on one neither excuses the other's outage nor counts in its cap.
+    clock = Clock()
+    mine, theirs = Engine(), Engine()
+    theirs.broken = True  # every call hangs: a real outage
+    pools = make_arenas({"a": (Voice("hosted/x", mine), Voice("spare", Engine())),
+                         "b": (Voice("hosted/x", theirs), Voice("spare2", Engine()))},
+                        clock=clock, max_typed_per_engine=1)  # fmt: skip
+    try:
+        with pools["a"], pools["b"]:
+            with pytest.raises(BackendTimeout):
+                pools["a"].generate("hosted/x", "crafted", trusted=False)  # keeps a's lock
+            with pytest.raises(BackendTimeout):
+                pools["b"].generate("hosted/x", ARENA_PROMPT)  # nothing typed on b's
+            assert pools["b"].status()["hosted/x"].state == "paused"
+            with pytest.raises(EngineBusy):  # a's engine has its one typed generation
+                pools["a"].generate("hosted/x", "typed words", trusted=False)
+            clock.now += PAUSE + 1
+            theirs.broken = False
+            theirs.release.set()
+            assert pools["b"].generate("hosted/x", "typed words", trusted=False).text
+    finally:
+        mine.release.set()
+        theirs.release.set()
 
 
 def _quietly(function, *args, **kwargs):

@@ -22,7 +22,7 @@ from arena_core.backends.factory import (
     registry_problems,
 )
 from arena_core.backends.output import Output, OutputError
-from arena_core.backends.pool import ModelPool, ModelStatus, PoolSettings
+from arena_core.backends.pool import ModelPool, ModelStatus, PoolSettings, engine_workload
 
 __all__ = [
     "BACKEND_TYPES",
@@ -40,6 +40,7 @@ __all__ = [
     "OutputError",
     "PoolSettings",
     "check_registry",
+    "engine_workload",
     "make_backend",
     "registry_problems",
 ]

@@ -254,8 +254,15 @@ class Backend(ABC):
 
     @property
     def engine(self) -> str:
-        """What this model's generations wait for: :attr:`shared_engine`, else the model itself."""
-        return self.shared_engine or f"model {self.model_id}"
+        """What this model's generations wait for: :attr:`shared_engine`, else this backend.
+
+        The key of the process-wide workload (``workload.py``), shared by every arena's
+        pool: a shared engine is one lock whichever arena calls it, while a model of its
+        own is this object, not its id (two arenas may list the same id, each with its
+        own backend). ``id`` is unique among live objects, and a backend with a typed
+        generation in flight is alive (its worker thread holds it).
+        """
+        return self.shared_engine or f"model {self.model_id} (backend {id(self):#x})"
 
     # -- languages ---------------------------------------------------------------------
 

@@ -23,7 +23,9 @@ with what the app needs around each generation:
   generation runs on its engine, and a timeout that typed work on the same engine
   overlapped, or that came before the generation ran its full timeout, is not
   counted. An engine takes ``settings.max_typed_per_engine`` typed generations at
-  once; more are refused. Remote models
+  once; more are refused. The engines' locks are process-wide (eSpeak NG speaks in
+  several arenas), so the pools of a process share one account of that load
+  (:func:`engine_workload`, passed as ``workload``). Remote models
   (``Backend.remote``) are held back ("checking the service") until
   :meth:`ModelPool.probe_remote`'s check of the arena's shortest prompt they speak
   succeeds; a failed check pauses them and they are checked again when it ends.
@@ -64,16 +66,13 @@ from arena_core.backends.factory import make_backend
 from arena_core.backends.health import ModelHealth, ModelStatus
 from arena_core.backends.output import Output, implausible
 from arena_core.backends.probes import Postponed, Probes
-from arena_core.backends.workload import QUEUED, Ticket, Workload
+from arena_core.backends.workload import QUEUED, Ticket, Workload, engine_workload
 from arena_core.registry import Arena
 
 logger = logging.getLogger(__name__)
 
 #: Extra seconds the pool waits beyond the timeout, so a backend's own timeout (which cleans up) fires first.
 TIMEOUT_GRACE = 0.5
-#: Timeouts after which a typed generation that has not returned no longer excuses
-#: failures on its engine: the engine is stuck (an outage), not busy.
-STUCK_TIMEOUTS = 20
 
 
 @dataclass(frozen=True)
@@ -105,6 +104,10 @@ class PoolSettings:
 class ModelPool:
     """The backends of one arena with cache, timeouts, outage pausing and latency records.
 
+    ``workload`` is the typed load on the process's engines (:func:`engine_workload`): give
+    every pool of a process the same one, with its limits and clock (they apply, not the
+    pool's ``settings``); without it the pool keeps an account of its own.
+
     Example::
 
         pool = ModelPool.from_arena(registry.arena("tts-en"), cache=OutputCache("cache/"))
@@ -119,6 +122,7 @@ class ModelPool:
         cache: OutputCache | None = None,
         clock: Callable[[], float] = time.monotonic,
         settings: PoolSettings | None = None,
+        workload: Workload | None = None,
     ):
         missing = [m.id for m in arena.models if m.id not in backends]
         extra = sorted(set(backends) - {m.id for m in arena.models})
@@ -143,9 +147,9 @@ class ModelPool:
             max_workers=1, thread_name_prefix=f"arena-{arena.id}-probe",
             initializer=lower_thread_priority,
         )  # fmt: skip
-        #: Typed generations in flight per engine: what a failure may be blamed on.
-        self._workload = Workload(max_typed=self.settings.max_typed_per_engine, clock=clock,
-                                  stuck_after=self.settings.timeout * STUCK_TIMEOUTS)  # fmt: skip
+        #: Typed generations in flight per engine, in every pool that shares it: what a
+        #: failure may be blamed on. One of its own unless given (a process with one pool).
+        self._workload = engine_workload(self.settings, clock) if workload is None else workload
         #: Which prompt to probe a model with, and when, on ``_prober`` (``probes.py``).
         self._probes = Probes(arena, self._backends, self.health, self._prober,
                               serves=self.serves, generate=self._generate_probe,
@@ -155,7 +159,8 @@ class ModelPool:
     def from_arena(
         cls, arena: Arena, *, env: Mapping[str, str] = os.environ, **kwargs
     ) -> ModelPool:
-        """Build every model's backend with :func:`make_backend` (raises ``BackendConfigError``)."""
+        """Build every model's backend with :func:`make_backend` (raises ``BackendConfigError``);
+        ``kwargs`` as for the constructor (the process's ``workload`` when it has several pools)."""
         backends = {m.id: make_backend(m, arena.modality, env) for m in arena.models}
         return cls(arena, backends, **kwargs)
 

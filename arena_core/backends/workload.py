@@ -1,4 +1,4 @@
-"""What each engine of a pool is doing for visitors' typed prompts: what a failure may be blamed on.
+"""What each engine of the process is doing for visitors' typed prompts: what a failure may be blamed on.
 
 Why this exists: a failure counts toward a model's pause only when it says something
 about the model. A thread cannot be killed, so an in-process engine that overruns
@@ -10,7 +10,10 @@ of what the visitor typed, not because the model is broken. Counted, it let one
 visitor pause healthy models with typed prompts alone.
 
 So the pool admits each generation here with a :class:`Ticket` and releases it when
-its thread really returns (not when the pool stops waiting). From that:
+its thread really returns (not when the pool stops waiting). The locks are module
+globals and eSpeak NG voices speak in several arenas, so one :class:`Workload` serves
+every pool of the process (:func:`engine_workload`), keyed by ``Backend.engine``: typed
+work of one arena excuses, postpones and caps another's on the same engine. From that:
 
 * :meth:`Workload.admit` refuses a typed generation when its engine already runs
   ``max_typed`` of them (running or queued), so one visitor cannot keep an engine busy.
@@ -36,9 +39,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arena_core.backends.pool import PoolSettings
 
 #: Excuses (see :meth:`Workload.excuse`): why a timeout is the load's, not the model's.
 QUEUED, CONTENDED = "it waited for a free worker", "typed prompts kept its engine busy"
+#: Timeouts after which a typed generation that has not returned no longer excuses
+#: failures on its engine: the engine is stuck (an outage), not busy.
+STUCK_TIMEOUTS = 20
 
 
 class Ticket:
@@ -222,3 +232,20 @@ class Workload:
 
     def _stuck(self, since: float, now: float) -> bool:
         return now - since >= self._stuck_after
+
+
+def engine_workload(settings: PoolSettings,
+                    clock: Callable[[], float] = time.monotonic) -> Workload:  # fmt: skip
+    """The workload every pool of a process shares, with the limits of ``settings``.
+
+    One per process, because what it protects is: an engine's lock is a module global
+    (eSpeak NG's library, Piper's phonemizer, Kokoro, Pico's worker), and eSpeak NG voices
+    speak in several arenas. A typed prompt of one arena that overruns keeps the lock
+    another arena's probe then waits for; that probe is postponed, and the cap of
+    ``settings.max_typed_per_engine`` holds for the engine, only if both pools admit their
+    generations here. Built where the pools are and passed to each (``ModelPool(workload=)``)
+    rather than kept in a module global, so that tests, each with its own clock and
+    limits, do not share one.
+    """
+    return Workload(max_typed=settings.max_typed_per_engine, clock=clock,
+                    stuck_after=settings.timeout * STUCK_TIMEOUTS)  # fmt: skip

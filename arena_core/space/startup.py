@@ -9,7 +9,13 @@ from datetime import datetime
 
 from huggingface_hub import HfApi
 
-from arena_core.backends import ModelPool, OutputCache, PoolSettings, check_registry
+from arena_core.backends import (
+    ModelPool,
+    OutputCache,
+    PoolSettings,
+    check_registry,
+    engine_workload,
+)
 from arena_core.dataset.audio import VOTE_COLUMNS, AudioPublisher, cache_lookup
 from arena_core.dataset.hub import HubSync
 from arena_core.judges.factory import make_judge
@@ -51,8 +57,12 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024,
                         memory_bytes=memory)  # fmt: skip
     pool_settings = PoolSettings(timeout=settings.timeout)
+    # One for all arenas: the engines' locks are process-wide, and eSpeak NG speaks in several.
+    workload = engine_workload(pool_settings)
     pools = {
-        arena.id: ModelPool.from_arena(arena, env=env, cache=cache, settings=pool_settings)
+        arena.id: ModelPool.from_arena(
+            arena, env=env, cache=cache, settings=pool_settings, workload=workload
+        )
         for arena in registry.arenas
     }
     for arena in registry.arenas:
