@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 from scipy import stats
 from test_integrity_pvalue import splitmix_tie
 
-from arena_core.integrity.anomaly import AnomalyParams, anomalous_votes, detect, detection_of
+from arena_core.integrity.anomaly import (
+    AnomalyParams,
+    anomalous_votes,
+    detect,
+    detection_of,
+    enters_history,
+)
 from arena_core.integrity.detector import AnomalyDetector
 from arena_core.integrity.pvalue import TIE_BITS
 from arena_core.leaderboard import BoardParams, board_from_votes
@@ -29,6 +35,13 @@ from arena_core.votes.schema import ARROW_SCHEMA, Vote, format_ts
 START = datetime(2026, 3, 1, tzinfo=UTC)
 #: Small checkpoints and a loose alpha, so random logs of a few dozen votes flag someone.
 LOOSE = AnomalyParams(alpha=0.3, checks=(1, 2, 3, 5, 8, 13))
+#: As loose, but a voter's first two votes stay out of the reference (the default's rule
+#: with a first checkpoint of 3), one vote per voter and pair, or two.
+LATE = AnomalyParams(alpha=0.3, checks=(3, 4, 6, 9, 13))
+LATE_TWO = AnomalyParams(alpha=0.3, checks=(3, 4, 6, 9, 13), reference_per_pair=2)
+SETTINGS = pytest.mark.parametrize(
+    "params", [LOOSE, LATE, LATE_TWO], ids=["loose", "late", "late2"]
+)
 
 
 def votes_of(rows):
@@ -52,8 +65,12 @@ def table_of(votes):
 
 
 def naive_test(votes, params):
-    """Fisher's statistic and flags, vote by vote, with plain lists and floats."""
-    history = []  # (pair, outcome, voter) of unflagged human votes
+    """Fisher's statistic and flags, vote by vote, with plain lists and floats.
+
+    The history holds the unflagged human votes without a voter, and those with one from
+    its voter's ``checks[0]``-th human vote on, at most ``reference_per_pair`` of a voter
+    on a pair (its first such ones)."""
+    history = []  # (pair, outcome, voter) of the votes in the reference
     stat, count, flagged = defaultdict(float), Counter(), {}
     for v in votes:
         if v.voter_kind != "human":
@@ -82,7 +99,11 @@ def naive_test(votes, params):
                 and stat[v.voter] >= stats.chi2.isf(level, 2 * j)
             ):
                 flagged[v.voter] = j
-        if not v.flags:
+        mine = sum(1 for p, _, who in history if p == pair and who == v.voter)
+        late_enough = v.voter is None or (
+            count[v.voter] >= params.checks[0] and mine < params.reference_per_pair
+        )
+        if not v.flags and late_enough:
             history.append((pair, outcome, v.voter))
     return dict(stat), flagged
 
@@ -97,9 +118,10 @@ def test_default_thresholds_are_fishers_at_a_bonferroni_level():
         assert fixed / 2**32 == pytest.approx(stats.chi2.isf(level, 2 * j), rel=1e-9)
 
 
-@pytest.mark.parametrize("bad", [{"alpha": 0}, {"alpha": 1.5}, {"checks": ()}, {"checks": (5, 3)}])
+@pytest.mark.parametrize("bad", [{"alpha": 0}, {"alpha": 1.5}, {"checks": ()}, {"checks": (5, 3)},
+                                 {"reference_per_pair": 0}])  # fmt: skip
 def test_params_are_checked(bad):
-    with pytest.raises(ValueError, match=r"alpha|checks"):
+    with pytest.raises(ValueError, match=r"alpha|checks|reference_per_pair"):
         AnomalyParams(**bad)
 
 
@@ -118,12 +140,13 @@ vote_rows = st.fixed_dictionaries(
 ).map(lambda r: {**r, "a": r["pair"][0], "b": r["pair"][1]})
 
 
+@SETTINGS
 @settings(max_examples=60, deadline=None)
 @given(rows=st.lists(vote_rows, max_size=60))
-def test_the_replay_test_matches_a_plain_reimplementation(rows):
+def test_the_replay_test_matches_a_plain_reimplementation(params, rows):
     votes = votes_of(rows)
-    det = detect(table_of(votes), LOOSE)
-    stat, flagged = naive_test(votes, LOOSE)
+    det = detect(table_of(votes), params)
+    stat, flagged = naive_test(votes, params)
     names, sums = det.voter_names(), Counter()
     for code, term in zip(det.voter.tolist(), det.term.tolist(), strict=True):
         if code >= 0:
@@ -135,20 +158,26 @@ def test_the_replay_test_matches_a_plain_reimplementation(rows):
     kept = {v.voter for v, m in zip(votes, det.mask, strict=True) if m}
     assert kept == set(flagged)
     # Working out only the voters who reach a checkpoint gives the same answer.
-    quick = detect(table_of(votes), LOOSE, every_voter=False)
+    quick = detect(table_of(votes), params, every_voter=False)
     assert quick.flagged_voters == flagged and np.array_equal(quick.mask, det.mask)
 
 
+@SETTINGS
 @settings(max_examples=40, deadline=None)
 @given(rows=st.lists(vote_rows, max_size=60), split=st.floats(0, 1))
-def test_the_live_detector_flags_what_the_replay_flags(rows, split):
+def test_the_live_detector_flags_what_the_replay_flags(params, rows, split):
     votes = votes_of(rows)
     cut = int(split * len(votes))
-    live = AnomalyDetector.from_detection(detect(table_of(votes[:cut]), LOOSE), LOOSE)
+    live = AnomalyDetector.from_detection(detect(table_of(votes[:cut]), params), params)
     for vote in votes[cut:]:
         live.observe(vote)
-    whole = AnomalyDetector.from_detection(detect(table_of(votes), LOOSE), LOOSE)
+    whole = AnomalyDetector.from_detection(detect(table_of(votes), params), params)
     assert live.snapshot() == whole.snapshot()
+    # Vote by vote from an empty detector, the flags are the replay's, at the same vote.
+    fresh = AnomalyDetector(params)
+    for vote in votes:
+        fresh.observe(vote)
+    assert fresh.flagged == whole.flagged
 
 
 def campaign_log():
@@ -170,7 +199,9 @@ def test_a_campaign_voter_is_flagged_and_all_their_votes_leave_the_board():
     votes = campaign_log()
     table = table_of(votes)
     det = detection_of(table)
-    assert set(det.flagged_voters) == {"campaign"} and det.flagged_voters["campaign"] == 5
+    # At its 10th vote: its first five meet an empty reference (no honest voter reaches
+    # its 5th vote before row 32, and only then does one of its votes enter).
+    assert set(det.flagged_voters) == {"campaign"} and det.flagged_voters["campaign"] == 10
     board = board_from_votes(table, "ar", params=BoardParams(bootstrap_rounds=0))
     assert board.votes_used == 240 and board.skipped.get("anomalous_voter") == 40
     everything = board_from_votes(
@@ -205,3 +236,63 @@ def test_a_log_where_no_one_reaches_the_first_checkpoint_is_not_tested(rows, fir
     params = AnomalyParams(alpha=0.3, checks=(first, first + 1, first + 3))
     table = table_of(votes_of(rows))
     assert np.array_equal(anomalous_votes(table, params), detect(table, params).mask)
+
+
+# -- who makes the reference -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("per_pair", "last"), [(1, False), (2, True)])
+def test_a_vote_enters_the_reference_from_its_voters_first_checkpoint_once_per_pair(per_pair, last):
+    # Worked by hand, first checkpoint 3. Voter 0: votes 1 and 2 are too early, vote 3 is
+    # flagged, vote 4 is its first on pair 1, vote 5 its first on pair 0, vote 6 its second on
+    # pair 1 (in only with two a pair). Voter 1: its 3rd vote. A vote without a voter: in.
+    params = AnomalyParams(checks=(3, 6), reference_per_pair=per_pair)
+    voter = np.array([0, 0, 1, 0, 0, -1, 0, 1, 1, 0])
+    pair = np.array([0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
+    unflagged = np.array([1, 1, 1, 0, 1, 1, 1, 1, 1, 1], dtype=bool)
+    expected = [False, False, False, False, True, True, True, False, True, last]
+    assert enters_history(voter, pair, unflagged, params).tolist() == expected
+
+
+def sybil_log(sybils, per_sybil, honest_votes=5):
+    """``sybils`` identities casting ``per_sybil`` both_bad votes each on m0 v m1, then one
+    voter who finds m0 better ``honest_votes`` times."""
+    rows = [{"a": "m0", "b": "m1", "vote": "both_bad", "voter": f"s{k}"}
+            for k in range(sybils) for _ in range(per_sybil)]  # fmt: skip
+    rows += [{"a": "m0", "b": "m1", "vote": "a", "voter": "h"}] * honest_votes
+    return votes_of(rows)
+
+
+def test_identities_under_the_first_checkpoint_write_no_ones_reference():
+    # 10 identities x 4 both_bad votes. Were they the reference, each of h's votes would
+    # have p = U / 41 (-2 ln p > 7.4), and 5 of them pass chi2_10(0.999) = 29.6: h flagged
+    # at 5. They are not: h meets an empty reference (p = U), and only h's 5th vote enters.
+    votes = sybil_log(10, 4)
+    det = detect(table_of(votes))
+    assert det.flagged_voters == {}
+    live = AnomalyDetector()
+    for vote in votes:
+        live.observe(vote)
+    assert live.flagged == {}
+    state = live.snapshot()
+    assert state["pairs"] == {("ar", "m0", "m1"): [1, 0, 0, 0]}
+    assert state["voters"]["s0"][0] == 4 and state["voters"]["h"][0] == 5
+
+
+def test_identities_at_the_first_checkpoint_are_tested():
+    # With a 5th vote each sybil's 5th enters (once), and is tested there. The first sybil
+    # meets a reference of 25 wins of m0 (25 honest voters' 5th votes, one each): each of
+    # its both_bad votes gets p = U / 26, -2 ln p > 6.5, so 5 of them pass 29.6.
+    rows = [{"a": "m0", "b": "m1", "vote": "a", "voter": f"h{k}"}
+            for k in range(25) for _ in range(5)]  # fmt: skip
+    rows += [{"a": "m0", "b": "m1", "vote": "both_bad", "voter": f"s{k}"}
+             for k in range(6) for _ in range(5)]  # fmt: skip
+    votes = votes_of(rows)
+    det = detect(table_of(votes))
+    assert det.flagged_voters.get("s0") == 5 and not any(
+        v.startswith("h") for v in det.flagged_voters
+    )
+    live = AnomalyDetector()
+    for vote in votes:
+        live.observe(vote)
+    assert live.flagged == det.flagged_voters

@@ -191,18 +191,21 @@ def test_a_voter_flagged_at_a_rate_limited_vote_leaves_the_board_too(tmp_path):
     """The anomalous-voter test can tip on a vote that was over the rate limit: that vote
     carries a flag already, and the live board once kept the voter's earlier counted vote
     (the replay leaves it out), so the two disagreed for good."""
-    service, _ = make_service(tmp_path, rate_limit=1, rate_window=600, vote_clock=SteadyVoteClock())
-    for k in range(60):  # honest voters, one vote each: never over the limit
-        service.vote(battle(service, "m0", "m1"), "a" if k % 5 else "tie", voter=f"h{k}")
-    for _ in range(12):  # one voter against everyone: every vote after the first is over
-        service.vote(battle(service, "m0", "m1"), "both_bad", voter="odd")
-    assert "odd" in service.detector.flagged
+    service, _ = make_service(tmp_path, rate_limit=5, rate_window=600, vote_clock=SteadyVoteClock())
+    # Honest voters, five votes each: never over the limit, and each one's 5th vote enters
+    # the reference (a voter's earlier ones never do).
+    for _ in range(5):
+        for k in range(20):
+            service.vote(battle(service, "m0", "m1"), "a" if k % 5 else "tie", voter=f"h{k}")
+    for j in range(12):  # five votes like everyone's, then against everyone, over the limit
+        service.vote(battle(service, "m0", "m1"), "a" if j < 5 else "both_bad", voter="odd")
+    assert service.detector.flagged == {"odd": 10}
     rows = [r for r in logged(tmp_path) if r["voter"] == "odd"]
     tipped = rows[service.detector.flagged["odd"] - 1]
     assert "rate_limited" in tipped["flags"] and "anomalous_voter" not in tipped["flags"]
     assert service.rebuilds.wait(60)
     live = service.board("speech")
-    assert live.skipped["anomalous_voter"] == 1  # the one vote of theirs that had counted
+    assert live.skipped["anomalous_voter"] == 5  # the five votes of theirs that had counted
     assert live.to_json() == replayed(tmp_path).to_json()
 
 

@@ -22,6 +22,26 @@ What we do the same and what differs, and why
   which a one-way rank catches only half the time. ``H`` holds earlier votes of
   *other* voters that carry no flag (votes already left out pollute nothing);
   votes without a voter count in ``H``; judge votes take no part.
+* **Who makes the reference.** [CA24] compares with everyone's votes. Here a
+  vote enters ``H`` only from its voter's ``checks[0]``-th (5th) vote on, and
+  a voter has at most :attr:`AnomalyParams.reference_per_pair` (1) vote in a
+  pair's ``H``: its first such vote on the pair (:func:`enters_history`).
+  Why the first part: a voter under the first checkpoint is never tested, so
+  a flood of one-off identities wrote ``H`` unseen (2,000 identities of 4
+  ``both_bad`` votes each got 947 of 1,500 honest voters flagged, none of
+  themselves: ``bench/anomaly_poisoning.py``); now an identity must cast 5
+  votes to put one in ``H`` and is tested at that 5th vote. Why the second:
+  the first part alone let heavy voters (a campaign among them) fill more of
+  ``H`` while light honest voters' votes waited, and a campaign compared with
+  its own votes hides (TPR 0.636 to 0.380 on the voters scenario); one vote
+  per voter and pair takes that back and more (0.602; a campaign of 5 x 80
+  votes, 0.546 before, 0.874). Both parts read only counts of the voter's
+  own earlier votes, never an outcome or a flag decision, so ``H`` is chosen
+  without looking at the vote tested (``p`` stays uniform for an honest
+  vote) and the test stays non-recursive (a vote's ``p`` does not depend on
+  who is flagged). Votes without a voter all enter: they come from imported
+  logs (FastChat's has no voters), where they are the whole reference, and
+  the app cannot write one.
 * **Checkpoints.** [CA24] tests at five randomly chosen ``j`` in 1..100. The
   published log must replay to exactly the Space's board, so ours are fixed
   and public: ``j`` in :attr:`AnomalyParams.checks` (5, 10, 20, ... 2560), each
@@ -59,7 +79,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arena_core.integrity.counting import p_value_parts_in_order, running_totals
+from arena_core.integrity.counting import (
+    before_in_group,
+    p_value_parts_in_order,
+    running_totals,
+)
 from arena_core.integrity.pvalue import FIXED_ONE, chi2_isf_even, terms_of, tiebreak
 from arena_core.ratings.counts import A_WINS, B_WINS, OUTCOME_NAMES
 from arena_core.votes import arrow
@@ -82,6 +106,8 @@ class AnomalyParams:
     alpha: float = 0.01
     #: The voter's vote counts at which the test is made (each at level alpha / len(checks)).
     checks: tuple[int, ...] = (5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560)
+    #: Most votes one voter has in a pair's reference (its first ones from ``checks[0]`` on).
+    reference_per_pair: int = 1
 
     def __post_init__(self):
         if not 0.0 < self.alpha < 1.0:
@@ -92,6 +118,8 @@ class AnomalyParams:
             or list(self.checks) != sorted(set(self.checks))
         ):
             raise ValueError(f"checks must be increasing positive counts, got {self.checks}")
+        if self.reference_per_pair < 1:
+            raise ValueError(f"reference_per_pair must be >= 1, got {self.reference_per_pair}")
 
     def thresholds(self) -> dict[int, int]:
         """Fixed-point threshold of ``M_j`` at each checkpoint ``j``."""
@@ -111,7 +139,7 @@ class Detection:
     Rows are votes; ``voter`` is each row's voter code (-1: no voter, or not a
     human vote), ``pair`` its pair code, ``outcome`` its outcome on the pair,
     ``eligible`` whether it enters the other voters' history (a human vote
-    without flags). ``mask`` marks every vote of a flagged voter, ``flagged_at``
+    without flags, by :func:`enters_history`'s rule). ``mask`` marks every vote of a flagged voter, ``flagged_at``
     maps each flagged voter code to the vote count at which the test fired,
     ``term`` holds the rows' ``-2 ln p`` (fixed point; 0 where not worked out),
     ``every_voter`` says whether it was worked out for every voter (see
@@ -143,18 +171,20 @@ class Detection:
         return {str(names[k]): j for k, j in self.flagged_at.items()}
 
 
-def sequential_test(pair: np.ndarray, outcome: np.ndarray, voter: np.ndarray, eligible: np.ndarray,
+def sequential_test(pair: np.ndarray, outcome: np.ndarray, voter: np.ndarray, unflagged: np.ndarray,
                     tie: np.ndarray, params: AnomalyParams = AnomalyParams(), *,
                     every_voter: bool = True) -> Detection:  # fmt: skip
     """Run the test over rows in replay order (see :class:`Detection` for the arrays;
-    ``tie`` is each row's tie-break, :func:`tiebreak` of its timestamp).
+    ``unflagged`` marks the human rows without a flag, ``tie`` is each row's tie-break,
+    :func:`tiebreak` of its timestamp). Which rows make the history is
+    :func:`enters_history`'s rule.
 
     With ``every_voter`` False, p-values are worked out only for the votes of
     voters who reach the first checkpoint: the flags are the same, and a log of
     one-off voters costs next to nothing. The live detector needs them all.
     """
     pair, outcome, voter = (np.asarray(x, dtype=np.int64) for x in (pair, outcome, voter))
-    eligible = np.asarray(eligible, dtype=bool)
+    unflagged = np.asarray(unflagged, dtype=bool)
     n = len(pair)
     has_voter = voter >= 0
     votes_by = np.bincount(voter[has_voter]) if has_voter.any() else np.zeros(0, dtype=np.int64)
@@ -162,6 +192,9 @@ def sequential_test(pair: np.ndarray, outcome: np.ndarray, voter: np.ndarray, el
     if not every_voter:
         tested[has_voter] = votes_by[voter[has_voter]] >= params.checks[0]
     seq = np.flatnonzero(tested)
+    # An untested voter's rows are all under the first checkpoint: none enters the history.
+    eligible = unflagged & ~has_voter
+    eligible[seq] = enters_history(voter[seq], pair[seq], unflagged[seq], params)
     term = np.zeros(n, dtype=np.int64)
     mask = np.zeros(n, dtype=bool)
     flagged_at: dict[int, int] = {}
@@ -175,6 +208,31 @@ def sequential_test(pair: np.ndarray, outcome: np.ndarray, voter: np.ndarray, el
         flagged_at = checkpoint_hits(who, j, m, params)
         mask[seq] = np.isin(who, list(flagged_at))
     return Detection(pair, outcome, voter, eligible, term, mask, flagged_at, every_voter)
+
+
+def enters_history(voter: np.ndarray, pair: np.ndarray, unflagged: np.ndarray,
+                   params: AnomalyParams = AnomalyParams()) -> np.ndarray:  # fmt: skip
+    """Whether each row enters the later votes' history ``H`` (see the module docstring):
+    an unflagged row from its voter's ``params.checks[0]``-th row on, while its voter has
+    fewer than ``params.reference_per_pair`` rows in the pair's ``H``; rows without a voter
+    (-1) whenever unflagged.
+
+    Rows are human votes in replay order and must hold every human vote of their voters
+    (the number counts flagged rows too, as the test's ``j`` does). The live detector
+    applies the same rule vote by vote.
+    """
+    voter, pair = np.asarray(voter, dtype=np.int64), np.asarray(pair, dtype=np.int64)
+    enters = np.asarray(unflagged, dtype=bool).copy()
+    rows = np.flatnonzero(voter >= 0)
+    if not len(rows):
+        return enters
+    who = voter[rows]
+    number, _ = running_totals(who, np.zeros(len(rows), dtype=np.int64))
+    may = enters[rows] & (number >= params.checks[0])
+    key = who * (int(pair.max()) + 1) + pair[rows]
+    before = before_in_group(key, may.astype(np.int64)[:, None])[:, 0]
+    enters[rows] = may & (before < params.reference_per_pair)
+    return enters
 
 
 def checkpoint_hits(who: np.ndarray, count: np.ndarray, statistic: np.ndarray,
@@ -209,8 +267,8 @@ def detect(votes: VoteTable, params: AnomalyParams = AnomalyParams(), *,
             nothing, nothing, voter, nothing > 0, nothing, nothing > 0, {}, False, voters
         )
     pair, outcome, pairs = _pairs(votes)
-    eligible = human & ~_flagged(votes)
-    result = sequential_test(pair, outcome, voter, eligible, tiebreak(votes.ts_us), params,
+    unflagged = human & ~_flagged(votes)
+    result = sequential_test(pair, outcome, voter, unflagged, tiebreak(votes.ts_us), params,
                              every_voter=every_voter)  # fmt: skip
     return replace(result, voters=voters, pairs=pairs)
 

@@ -5,7 +5,10 @@ the replayed log, then feeds every vote it writes, in log order, to
 :meth:`AnomalyDetector.observe`. The state is integer counts and fixed-point
 sums, updated exactly as the vectorised replay computes them, so after any
 number of votes the live detector has flagged exactly the voters a replay of
-the log would flag (the tests check this on random logs).
+the log would flag (the tests check this on random logs). That includes which
+votes make a pair's history: an unflagged vote without a voter, or from its
+voter's first checkpoint on while the voter has fewer than
+``reference_per_pair`` votes in it (:func:`~arena_core.integrity.anomaly.enters_history`).
 
 The replayed part of the state is kept in sorted numpy arrays (a million
 voters take tens of megabytes, not the better part of a gigabyte of Python
@@ -35,10 +38,10 @@ class AnomalyDetector:
         self.params = params or AnomalyParams()
         self._limits = self.params.thresholds()
         self._pair_index: dict[tuple[str, str, str], int] = {}
-        #: Per pair: counts of each outcome among unflagged votes.
+        #: Per pair: counts of each outcome among the votes of its history.
         self._totals: list[list[int]] = []
         # Voters of the replayed log (UTF-8, sorted), their vote count and statistic, and
-        # counts of their unflagged votes per pair, keyed (voter slot << 32 | pair), sorted.
+        # counts of their votes in the history per pair, keyed (voter slot << 32 | pair), sorted.
         self._names = np.zeros(0, dtype="S1")
         self._count = np.zeros(0, dtype=np.int64)
         self._total = np.zeros(0, dtype=np.int64)
@@ -92,6 +95,7 @@ class AnomalyDetector:
             self._totals.append([0] * N_OUTCOMES)
         outcome = int(orient(OUTCOME_OF_VOTE[vote.vote], vote.model_a > vote.model_b))
         total, voter = self._totals[index], vote.voter
+        enters = not vote.flags  # the history's rule: anomaly.enters_history
         if voter is not None:
             slot = self._slot(voter)
             own = self._own_counts(voter, slot, index)
@@ -103,9 +107,11 @@ class AnomalyDetector:
             limit = self._limits.get(count)
             if voter not in self.flagged and limit is not None and statistic >= limit:
                 self.flagged[voter] = count
-            if not vote.flags:
+            enters = (enters and count >= self.params.checks[0]
+                      and sum(own) < self.params.reference_per_pair)  # fmt: skip
+            if enters:
                 self._add_own(voter, slot, index, outcome)
-        if not vote.flags:
+        if enters:
             total[outcome] += 1
         return self.is_flagged(voter)
 
