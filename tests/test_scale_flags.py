@@ -103,7 +103,7 @@ def _write(root: Path, rows: list[dict], parts: int) -> None:
 
 
 def _streamed(duck: DuckVotes, params: AnomalyParams, batch_rows: int) -> dict[str, int]:
-    sql = votes_to_test_sql("valid")
+    sql = votes_to_test_sql("valid", params)
     return flagged_in_batches(duck.con.sql(sql).to_arrow_reader(batch_rows), params)
 
 

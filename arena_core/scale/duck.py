@@ -237,7 +237,7 @@ class DuckVotes:
         if not repeat:
             return []
         check_size(rows)  # every row, an upper bound of the human votes
-        reader = self.con.sql(votes_to_test_sql("valid")).to_arrow_reader(batch_rows)
+        reader = self.con.sql(votes_to_test_sql("valid", self.anomaly)).to_arrow_reader(batch_rows)
         return sorted(flagged_in_batches(reader, self.anomaly))
 
     # -- results ---------------------------------------------------------------------

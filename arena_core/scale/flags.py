@@ -82,7 +82,20 @@ def pair_before_sql() -> str:
     return f"coalesce(sum({step}) OVER (PARTITION BY pair {_BEFORE}), {zero}) AS pair_before"
 
 
-def votes_to_test_sql(valid: str) -> str:
+def eligible_sql(params: AnomalyParams) -> str:
+    """``eligible``: whether the row enters later votes' history, ``anomaly.enters_history``
+    in SQL (over ``unflagged``, ``number``: the row's place among its voter's human votes in
+    replay order, and ``pair``): unflagged, and without a voter or from its voter's first
+    checkpoint on while the voter has fewer than ``reference_per_pair`` rows in the pair's
+    history."""
+    may = f"(unflagged AND number >= {int(params.checks[0])})"
+    earlier = (f"sum(CASE WHEN {may} THEN 1 ELSE 0 END) OVER (PARTITION BY voter, pair "
+               f"{_BEFORE})")  # fmt: skip
+    return (f"CASE WHEN voter IS NULL THEN unflagged ELSE {may} AND "
+            f"coalesce({earlier}, 0) < {int(params.reference_per_pair)} END AS eligible")  # fmt: skip
+
+
+def votes_to_test_sql(valid: str, params: AnomalyParams | None = None) -> str:
     """The human votes with a voter of the valid rows ``valid`` (a view with the contract's
     columns, ``ts_us`` and ``flagged``), ordered by voter, then replay order: ``voter``,
     ``ts_us``, ``outcome`` (seen from the pair's first model), ``eligible``, ``pair`` and
@@ -98,11 +111,15 @@ def votes_to_test_sql(valid: str) -> str:
     (10M votes; a mark join below the window instead: 122-140 s). The sort by voter
     carries those voters' rows, one pass of them.
     """
+    params = params if params is not None else AnomalyParams()
     human = f"{valid} WHERE {HUMAN_SQL}"
+    number = f"row_number() OVER (PARTITION BY voter ORDER BY {REPLAY_ORDER}) AS number"
     return f"""SELECT voter, ts_us, outcome, eligible, pair, pair_before FROM (
             SELECT *, {pair_before_sql()} FROM (
-                SELECT {PAIR_SQL} AS pair, {outcome_sql()} AS outcome, voter,
-                    NOT flagged AS eligible, ts_us, vote_id FROM {human}) human) counted
+                SELECT *, {eligible_sql(params)} FROM (
+                    SELECT {PAIR_SQL} AS pair, {outcome_sql()} AS outcome, voter,
+                        NOT flagged AS unflagged, ts_us, vote_id, {number}
+                    FROM {human}) human) numbered) counted
         WHERE voter IS NOT NULL
         ORDER BY voter, {REPLAY_ORDER}"""  # noqa: S608
 

@@ -248,7 +248,7 @@ def flagged_voters(spark, params: AnomalyParams, batch_rows: int = FLAG_BATCH_RO
     if not repeat:
         return []
     check_size(rows)
-    tested = spark.sql(votes_to_test_sql("valid")).toLocalIterator(prefetchPartitions=True)
+    tested = spark.sql(votes_to_test_sql("valid", params)).toLocalIterator(prefetchPartitions=True)
     return sorted(flagged_in_batches(_arrow_batches(tested, batch_rows), params))
 
 
