@@ -67,6 +67,13 @@ class Visit:
         self.page.screenshot(path=path, full_page=True)
         return path
 
+    def arrive(self, url: str) -> None:
+        """Open the page and wait for its arena header, which the server sends on load."""
+        self.page.goto(url)
+        expect(self.page.locator("#arena-header")).to_contain_text(
+            "English text-to-speech", timeout=PAGE_LOAD
+        )
+
     def key(self, key: str) -> None:
         """Press a shortcut with the focus on the page, not in a text field."""
         self.page.evaluate("() => document.activeElement && document.activeElement.blur()")

@@ -8,7 +8,7 @@ Screenshots go to tests/output/screenshots/ like the desktop visit's.
 """
 
 import pytest
-from browser import LAPTOP, PAGE_LOAD, PHONE, UNNAMED_CONTROLS, Visit, expect
+from browser import LAPTOP, PHONE, UNNAMED_CONTROLS, Visit, expect
 
 pytestmark = pytest.mark.browser
 
@@ -23,10 +23,7 @@ def test_the_arena_on_a_phone(running_app, browser):
                                   device_scale_factor=2, locale="de-DE")  # fmt: skip
     visit = Visit(context.new_page(), "phone")
     page = visit.page
-    page.goto(running_app.url)
-    expect(page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
+    visit.arrive(running_app.url)
     fits(page)
     visit.shot("arrival")
 
@@ -72,10 +69,7 @@ def test_the_arena_on_a_phone(running_app, browser):
 def test_every_control_is_named_focus_shows_and_the_keyboard_alone_votes(running_app, browser):
     visit = Visit(browser.new_page(viewport=LAPTOP), "keyboard")
     page = visit.page
-    page.goto(running_app.url)
-    expect(page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
+    visit.arrive(running_app.url)
 
     def tab_to(selector: str, limit: int = 60) -> None:
         """Press Tab until ``selector`` has the focus, checking each stop shows it."""

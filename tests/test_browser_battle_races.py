@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from browser import LAPTOP, MEDIA, PAGE_LOAD, Visit, expect
+from browser import LAPTOP, MEDIA, Visit, expect
 
 from arena_core.votes.read import read_votes
 
@@ -74,6 +74,17 @@ class HeldRequest:
         self.page.unroute(self.PATTERN)
 
 
+def pick_arena_while_held(visit: Visit, key: str) -> None:
+    """Press ``key`` (a vote, or N), hold the request it sends, pick the Multilingual arena,
+    then let the request go on: the server handles it after the arena was left."""
+    held = HeldRequest(visit.page)
+    visit.key(key)
+    held.wait_sent()
+    visit.pick("#arena-in", "Multilingual text-to-speech")
+    expect(visit.page.locator('#gate .gate[data-stage="idle"]')).to_be_visible()
+    held.release()
+
+
 def wait_logged(running_app, page, count: int) -> None:
     """Until ``count`` votes are in the log (a released request takes a moment)."""
     for _ in range(200):
@@ -85,10 +96,7 @@ def wait_logged(running_app, page, count: int) -> None:
 
 def open_battle(running_app, browser, name: str) -> Visit:
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
-    visit.page.goto(running_app.url)
-    expect(visit.page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
+    visit.arrive(running_app.url)
     visit.page.locator("#prompt-in textarea").fill(SHORT)
     visit.key("n")
     visit.battle_ready()
@@ -170,12 +178,7 @@ def test_another_arena_picked_while_a_vote_waits_keeps_the_vote(running_app, bro
     visit = open_battle(running_app, browser, "race-vote-arena")
     page = visit.page
     before = votes_logged(running_app)
-    vote = HeldRequest(page)
-    visit.key("b")
-    vote.wait_sent()
-    visit.pick("#arena-in", "Multilingual text-to-speech")
-    expect(page.locator('#gate .gate[data-stage="idle"]')).to_be_visible()
-    vote.release()
+    pick_arena_while_held(visit, "b")
     wait_logged(running_app, page, before + 1)
     expect(page.locator(".toast-body")).to_contain_text("vote on the previous battle was saved")
     header = page.locator("#arena-header")
@@ -188,16 +191,8 @@ def test_another_arena_picked_while_a_vote_waits_keeps_the_vote(running_app, bro
 def test_a_battle_still_queued_when_another_arena_is_picked_is_never_shown(running_app, browser):
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "race-battle-arena")
     page = visit.page
-    page.goto(running_app.url)
-    expect(page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
-    battle = HeldRequest(page)
-    visit.key("n")
-    battle.wait_sent()
-    visit.pick("#arena-in", "Multilingual text-to-speech")
-    expect(page.locator('#gate .gate[data-stage="idle"]')).to_be_visible()
-    battle.release()
+    visit.arrive(running_app.url)
+    pick_arena_while_held(visit, "n")
     # Before the fix the English battle, generated once the queue reached it, opened under
     # the Multilingual arena and took a vote.
     page.wait_for_timeout(3000)
@@ -259,10 +254,7 @@ def test_enter_in_the_prompt_starts_a_battle_and_a_refused_prompt_leaves_none_sh
 ):
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "prompt-keys")
     page = visit.page
-    page.goto(running_app.url)
-    expect(page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
+    visit.arrive(running_app.url)
     prompt = page.locator("#prompt-in textarea")
     prompt.fill(SHORT)
     prompt.press("Enter")

@@ -9,7 +9,7 @@ whole clip counts its whole length whatever the speed.
 import json
 
 import pytest
-from browser import LAPTOP, MEDIA, PAGE_LOAD, Visit, expect, names_and_ids
+from browser import LAPTOP, MEDIA, Visit, expect, names_and_ids
 
 from arena_core.votes.read import read_votes
 
@@ -31,10 +31,7 @@ def rows(running_app) -> list[dict]:
 def test_listening_times_and_session_order_reach_the_log(running_app, browser):
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "listen")
     page = visit.page
-    page.goto(running_app.url)
-    expect(page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
+    visit.arrive(running_app.url)
     before = len(rows(running_app))
     page.locator("#prompt-in textarea").fill(SHORT)
     page.locator("#new-battle").click()

@@ -8,7 +8,7 @@ opaque background behind it; 4.5:1 is the level AA asks of body text.
 import time
 
 import pytest
-from browser import LAPTOP, PAGE_LOAD, Visit, expect
+from browser import LAPTOP, Visit, expect
 
 from arena_core.space.views import ArenaError
 
@@ -42,9 +42,7 @@ def low_contrast(page, selectors) -> dict:
 def test_dark_mode_text_is_readable_at_every_step(running_app, browser):
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "dark")
     page = visit.page
-    page.goto(running_app.url + "?__theme=dark")
-    header = page.locator("#arena-header")
-    expect(header).to_contain_text("English text-to-speech", timeout=PAGE_LOAD)
+    visit.arrive(running_app.url + "?__theme=dark")
     assert page.evaluate("document.body.classList.contains('dark')")
     header_parts = ["#arena-header .arena-title", "#arena-header .pitch",
                     "#arena-header .stats span"]  # fmt: skip
@@ -108,10 +106,7 @@ def offered_models(visit) -> set[str]:
 
 def model_view(running_app, browser, name: str) -> Visit:
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
-    visit.page.goto(running_app.url)
-    expect(visit.page.locator("#arena-header")).to_contain_text(
-        "English text-to-speech", timeout=PAGE_LOAD
-    )
+    visit.arrive(running_app.url)
     visit.page.get_by_role("tab", name="Leaderboard").click()
     visit.page.locator("#board-view").get_by_text("Model").click()
     return visit
