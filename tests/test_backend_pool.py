@@ -424,6 +424,30 @@ def test_cache_evicts_least_recently_used_entries_beyond_its_budget(tmp_path):
     assert cache.total_bytes <= cache.max_bytes
 
 
+@pytest.mark.parametrize("memory", [0, 10**7])
+def test_asking_whether_an_entry_is_cached_reads_nothing_and_counts_as_an_access(tmp_path, memory):
+    """A battle's hold asks it of every model it could have drawn: like a read for the
+    eviction order (so a prompt's clips age together), without reading a clip."""
+    one_entry = len(audio_output(1.0).to_bytes())
+    cache = OutputCache(tmp_path, max_bytes=int(one_entry * 3.5), memory_bytes=memory)
+    keys = [cache.key("m", f"prompt {n}", "v") for n in range(4)]
+    for age, key in enumerate(keys[:3]):
+        path = cache.put(key, audio_output(1.0))
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))  # entry 0 oldest
+    reads = []
+    real = Output.from_bytes
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Output, "from_bytes", lambda *a: reads.append(a) or real(*a))
+        assert cache.has(keys[0], "audio") and not cache.has(keys[3], "audio")
+        assert not cache.has(keys[0], "text")
+    assert reads == []
+    cache.put(keys[3], audio_output(1.0))  # entry 1 is now the oldest on disk: it goes
+    has = [cache.has(k, "audio") for k in keys]
+    assert has == [cache.get(k, "audio") is not None for k in keys]  # the same answer
+    if not memory:  # (kept in memory, entry 1 is still served from there)
+        assert has == [True, False, True, True]
+
+
 def test_cache_survives_concurrent_writers_and_readers(tmp_path):
     cache = OutputCache(tmp_path, max_bytes=len(audio_output(0.5).to_bytes()) * 6)
     errors = []

@@ -333,6 +333,10 @@ class Blinder:
             return None
         return self._cache.get(self._source_key(source), "audio")
 
+    def has_shaped(self, source: str) -> bool:
+        """Whether :meth:`shaped` would find the clip, without reading it."""
+        return self._cache is not None and self._cache.has(self._source_key(source), "audio")
+
     def deliver(self, prepared: Sequence[Output]) -> tuple[Output, ...]:
         """Prepared outputs of one battle as the visitor gets them (:func:`deliver` for audio)."""
         kinds = {o.modality for o in prepared}

@@ -253,7 +253,8 @@ class ArenaService:
         quantises its whole server time. Unheld only when the arena is warm and the battle
         was read from the shaped cache, as were the clips of every model that could have
         been drawn on its prompt: held or not then depends on the prompt, not the pair
-        (reading them all also keeps a prompt's clips equally recent in the LRU caches).
+        (asking for them all, without reading them, also keeps a prompt's clips equally
+        recent in the LRU caches).
 
         ``made_at``: when the outputs began to be made (None: read from the shaped cache).
         That battle's time from there raises later floors (:meth:`Pacer.observe`); a redraw's
@@ -263,7 +264,7 @@ class ArenaService:
         pool = self.pools[arena.id]
         candidates = pool.pairable(category)
         warm = prompt_id is not None and made_at is None and self.blinder is not None
-        warm = warm and all(self.blinder.shaped(pool.cache_key(m, text, category)) is not None
+        warm = warm and all(self.blinder.has_shaped(pool.cache_key(m, text, category))
                             for m in candidates)  # fmt: skip
         due = self.pacer.due(started, arena.id, candidates, len(text), typed=not warm)
         if made_at is not None:
