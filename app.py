@@ -293,8 +293,9 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
             gr.Warning(str(exc), duration=WARNING_SECONDS)
             return state, *page.vote_refused(str(exc))
         visit.counted(state, handle)  # the vote counts for the session anyway
-        board = await battles.board(state["arena"])
-        if state.get("handle") != handle:  # the visitor moved on: no reveal, a toast instead
+        # The board of the reveal, read only if there is one to show.
+        board = await battles.board(state["arena"]) if state.get("handle") == handle else None
+        if state.get("handle") != handle:  # moved on (before or meanwhile): a toast instead
             gr.Info(ui_text.vote_on_left_battle(state["votes"]), duration=WARNING_SECONDS)
             header = await battles.header(page, visit.shown_arena(state), state["votes"])
             return state, *unchanged[:-1], header
