@@ -2,6 +2,7 @@
 clicks in (the browser test of the race is in test_browser_battle_races.py)."""
 
 import json
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -99,3 +100,33 @@ def test_the_arena_shown_follows_the_picker_and_the_battles():
     visit.leave(state, 0.0, shown="tts-multilingual")  # another arena picked
     assert visit.shown_arena(state) == "tts-multilingual"
     assert visit.voted_battle(state, 1, 0.0) == ("h1", False)  # the vote cast before counts
+
+
+def test_an_arena_header_reads_the_session_count_after_its_board():
+    """The arena picked while a vote waits: its header's board can take a while (a refit on
+    a busy server), and the vote, counted meanwhile, sends its header first. The picked
+    arena's header must not then overwrite it with the count from before the vote (a
+    browser test caught "you: 1 this session" missing under load)."""
+    from types import SimpleNamespace
+
+    from arena_core.page.arena_tab import ArenaPage
+    from arena_core.registry import load_registry
+
+    root = Path(__file__).resolve().parents[1]
+    arena = load_registry(root / "registry.yaml").arena("tts-multilingual")
+    state = {"votes": 0}
+
+    def board(arena_id):  # the vote is counted while the board is read
+        state["votes"] = 1
+        return SimpleNamespace(votes_used=7)
+
+    status = SimpleNamespace(available=True)
+    service = SimpleNamespace(
+        languages=lambda arena_id: ["en", "de"], board=board, arena=lambda arena_id: arena,
+        progress=SimpleNamespace(done=True),
+        pools={"tts-multilingual": SimpleNamespace(status=lambda: {"m": status})},
+    )
+    request = SimpleNamespace(headers={"accept-language": "de-DE"})
+    header, _ = ArenaPage(service).show_arena("tts-multilingual", state, request)
+    assert "you: <b>1</b> this session" in header
+    assert "7 votes" in header

@@ -100,7 +100,11 @@ class ArenaPage:
             return "", gr.update(visible=False)
         languages = self.service.languages(arena_id)
         chosen = battle.pick_language(request.headers.get("accept-language"), languages)
-        return self.header(arena_id, (state or {}).get("votes", 0)), gr.update(
+        votes = self.service.board(arena_id).votes_used if self.service.progress.done else None
+        # The session's count is read after the board, which can take a while on a busy
+        # server (a refit): a vote on the battle just left, counted meanwhile, sends its
+        # own header first, and this one must not overwrite it with the older count.
+        return self.header(arena_id, (state or {}).get("votes", 0), votes), gr.update(
             choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
         )
 
