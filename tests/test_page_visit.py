@@ -122,7 +122,9 @@ def test_an_arena_header_reads_the_session_count_after_its_board():
 
     status = SimpleNamespace(available=True)
     service = SimpleNamespace(
-        languages=lambda arena_id: ["en", "de"], board=board, arena=lambda arena_id: arena,
+        languages=lambda arena_id: ["en", "de"],
+        board=board,
+        arena=lambda arena_id: arena,
         progress=SimpleNamespace(done=True),
         pools={"tts-multilingual": SimpleNamespace(status=lambda: {"m": status})},
     )
