@@ -71,6 +71,7 @@ def test_the_model_page_plays_its_recent_battles(audio_app, browser):
     page.goto(url + "?model=espeak/en-us")
     expect(page.locator("#board-table")).to_contain_text("Against each opponent", timeout=60_000)
     expect(page.locator("#model-heard")).to_be_visible(timeout=30_000)
+    expect(page.locator("#model-heard-0 .heard-line b")).to_contain_text("UTC")  # HTML, as text
     report = service.analyses.model("speech", "espeak/en-us")
     shown = len(heard_battles(report, service.pools["speech"], service.blinder))
     for k in range(AUDIO_BATTLES):

@@ -132,3 +132,30 @@ def test_an_arena_header_reads_the_session_count_after_its_board():
     header, _ = ArenaPage(service).show_arena("tts-multilingual", state, request)
     assert "you: <b>1</b> this session" in header
     assert "7 votes" in header
+
+
+def test_a_typed_prompt_on_the_model_page_is_text_only():
+    """A prompt a visitor typed is shown to everyone on the model page: neither HTML nor
+    Markdown in it may render (``![](url)`` would make each reader's browser fetch it)."""
+    from html.parser import HTMLParser
+
+    from arena_core.analysis.model_report import RecentBattle
+    from arena_core.page.model_audio import HeardBattle, heard_label
+
+    typed = '![t](http://127.0.0.1:9/t.png) **x** <img src="y"> [l](javascript:alert(1)) &amp;'
+    battle = RecentBattle("v1", "2026-12-01T10:00:00.000000Z", None, typed, None, "m2", "a", "win")
+    label = heard_label(HeardBattle(battle, None, None), {"m2": "Model <2>"})
+
+    class Parts(HTMLParser):
+        tags, text = [], ""
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+
+        def handle_data(self, data):
+            self.text += data
+
+    parts = Parts(convert_charrefs=True)
+    parts.feed(label)
+    assert parts.tags == ["p", "b"]  # the line and its time, nothing from the prompt
+    assert f"“{typed}”" in parts.text and "Model <2>" in parts.text

@@ -184,7 +184,7 @@ def _heard_players() -> tuple:
     title = gr.Markdown("### Recent battles, heard", visible=False, elem_id="model-heard")
     rows = []
     for k in range(AUDIO_BATTLES):
-        label = gr.Markdown(visible=False, elem_id=f"model-heard-{k}")
+        label = gr.HTML(visible=False, elem_id=f"model-heard-{k}")
         with gr.Row(elem_classes="stack-on-phone"):
             own = gr.Audio(label="This model", interactive=False, visible=False, buttons=["download"],
                            elem_id=f"model-heard-{k}-own")  # fmt: skip

@@ -62,9 +62,14 @@ def heard_battles(report: ModelReport, pool, blinder,
 
 
 def heard_label(heard: HeardBattle, names: dict[str, str]) -> str:
-    """One line above the two players: when, against whom, the result and the prompt."""
+    """One line above the two players, as HTML: when, against whom, the result and the prompt.
+
+    HTML, not Markdown: a prompt a visitor typed is shown to everyone who opens the model
+    page, and Markdown would render ``![](https://...)`` in it as an image fetched from
+    anywhere (escaping HTML alone does not stop Markdown's own syntax).
+    """
     b = heard.battle
     when = b.ts[:16].replace("T", " ")
     opponent = names.get(b.opponent, b.opponent)
-    return (f"**{escape(when)} UTC** · against {escape(opponent)} · {escape(b.result)} · "
-            f"“{escape(b.prompt or '')}”")  # fmt: skip
+    return (f'<p class="heard-line"><b>{escape(when)} UTC</b> · against {escape(opponent)} · '
+            f"{escape(b.result)} · “{escape(b.prompt or '')}”</p>")  # fmt: skip
