@@ -116,6 +116,33 @@ def test_warmup_generates_every_set_prompt_times_each_model_and_marks_the_arena_
     assert pacer.speed("tts", "m8") != FALLBACK_SPEED
 
 
+class HostedTone(Tone):
+    """A voice whose generations are calls to a paid service."""
+
+    remote = True
+
+
+def test_the_warm_up_times_a_hosted_voice_but_makes_none_of_its_set_prompts(tmp_path):
+    """Pre-generating a hosted voice's set prompts is about 150 paid calls per voice on
+    every start with an empty cache: it is only timed. Battles that draw it stay held."""
+    registry = parse_registry(REGISTRY)
+    arena = registry.arena("tts")
+    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": HostedTone(arena.model("m16"), 16_000)}
+    pool = ModelPool(arena, backends)
+    pacer = Pacer()
+    warmup = Warmup(
+        registry, {"tts": pool}, Blinder(BlindingParams()), pacer, rng=np.random.default_rng(0)
+    )
+    assert warmup.progress.total == {"tts": 3}
+    progress = warmup.run()
+    pool.close()
+    assert progress.done and progress.done_count == {"tts": 3} and progress.failed == {"tts": 0}
+    assert {p.text for p in arena.prompts} <= set(backends["m8"].texts)
+    hosted = backends["m16"].texts
+    assert len(hosted) == 2 and not {p.text for p in arena.prompts} & set(hosted)  # timed only
+    assert pacer.speed("tts", "m16") != FALLBACK_SPEED
+
+
 def test_after_the_warm_up_a_set_prompt_battle_reads_only_the_shaped_clips(tmp_path, monkeypatch):
     from arena_core.backends.cache import OutputCache
     from arena_core.space.service import ArenaService

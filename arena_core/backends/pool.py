@@ -233,6 +233,10 @@ class ModelPool:
         """The model's version for the vote record (see :attr:`Backend.model_version`)."""
         return self._backends[model_id].model_version
 
+    def remote(self, model_id: str) -> bool:
+        """Whether the model's generations are calls to a hosted service (paid, rate-limited)."""
+        return self._backends[model_id].remote
+
     def median_latency(self, model_id: str) -> float | None:
         """Median seconds of recent successful uncached generations, or None before the first."""
         return self.health.median_latency(model_id)

@@ -19,9 +19,13 @@ It also measures each model's speed for the hold of typed prompts
 speaks its shortest and its longest set prompt with a random number appended,
 so the text is never cached and the time is a real generation's.
 
-Only audio arenas are warmed: their engines run on this machine. Hosted chat
-and image models would be paid calls. One generation runs at a time, leaving
-the other core to visitors.
+Only audio arenas are warmed, and in them only the engines that run on this machine:
+a hosted voice's generations are paid calls to its service (about 150 per voice on each
+start with an empty cache), so it only has its speed measured (two calls). Its clips are
+made by the battles that draw it, and until one is, every battle on that prompt is held
+(the service checks every drawable model's clip), so an uncached hosted voice slows a set
+prompt's battles but tells no one which voices are in them. One generation runs at a
+time, leaving the other core to visitors.
 """
 
 from __future__ import annotations
@@ -74,9 +78,11 @@ class Warmup:
         self._clock = clock
         self._rng = rng if rng is not None else np.random.default_rng()
         self._stop = threading.Event()
-        self.progress = WarmupProgress(
-            {}, {}, {a.id: len(a.prompts) * len(a.models) for a in self.arenas}
-        )
+        planned = {
+            a.id: len(a.prompts) * sum(not pools[a.id].remote(m.id) for m in a.models)
+            for a in self.arenas
+        }
+        self.progress = WarmupProgress({}, {}, planned)
 
     def start(self) -> threading.Thread:
         """Run :meth:`run` in a daemon thread."""
@@ -109,7 +115,7 @@ class Warmup:
             for model_id in models:
                 if self._stop.is_set():
                     return
-                served = pool.serves(model_id, prompt.category)
+                served = pool.serves(model_id, prompt.category) and not pool.remote(model_id)
                 if served and not self._prepare(arena, pool, model_id, prompt):
                     missed.append((model_id, prompt))
             if k == 0 and self.calibrate:
