@@ -135,8 +135,10 @@ pip install -r requirements.txt
 python -m arena_core leaderboard --votes votes/ --registry registry.yaml --arena tts-en
 ```
 
-prints exactly this board (`--format json` or `csv` for machines, `--category de` for one
-language; without `--arena` the table lists every arena's board).
+prints this board (`--format json` or `csv` for machines, `--category de` for one
+language; without `--arena` the table lists every arena's board). To the last digit: the
+command printed under each board adds the settings it was computed with, such as
+`--unavailable` for the models that do not run here and the revision of the votes.
 
 ## Add a model
 

@@ -179,7 +179,7 @@ def add_commands(sub) -> None:
         "--check",
         action="store_true",
         help="list models without a prior and every problem with a prior or a mapping; "
-        "exit 1 on a problem",
+        "exit 1 on a problem with a prior or a mapping, 2 when the file cannot be loaded",
     )
     cmd.add_argument(
         "--registry", default=os.environ.get("ARENA_REGISTRY") or "registry.yaml", metavar="FILE"
