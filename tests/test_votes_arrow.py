@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from arena_core.votes import arrow
+from arena_core.votes import arrow, kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,3 +97,73 @@ def test_null_or_empty_matches_arrows_own_checks(values, start):
     expected = [v is None or v == "" for v in values[min(start, len(values)) :]]
     assert arrow.null_or_empty(column).tolist() == expected
     assert arrow.null_or_empty(chunked).tolist() == expected * 2
+
+
+LISTS = st.lists(st.one_of(st.none(), st.lists(st.just("x"), max_size=3)), max_size=30)
+
+
+@given(LISTS, st.integers(0, 9), st.booleans())
+def test_nonempty_reads_offsets_at_any_offset_and_width(values, start, large):
+    kind = pa.large_list(pa.string()) if large else pa.list_(pa.string())
+    column = pa.array(values, type=kind).slice(min(start, len(values)))
+    expected = [bool(v) for v in values[min(start, len(values)) :]]
+    assert arrow.nonempty(column).tolist() == expected
+    assert arrow.nonempty(pa.chunked_array([column, column], type=kind)).tolist() == expected * 2
+    assert arrow.nonempty(pa.nulls(3, kind)).tolist() == [False] * 3
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(-3, 5)), max_size=40), st.integers(0, 9))
+def test_valid_integers_in_and_filled_match_compute(values, start):
+    column = pa.array(values, pa.int64()).slice(min(start, len(values)))
+    chunked = pa.chunked_array([column, pa.nulls(2, pa.int64()), column], type=pa.int64())
+    for col in (column, chunked):
+        assert arrow.valid(col).tolist() == pc.is_valid(col).to_pylist()
+        allowed = pa.array([1, 2, 4], pa.int64())
+        assert arrow.integers_in(col, [1, 2, 4]).tolist() == pc.is_in(col, allowed).to_pylist()
+    assert arrow.filled(column, 9).tolist() == pc.fill_null(column, 9).to_pylist()
+    assert arrow.filled(pa.nulls(2, pa.int32()), -1).tolist() == [-1, -1]
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "bb", ""])), max_size=30))
+def test_kernels_answer_as_pyarrow_compute(values):
+    column = pa.chunked_array([pa.array(values, pa.string()), pa.array(values, pa.string())])
+    assert kernels.dictionary_encode(column).equals(pc.dictionary_encode(column))
+    assert kernels.unique(column).equals(pc.unique(column))
+    encoded = pc.dictionary_encode(column).cast(pa.dictionary(pa.int32(), pa.string()))
+    assert kernels.cast(encoded, pa.string()).equals(encoded.cast(pa.string()))
+    rows = arrow.indices(list(range(len(column)))[::-2])
+    assert kernels.take(column, rows).equals(column.take(rows))
+    table = pa.table({"v": column})
+    assert kernels.take(table, rows).equals(table.take(rows))
+    with pytest.raises(pa.ArrowInvalid):
+        kernels.cast(pa.array(["2026-02-30T00:00:00.000Z"]), pa.timestamp("us", tz="UTC"))
+
+
+def test_the_leaderboard_command_never_imports_pyarrow_compute(tmp_path):
+    """Importing it costs a fresh replay 0.03 s of CPU (see votes.kernels): a Parquet file and
+    JSONL shards whose rows need sorting replay without it. (One-off voters, as in the
+    bench's log: where voters repeat, the anomalous-voter test still imports it.)"""
+    import pyarrow.parquet as pq
+
+    rows = [{"schema_version": 2, "vote_id": f"00000000-0000-4000-8000-{k:012d}",
+             "ts": f"2026-11-29T17:00:{59 - k:02d}.000Z", "arena": "tts-en",
+             "model_a": f"m{k % 3}", "model_b": f"m{(k + 1) % 3}", "vote": "ab"[k % 2],
+             "voter": f"v{k:03d}", "voter_kind": "human", "judge": None,
+             "flags": ["rate_limited"] if k == 4 else []}
+            for k in range(12)]  # fmt: skip
+    (tmp_path / "jsonl").mkdir()
+    (tmp_path / "jsonl" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[::2]))
+    (tmp_path / "jsonl" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[1::2]))
+    (tmp_path / "parquet").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "parquet" / "votes.parquet")
+    for folder in ("jsonl", "parquet"):
+        probe = (
+            "import sys; from arena_core.cli import main; "
+            f"code = main(['leaderboard', '--votes', {str(tmp_path / folder)!r}, '--arena', "
+            "'tts-en', '--format', 'json']); "
+            "print('pyarrow.compute' in sys.modules, code, file=sys.stderr)"
+        )
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              cwd=ROOT, check=True)  # fmt: skip
+        assert done.stderr.split()[-2:] == ["False", "0"], (folder, done.stderr)
+        assert json.loads(done.stdout)["votes_used"] == 11  # 12 rows, one flagged

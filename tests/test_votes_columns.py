@@ -85,3 +85,28 @@ def test_encode_gives_each_row_its_own_value_over_one_shared_list(a, b, encoded)
         rows = [v for c in chunks for v in c]
         assert [None if k < 0 else got.values[k] for k in got.codes.tolist()] == rows
     assert len(set(first.values)) == len(first.values)
+
+
+@given(
+    values=st.lists(st.integers(0, 2**64 - 1), max_size=60),
+    repeats=st.lists(st.integers(0, 59), max_size=40),
+    limit=st.integers(0, 6),
+    bits=st.integers(1, 6),
+)
+def test_some_repeat_answers_as_counting_whatever_the_buckets(values, repeats, limit, bits):
+    # Few buckets (bits) and values sharing top bits: crowded and uncrowded buckets alike.
+    values = values + [values[r % len(values)] for r in repeats] if values else []
+    prints = np.array(values, dtype=np.uint64)
+    most = max(Counter(values).values(), default=0)
+    expected = bool(values) and most >= max(limit, 1)
+    assert columns.some_repeat(prints, limit, bits) == expected
+    assert columns.some_repeat(prints, limit) == expected
+
+
+def test_some_repeat_buckets_large_inputs_exactly():
+    rng = np.random.default_rng(0)
+    prints = rng.integers(0, 2**63, size=columns._SORT_FROM * 2, dtype=np.int64).astype(np.uint64)
+    assert not columns.some_repeat(prints, 2)
+    assert columns.some_repeat(np.concatenate([prints, prints[7:8]]), 2)
+    assert not columns.some_repeat(np.concatenate([prints, prints[:3], prints[:3]]), 4)
+    assert columns.some_repeat(np.concatenate([prints, *[prints[5:6]] * 4]), 5)

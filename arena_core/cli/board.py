@@ -14,8 +14,8 @@ import logging
 import sys
 from collections.abc import Mapping
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from arena_core.board_row import format_table, write_board
 from arena_core.leaderboard import (
@@ -31,6 +31,8 @@ from arena_core.scale.cli_options import add_read_at, add_scale_options, reader_
 from arena_core.simulation.options import whole
 from arena_core.snapshots import source as snapshot_source
 from arena_core.snapshots.revision import Revision, revision_of
+from arena_core.votes.arrow import filled
+from arena_core.votes.kernels import cast, pc, unique
 from arena_core.votes.read import read_votes
 from arena_core.votes.reasons import UNREADABLE
 from arena_core.window import Window
@@ -260,10 +262,20 @@ def choose_arenas(table: pa.Table, args, registry, skipped: Mapping[str, int]) -
 
 
 def _distinct(table: pa.Table, column: str) -> list[str]:
+    """The column's distinct values, nulls left out, sorted. A dictionary chunk (the votes'
+    categorical columns) answers from the codes its rows use, without a string per row."""
     if column not in table.column_names:
         return []
-    values = pc.unique(table.column(column).cast(pa.string())).drop_null()
-    return sorted(values.to_pylist())
+    found: set[str] = set()
+    for chunk in table.column(column).chunks:
+        if pa.types.is_dictionary(chunk.type) and pa.types.is_string(chunk.type.value_type):
+            values = chunk.dictionary.to_pylist()
+            used = np.bincount(filled(chunk.indices, len(values)), minlength=len(values) + 1)
+            found.update(values[k] for k in np.flatnonzero(used[:-1]))
+        else:
+            found.update(unique(cast(chunk, pa.string())).to_pylist())
+    found.discard(None)
+    return sorted(found)
 
 
 def require_votes_of(table: pa.Table, column: str, value: str) -> None:

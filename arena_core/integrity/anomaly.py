@@ -77,7 +77,6 @@ from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from arena_core.integrity.counting import (
     before_in_group,
@@ -89,6 +88,7 @@ from arena_core.ratings.counts import A_WINS, B_WINS, OUTCOME_NAMES
 from arena_core.votes import arrow
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.columns import may_repeat
+from arena_core.votes.kernels import pc
 
 #: Flag written on a vote whose voter the test has already flagged.
 ANOMALOUS_FLAG = "anomalous_voter"
@@ -323,7 +323,7 @@ def _someone_tested(votes: VoteTable, params: AnomalyParams) -> bool:
         return False
     if pa.types.is_dictionary(column.type):
         return True
-    rows = _human(votes) & arrow.mask(pc.is_valid(column))
+    rows = _human(votes) & arrow.valid(column)
     return may_repeat(column, params.checks[0], rows)
 
 

@@ -20,12 +20,12 @@ import sys
 import time
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from arena_core.scale.cli_options import reader_clock
 from arena_core.scale.contract import CountsError, read_counts, skipped_of, write_counts
 from arena_core.scale.sources import SourceError, local_bytes, resolve
 from arena_core.snapshots.revision import Revision
+from arena_core.votes.kernels import pc
 from arena_core.window import format_us
 
 log = logging.getLogger(__name__)

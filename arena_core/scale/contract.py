@@ -19,9 +19,9 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from arena_core.votes.kernels import pc
 from arena_core.votes.parquet import write_atomically
 
 #: Version of this table's layout, written in the file's metadata.

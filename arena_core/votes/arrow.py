@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _NUMERIC = {
     np.dtype(np.int8): pa.int8(),
@@ -112,9 +111,71 @@ def _bits(buffer, start: int, n: int) -> np.ndarray:
 
 
 def nonempty(lists) -> np.ndarray:
-    """Which rows of a list column hold at least one item (a null list holds none)."""
-    lengths = pc.list_value_length(lists)
-    return to_numpy(pc.fill_null(lengths, scalar(0, lengths.type))) > 0
+    """Which rows of a list column hold at least one item (a null list holds none), from
+    its offsets and validity bitmap (``pc.list_value_length`` would import
+    ``pyarrow.compute``, see :mod:`~arena_core.votes.kernels`)."""
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in _chunks(lists):
+        n, start = len(chunk), chunk.offset
+        if n == 0:
+            continue
+        if chunk.null_count == n:
+            parts.append(np.zeros(n, dtype=bool))
+            continue
+        width = np.int64 if pa.types.is_large_list(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width, count=start + n + 1)[start:]
+        parts.append((offsets[1:] > offsets[:-1]) & valid(chunk))
+    return np.concatenate(parts)
+
+
+def valid(values) -> np.ndarray:
+    """Which rows of an Arrow array (or chunked array) are not null: ``pc.is_valid``, read
+    from the validity bitmaps."""
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in _chunks(values):
+        n = len(chunk)
+        if chunk.null_count == 0:
+            parts.append(np.ones(n, dtype=bool))
+        elif chunk.null_count == n:
+            parts.append(np.zeros(n, dtype=bool))
+        else:
+            parts.append(_bits(chunk.buffers()[0], chunk.offset, n))
+    return np.concatenate(parts)
+
+
+def integers_in(values, allowed) -> np.ndarray:
+    """Which rows of an integer column hold one of ``allowed`` (nulls: False), as
+    ``pc.is_in`` answers for a value set without nulls."""
+    allowed = np.asarray(allowed, dtype=np.int64)
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in _chunks(values):
+        if not pa.types.is_integer(chunk.type):
+            raise TypeError(f"expected integers, got {chunk.type}")
+        n = len(chunk)
+        if chunk.null_count == n:
+            parts.append(np.zeros(n, dtype=bool))
+            continue
+        kind = chunk.type.to_pandas_dtype()
+        numbers = np.frombuffer(chunk.buffers()[1], dtype=kind, count=chunk.offset + n)
+        found = np.isin(numbers[chunk.offset :], allowed)
+        parts.append(found & valid(chunk) if chunk.null_count else found)
+    return np.concatenate(parts)
+
+
+def filled(values: pa.Array, fill) -> np.ndarray:
+    """A numeric Arrow array as numpy with its nulls replaced by ``fill``:
+    ``pc.fill_null``, from the buffers (the values under a null slot are never read)."""
+    n = len(values)
+    kind = values.type.to_pandas_dtype()
+    if values.null_count == n:
+        return np.full(n, fill, dtype=kind)
+    numbers = np.frombuffer(values.buffers()[1], dtype=kind, count=values.offset + n)
+    numbers = numbers[values.offset :]
+    return np.where(valid(values), numbers, fill) if values.null_count else numbers
+
+
+def _chunks(values) -> list:
+    return values.chunks if isinstance(values, pa.ChunkedArray) else [values]
 
 
 def null_or_empty(strings_column) -> np.ndarray:

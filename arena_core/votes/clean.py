@@ -14,9 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from arena_core.votes.arrow import indices, mask, null_or_empty, numeric, to_numpy
+from arena_core.votes.arrow import (
+    indices,
+    integers_in,
+    mask,
+    null_or_empty,
+    numeric,
+    to_numpy,
+    valid,
+)
 from arena_core.votes.columns import (
     Encoded,
     canonical_layout,
@@ -24,6 +31,7 @@ from arena_core.votes.columns import (
     encode,
     first_occurrences,
 )
+from arena_core.votes.kernels import cast, pc, take
 from arena_core.votes.reasons import (
     BAD_TS,
     BAD_VOTE,
@@ -116,7 +124,7 @@ def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *
     ok, ts_us, future_from = _validate(table, encoded, skipped, now_us + FUTURE_SLACK_US)
     rows = np.flatnonzero(ok)
     ids = table.column("vote_id")
-    order = _replay_order(ts_us[rows], ids if ok.all() else ids.take(indices(rows)))
+    order = _replay_order(ts_us[rows], ids if ok.all() else take(ids, indices(rows)))
     if order is not None:
         rows = rows[order]
     first = first_occurrences(ids, rows)
@@ -126,7 +134,7 @@ def clean(table: pa.Table, skipped: Counter, columns: list[str] | None = None, *
     keep = [c for c in (columns or table.column_names) if c in table.column_names]
     table = table.select(keep)
     if not np.array_equal(rows, np.arange(table.num_rows)):
-        table = table.take(indices(rows))
+        table = take(table, indices(rows))
         ts_us = ts_us[rows]
         encoded = {k: e.select(rows) for k, e in encoded.items()}
     return VoteTable(table=table, ts_us=ts_us, encoded=encoded, skipped=skipped,
@@ -162,13 +170,9 @@ def _validate(table: pa.Table, encoded: dict[str, Encoded], skipped: Counter, la
             if pa.types.is_string(col.type):
                 missing |= null_or_empty(col)
             else:
-                missing |= _mask(pc.is_null(col))
+                missing |= ~valid(col)
     mark(missing, MISSING)
-    versions = pc.is_in(
-        table.column("schema_version"),
-        numeric(np.array(sorted(SUPPORTED_VERSIONS), dtype=np.int64)),
-    )
-    mark(~_mask(versions), VERSION)
+    mark(~integers_in(table.column("schema_version"), sorted(SUPPORTED_VERSIONS)), VERSION)
     mark(~encoded["vote"].isin(VOTES), BAD_VOTE)
     if "voter_kind" in encoded:
         kind = encoded["voter_kind"]
@@ -204,7 +208,7 @@ def _parse_timestamps(ts: pa.ChunkedArray, candidates: np.ndarray) -> tuple[np.n
     """
     if canonical_layout(ts):
         try:
-            parsed = to_numpy(pc.cast(ts, _TS_TYPE).cast(pa.int64()))
+            parsed = to_numpy(cast(cast(ts, _TS_TYPE), pa.int64()))
         except pa.ArrowInvalid:
             parsed = None
         if parsed is not None:
@@ -220,7 +224,7 @@ def _parse_timestamps(ts: pa.ChunkedArray, candidates: np.ndarray) -> tuple[np.n
     chosen = ts.filter(numeric(good)) if not good.all() else ts
     idx = np.flatnonzero(good)
     try:
-        ts_us[idx] = to_numpy(pc.cast(chosen, _TS_TYPE).cast(pa.int64()))
+        ts_us[idx] = to_numpy(cast(cast(chosen, _TS_TYPE), pa.int64()))
     except pa.ArrowInvalid:
         values = [parse_ts(v) for v in chosen.to_pylist()]
         valid = np.array([v is not None for v in values], dtype=bool)
@@ -238,7 +242,7 @@ def _replay_order(ts_us: np.ndarray, ids: pa.ChunkedArray) -> np.ndarray | None:
     if not np.any(steps < 0):
         if not len(tied):
             return None
-        left, right = ids.take(indices(tied)), ids.take(indices(tied + 1))
+        left, right = take(ids, indices(tied)), take(ids, indices(tied + 1))
         if pc.all(pc.less_equal(left, right)).as_py():
             return None
     order = np.argsort(ts_us, kind="stable")  # merges the shards' sorted runs

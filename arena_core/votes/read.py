@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from arena_core.votes import fastchat
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
+from arena_core.votes.kernels import cast, dictionary_encode
 from arena_core.votes.lines import (
     line_breaks,
     parse_json,
@@ -122,7 +122,7 @@ def _categorical(table: pa.Table) -> pa.Table:
     for k, name in enumerate(table.column_names):
         col = table.column(k)
         if name in CATEGORICAL and not pa.types.is_dictionary(col.type):
-            table = table.set_column(k, name, pc.dictionary_encode(col).cast(_DICT))
+            table = table.set_column(k, name, cast(dictionary_encode(col), _DICT))
     return table
 
 
@@ -311,7 +311,8 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     columns = []
     for field in schema:
         if field.name in table.column_names:
-            columns.append(table.column(field.name).cast(field.type))
+            column = table.column(field.name)
+            columns.append(column if column.type == field.type else cast(column, field.type))
         else:
             columns.append(pa.nulls(len(table), field.type))
     return pa.table(columns, schema=schema)

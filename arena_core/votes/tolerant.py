@@ -30,9 +30,9 @@ from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from arena_core.votes.kernels import pc
 from arena_core.votes.lines import PARSE_OPTIONS, judge_line, parse_json, read_lines, special_lines
 from arena_core.votes.prescan import line_bounds, lines_apart
 from arena_core.votes.schema import ARROW_SCHEMA
