@@ -89,10 +89,13 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
                 board_tab(service, demo, leaderboard_tab, arena_in, offer, poll=LOADING_POLL,
                           tabs=tabs, boards=boards)  # fmt: skip
             with gr.Tab("About", id="about", elem_id="about-tab"):
-                # A function, so each page load shows the models' state now (start-up checks).
-                gr.Markdown(lambda: ui_text.about(service.registry, service.params,
-                                                  service.model_status(), speed.load_rtf(),
-                                                  speed.machine_note()))  # fmt: skip
+                about = gr.Markdown()
+            # Filled at each page load, so it shows the models' state now (start-up checks);
+            # a load event of our own, kept out of the API (a callable value is public).
+            demo.load(lambda: ui_text.about(service.registry, service.params,
+                                            service.model_status(), speed.load_rtf(),
+                                            speed.machine_note()),
+                      outputs=about, queue=False, api_visibility="private")  # fmt: skip
 
         def leaderboard(arena_id: str, category: str = "") -> dict:
             """The board of one arena (and optionally one prompt category) as
