@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from arena_core.integrity.anomaly import anomalous_votes
-from arena_core.ratings.counts import PairCounts, count_pairs
+from arena_core.ratings.counts import PairCounts, battle_counts, count_pairs
 from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.elo import EloState, sequential_elo
 from arena_core.ratings.scale import ANCHOR
@@ -65,6 +66,9 @@ class Selection:
     ts_us: np.ndarray
     skipped: Counter
     window: Window = field(default_factory=Window)
+    #: Each vote's battle (codes, -1 unknown) on a board of judges' verdicts, whose fit
+    #: counts a battle once (:meth:`fit_counts`); None on a human board (one vote a battle).
+    battle: np.ndarray | None = None
 
     @property
     def last_ts_us(self) -> int | None:
@@ -77,8 +81,14 @@ class Selection:
         return elo, count_pairs(n, self.a, self.b, self.outcome)
 
     def fit_counts(self, params: BoardParams) -> PairCounts | None:
-        """Time-decayed counts for the fit (None without decay), see :mod:`~arena_core.ratings.decay`."""
+        """The counts the fit takes, when they are not the tallies (None): time-decayed (see
+        :mod:`~arena_core.ratings.decay`), and with battles known, each battle one vote
+        (:func:`~arena_core.ratings.counts.battle_counts`: a judge's verdicts on the two
+        orders of one battle are not two independent votes)."""
         weights = age_weights(self.ts_us, params.half_life_days, self.window)
+        if self.battle is not None:
+            return battle_counts(len(self.entrants), self.a, self.b, self.outcome, self.battle,
+                                 weights)  # fmt: skip
         if weights is None:
             return None
         return count_pairs(len(self.entrants), self.a, self.b, self.outcome, weights)
@@ -160,8 +170,18 @@ def select_votes(votes: VoteTable, arena: str, *, category: str | None = None,
     if not window.all_time:
         keep &= window.mask(votes.ts_us)
     outcome = enc["vote"].map({v: k for k, v in enumerate(VOTES)})
+    battle = battle_codes(votes) if params is not None and params.voter_kind != "human" else None
     return Selection(list(entrants), a[keep], b[keep], outcome[keep], votes.ts_us[keep],
-                     +skipped, window)  # fmt: skip
+                     +skipped, window, None if battle is None else battle[keep])  # fmt: skip
+
+
+def battle_codes(votes: VoteTable) -> np.ndarray | None:
+    """Each vote's battle as an integer code (-1 without a battle id); None when the table
+    was read without the ``battle_id`` column."""
+    if "battle_id" not in votes.table.column_names:
+        return None
+    ids = votes.column("battle_id").to_numpy(zero_copy_only=False)
+    return pd.factorize(ids, use_na_sentinel=True)[0].astype(np.int64)
 
 
 def entrant_indices(votes: VoteTable, models: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

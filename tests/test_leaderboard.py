@@ -399,3 +399,34 @@ def test_a_model_unbounded_above_counts_above_the_models_its_bound_clears(tmp_pa
     assert rows["new"].rating is None and rows["new"].ci_low > rows["a"].ci_high
     assert (rows["a"].rank, rows["b"].rank, rows["c"].rank) == (2, 3, 4)
     assert rows["c"].rank_worst == 4 and board.rows[0].model_id == "new"
+
+
+def _mirrored_judge_log(tmp_path, both_orders: bool):
+    """A deterministic judge's verdicts on 120 battles among four models: each battle's
+    decision, written in the order shown and (``both_orders``) mirrored in the swapped one."""
+    rng = np.random.default_rng(3)
+    truth = {"w": 100.0, "x": 30.0, "y": -30.0, "z": -100.0}
+    rows = []
+    for k in range(120):
+        a, b = rng.choice(sorted(truth), 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + 10 ** ((truth[b] - truth[a]) / 400))
+        judge = {"voter_kind": "judge", "judge": "pitch", "battle_id": f"battle-{k}"}
+        rows.append(v(a, b, "a" if a_wins else "b", **judge))
+        if both_orders:
+            rows.append(v(b, a, "b" if a_wins else "a", **judge))
+    return make_log(tmp_path, rows)
+
+
+@pytest.mark.parametrize("prior_weight", [4.0, None, 0.0])
+def test_a_judges_mirrored_verdicts_on_a_battle_count_as_one_battle(tmp_path, prior_weight):
+    """Both orders of one battle, mirrored, carry one battle's information: the judge's board
+    is the board of its first-order verdicts alone (it was 0.71 times as wide)."""
+    params = BoardParams(voter_kind="judge", judge="pitch", prior_weight=prior_weight,
+                         bootstrap_rounds=200)  # fmt: skip
+    both = board_from_votes(_mirrored_judge_log(tmp_path / "both", True), "ar", params=params)
+    once = board_from_votes(_mirrored_judge_log(tmp_path / "once", False), "ar", params=params)
+    assert both.votes_used == 2 * once.votes_used == 240
+    for r2, r1 in zip(both.rows, once.rows, strict=True):
+        assert r2.model_id == r1.model_id and r2.battles == 2 * r1.battles
+        assert r2.rating == pytest.approx(r1.rating, abs=1e-6)
+        assert r2.ci_high - r2.ci_low == pytest.approx(r1.ci_high - r1.ci_low, rel=1e-6)

@@ -156,7 +156,9 @@ def run(args) -> int:
 def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revision]:
     """The boards of ``leaderboard`` by the in-process path (every vote read into memory),
     and the revision they were computed from."""
-    votes = read_votes(args.votes, columns=(*BOARD_COLUMNS, "vote_id"), fastchat_all=args.fastchat_all,
+    # A board of judges' verdicts counts each battle once: it needs their battle ids.
+    columns = (*BOARD_COLUMNS, "vote_id", *(("battle_id",) if params.voter_kind != "human" else ()))
+    votes = read_votes(args.votes, columns=columns, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip
     arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = []

@@ -23,7 +23,10 @@ The fitted terms come from one joint fit over all judges
 A-side term, a self term (+1 when side A is of the judge's family, -1 when side
 B is) and a duration term (the normalised difference of :mod:`style
 <arena_core.ratings.style>`), with each judge's discrimination and its
-deviations shrunk toward the judges' consensus. A judge's corrected board is
+deviations shrunk toward the judges' consensus. Its intervals count each battle's
+information once: a battle's verdicts (both orders, every judge) are one cluster of
+a cluster-robust variance, so a deterministic judge's mirrored pair of verdicts is
+not taken for two independent votes. A judge's corrected board is
 its aligned board from that fit, over the models its fitted verdicts name; the
 consensus lists the models some judge's fitted verdicts name (another's value
 would be its prior). A judge none of whose verdicts is in the fit (they all lack
@@ -334,8 +337,8 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
     vote_rows = VoteRows.from_outcomes(rows.a, rows.b, rows.outcome, np.column_stack(cols),
                                        names=tuple(f"{k}:{j}" for k, j in keys))  # fmt: skip
     try:
-        fit = consensus_bradley_terry(n, JudgeVotes(judge, len(fitted), vote_rows), None,
-                                      params.consensus)  # fmt: skip
+        votes = JudgeVotes(judge, len(fitted), vote_rows, _battles(rows.battle))
+        fit = consensus_bradley_terry(n, votes, None, params.consensus)
     except (ConvergenceError, np.linalg.LinAlgError) as error:
         # A report without the fitted terms beats no report: the other measures stand alone.
         logger.warning("the judges' joint fit failed, reporting without it: %s", error)
@@ -346,6 +349,12 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
     terms = supported_coefficients(tuple(kinds), fit.coef, fit.coef_sd, np.array(units),
                                    vote_rows, eta, params.level)  # fmt: skip
     return _Joint(fit, slot, dict(zip(keys, terms, strict=True)), played, use_duration, left_out)
+
+
+def _battles(battle: np.ndarray) -> np.ndarray:
+    """Battle codes for the fit's clusters, a verdict without a battle id its own battle."""
+    unknown = battle < 0
+    return np.where(unknown, battle.max(initial=0) + 1 + np.cumsum(unknown), battle)
 
 
 def _correlations(board: np.ndarray, reference: np.ndarray) -> tuple[float | None, float | None]:

@@ -166,7 +166,7 @@ def consensus_bradley_terry(n_items: int, votes: JudgeVotes, prior=None,
         tau = np.exp(_best_spread(negative_evidence, low, high, params.spread_tol))
     penalty = model.penalty(params, tau)
     z = _maximise(model, state["z"], penalty, centre, params, params.tol)
-    cov = model.covariance(model.information(z) + np.diag(penalty))
+    cov = _clustered(model, z, model.information(z) + np.diag(penalty))
     return _summary(model, z, cov, prior_theta, tau, state["evaluations"])
 
 
@@ -234,6 +234,27 @@ def _ascent(model: ConsensusLayout, z, penalty, grad) -> np.ndarray:
         return model.solve(info, grad)
     except np.linalg.LinAlgError:
         return model.solve(info, grad, saddle_free=True)
+
+
+def _clustered(model: ConsensusLayout, z, info) -> np.ndarray:
+    """The posterior covariance ``info^-1``, made robust to verdicts clustered by battle.
+
+    With battles of several rows it is the sandwich ``info^-1 M info^-1``, ``M`` being
+    ``info`` plus :meth:`~arena_core.judges.consensus_layout.ConsensusLayout.cluster_excess`
+    (negative eigenvalues, which sampling noise can give where a battle's rows oppose, set
+    to zero): a judge whose two verdicts on a battle mirror each other then gets a battle's
+    information from them, not two votes' (its intervals were 1/sqrt(2) too narrow, 84%
+    coverage for 95% intervals in a simulation of mirrored judges). The prior's part of
+    ``info`` stays in ``M``, so a direction no verdict informs keeps its prior variance.
+    Without such battles it is ``info^-1``, unchanged.
+    """
+    cov = model.covariance(info)
+    excess = model.cluster_excess(z)
+    if excess is None:
+        return cov
+    values, vectors = np.linalg.eigh(info + excess)
+    meat = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    return cov @ meat @ cov
 
 
 def _summary(model: ConsensusLayout, z, cov, prior_theta, tau, evaluations) -> ConsensusFit:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve
 
 from arena_core.ratings.bt import PRECISION_PER_WEIGHT, sigmoid
@@ -24,11 +25,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JudgeVotes:
-    """Verdicts of ``n_judges`` judges: ``judge[r]`` says whose row ``r`` of ``rows`` is."""
+    """Verdicts of ``n_judges`` judges: ``judge[r]`` says whose row ``r`` of ``rows`` is.
+
+    ``cluster[r]`` (optional) names the battle row ``r`` judges: verdicts on one battle (the
+    clips in both orders, several judges) are not independent, and the fit's intervals then
+    count each battle's information once (:meth:`ConsensusLayout.cluster_excess`).
+    """
 
     judge: np.ndarray
     n_judges: int
     rows: VoteRows
+    cluster: np.ndarray | None = None
 
 
 class ConsensusLayout:
@@ -42,6 +49,7 @@ class ConsensusLayout:
     def __init__(self, n_items: int, votes: JudgeVotes):
         rows, judge = votes.rows, np.asarray(votes.judge, dtype=np.int64)
         self.n, self.n_judges, self.rows, self.judge = n_items, votes.n_judges, rows, judge
+        self.cluster = votes.cluster
         many = self.n_judges > 1
         self.u0 = n_items
         self.l0 = n_items + (self.n_judges * n_items if many else 0)
@@ -148,6 +156,53 @@ class ConsensusLayout:
         info[self.u0 : self.l0, lj] -= tl.reshape(m * n, m - 1)
         g = self._by_judge(res * aj * d)
         info[lj, lj] -= self.basis.T @ (g[:, None] * self.basis)
+
+    def scores(self, z, keep) -> sparse.csr_matrix:
+        """Each kept row's gradient of the log-likelihood (rows x parameters, sparse: a row
+        touches its two models, its judge's deviations, the log discriminations and ``beta``)."""
+        eta, aj, d = self._parts(z)
+        res = (self.rows.weight * (self.rows.score - sigmoid(eta)))[keep]
+        r, j, aj, d = self.rows, self.judge[keep], aj[keep], d[keep]
+        a, b, k = r.a[keep], r.b[keep], len(res)
+        cols, vals = [a, b], [res * aj, -res * aj]
+        if self.n_judges > 1:
+            cols += [self.u0 + j * self.n + a, self.u0 + j * self.n + b]
+            vals += [res * aj, -res * aj]
+            for c in range(self.n_judges - 1):
+                cols.append(np.full(k, self.l0 + c))
+                vals.append(res * aj * d * self.basis[j, c])
+        for c in range(self.k):
+            cols.append(np.full(k, self.b0 + c))
+            vals.append(res * self.x[keep, c])
+        rows = np.tile(np.arange(k), len(cols))
+        shape = (k, self.size)
+        return sparse.csr_matrix((np.concatenate(vals), (rows, np.concatenate(cols))), shape)
+
+    def cluster_excess(self, z) -> np.ndarray | None:
+        """What the verdicts' correlation within a battle adds to the information's estimate of
+        the score's variance: ``sum_c S_c S_c' - sum_r g_r g_r'`` over battles ``c`` of several
+        rows (``g_r`` a row's score, ``S_c`` their sum); None when no battle has two rows.
+
+        Fisher's information treats every row as an independent vote. A deterministic judge
+        (pitch range, WER) gives a battle's two orders mirrored verdicts: one decision written
+        twice, whose scores are equal, so the battle's score variance is twice what Fisher's
+        information counts; with position bias the two scores oppose and the A-side term is
+        known better than Fisher says. Adding this to the information makes the meat of the
+        cluster-robust (sandwich) variance by battle (Liang and Zeger, 1986), which equals the
+        information itself when each battle has one row, and whose expectation is the
+        information when a battle's rows are independent.
+        """
+        if self.cluster is None:
+            return None
+        _, code, sizes = np.unique(self.cluster, return_inverse=True, return_counts=True)
+        keep = sizes[code] > 1
+        if not keep.any():
+            return None
+        g = self.scores(z, keep)
+        groups = np.unique(code[keep], return_inverse=True)[1]
+        member = sparse.csr_matrix((np.ones(len(groups)), (groups, np.arange(len(groups)))))
+        s = member @ g
+        return (s.T @ s - g.T @ g).toarray()
 
     def objective(self, z, penalty, centre) -> float:
         eta, s = self._parts(z)[0], self.rows.score

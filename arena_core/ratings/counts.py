@@ -109,6 +109,54 @@ def count_pairs(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
     )
 
 
+def battle_counts(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
+                  battle: np.ndarray, weights: np.ndarray | None = None) -> PairCounts:  # fmt: skip
+    """Pair counts in which each battle is one vote, however many verdicts it got.
+
+    A judge gives a battle two verdicts, the clips in both orders, and a deterministic
+    one (pitch range, WER) gives the same decision twice: counted as two votes, its
+    board's intervals were 1/sqrt(2) too narrow. Here a battle's votes (same ``battle``
+    code and pair; -1 is a battle of its own) become one vote worth their mean weight,
+    scored their mean score ``m`` for the pair's lower-index model: a win for the side
+    ahead worth ``|2m - 1|`` and a tie for the rest (the split with the score's least
+    variance; exact when ``m`` is 0, 1/2 or 1). Mirrored verdicts are one battle's
+    win; independent verdicts that split are one tie, and the fitted dispersion
+    (:func:`~arena_core.ratings.posterior.dispersion`), which then falls below 1, gives
+    such a board back the information of its independent verdicts. Battles of one vote
+    are counted as :func:`count_pairs` counts them (both-bad kept apart from ties).
+    Always floats.
+    """
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    outcome, battle = np.asarray(outcome, dtype=np.int64), np.asarray(battle, dtype=np.int64)
+    w = np.ones(len(a)) if weights is None else np.asarray(weights, dtype=float)
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    unknown = battle < 0
+    battle = np.where(unknown, battle.max(initial=0) + 1 + np.cumsum(unknown), battle)
+    keys = np.stack([battle, low, high], axis=1)
+    cluster, size = np.unique(keys, axis=0, return_inverse=True, return_counts=True)[1:]
+    cluster = cluster.ravel()
+    single = size[cluster] == 1
+    plain = count_pairs(n_items, a[single], b[single], outcome[single], w[single])
+    counts = PairCounts(*(getattr(plain, f).astype(float) for f in ("wins", "ties", "both_bad")))
+    many = ~single
+    if not many.any():
+        return counts
+    score = np.asarray(SCORE_A)[outcome[many]]
+    score = np.where(a[many] == low[many], score, 1.0 - score)  # the lower-index model's
+    first, group = np.unique(cluster[many], return_index=True, return_inverse=True)[1:]
+    group = group.ravel()
+    total = np.bincount(group, w[many])
+    weight = total / np.bincount(group)
+    mean = np.bincount(group, w[many] * score) / np.where(total > 0, total, 1.0)
+    lo, hi = low[many][first], high[many][first]
+    np.add.at(counts.wins, (lo, hi), weight * np.maximum(2.0 * mean - 1.0, 0.0))
+    np.add.at(counts.wins, (hi, lo), weight * np.maximum(1.0 - 2.0 * mean, 0.0))
+    tie = weight * (1.0 - np.abs(2.0 * mean - 1.0))
+    np.add.at(counts.ties, (lo, hi), tie)
+    np.add.at(counts.ties, (hi, lo), tie)
+    return counts
+
+
 @dataclass(frozen=True)
 class PairData:
     """The pairs that met at least once, as flat arrays for the estimators.

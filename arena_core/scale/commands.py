@@ -89,16 +89,23 @@ def run_manifest(args) -> int:
 def choose_engine(args, window) -> str:
     """``duckdb`` or ``python`` for a ``leaderboard`` run (see the module docstring)."""
     needs_times = not window.all_time or args.half_life is not None
+    # A board of judges' verdicts counts each battle once, which needs each vote's battle.
+    needs_battles = getattr(args, "judge", None) is not None or getattr(
+        args, "voter_kind", "human") != "human"  # fmt: skip
     if args.engine == "python" and args.counts is None:
         return "python"
     if args.engine == "duckdb" or args.counts is not None:
         if needs_times:
             raise CountsError("--since, --until and --half-life need each vote's time: use "
                               "--engine python (without --counts)")  # fmt: skip
+        if needs_battles:
+            raise CountsError("a board of judges' verdicts counts each battle once, which "
+                              "needs each vote's battle: use --engine python (without "
+                              "--counts)")  # fmt: skip
         if args.fastchat_all:
             raise CountsError("FastChat exports are read by --engine python only")
         return "duckdb"
-    if needs_times or args.fastchat_all:
+    if needs_times or needs_battles or args.fastchat_all:
         return "python"
     try:
         sources = resolve(args.votes)

@@ -7,7 +7,9 @@ not on quality. Humans vote as the half-win Bradley-Terry model says, plus a
 small edge for side A. Several judges each judge their own battles in both
 orders, each with its own known biases (:class:`SimJudge`): discrimination
 (how sharply it follows strength), taste (its own fixed errors per model),
-position bias, self-preference for a family, duration preference.
+position bias, self-preference for a family, duration preference; each draws
+its verdicts on the two orders independently, or, mirrored, writes one decision
+per battle twice, as a deterministic judge (pitch range, WER) does.
 
 The whole log goes through :func:`~arena_core.judges.bias.measure_judges`, as
 real votes would. Reported per judge, averaged over seeds with the standard
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from arena_core.judges.bias import measure_judges
-from arena_core.ratings.counts import OUTCOME_NAMES
+from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, OUTCOME_NAMES, TIE
 from arena_core.ratings.scale import ANCHOR
 from arena_core.simulation.options import COUNT, MODELS, NON_NEGATIVE, real
 from arena_core.simulation.synthetic import Truth, normal_spread, spearman, uniform_pairs
@@ -34,6 +36,9 @@ from arena_core.simulation.synthetic import Truth, normal_spread, spearman, unif
 DEFAULT_SEEDS = 20
 #: Families the models are dealt into, in turn.
 FAMILIES = ("north", "south", "east", "west")
+#: Each outcome code read from the other side (a mirrored judge's second verdict), by code.
+MIRROR = np.zeros(4, dtype=np.int64)
+MIRROR[[A_WINS, B_WINS, TIE, BOTH_BAD]] = [B_WINS, A_WINS, TIE, BOTH_BAD]
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,14 @@ class SimJudge:
     self_preference: float = 0.0
     #: Points per unit of the normalised duration difference (a - b) / (a + b).
     duration: float = 0.0
+    #: Its verdict on the swapped order mirrors the first (a deterministic judge, as the
+    #: pitch-range and WER judges are): one decision per battle written twice. Otherwise
+    #: the two orders are judged independently. A mirrored judge has no position bias.
+    mirrored: bool = False
+
+    def __post_init__(self):
+        if self.mirrored and self.position:
+            raise ValueError(f"{self.id}: a mirrored judge cannot favour side A")
 
 
 #: The default panel: one fair judge, one per bias, a noisy one, and one with everything.
@@ -157,8 +170,16 @@ def _judge(setting, judge: SimJudge, j, truth, typical, prompt_length, families,
               + judge.self_preference * (mine[a].astype(float) - mine[b])
               + judge.duration * (da - db) / (da + db))  # fmt: skip
     outcome = _sample(points, rng)
+    if judge.mirrored:  # the swapped order's verdict is the first one, read from the other side
+        first = outcome[: len(battle)]
+        outcome = np.r_[first, MIRROR[first]]
     return _frame(a, b, outcome, np.r_[prompt, prompt], da, db, "judge", judge.id,
                   np.r_[battle, battle])  # fmt: skip
+
+
+def mirrored(judges: tuple[SimJudge, ...]) -> tuple[SimJudge, ...]:
+    """The same panel as deterministic judges: mirrored verdicts, no position bias."""
+    return tuple(replace(j, mirrored=True, position=0.0) for j in judges)
 
 
 def run_once(setting: Setting, seed: int) -> dict:
@@ -216,12 +237,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="battles per judge (each judged in both orders)")  # fmt: skip
     group.add_argument("--judges-human-a-side", type=real(), default=d.human_a_side,
                        help="points the humans give side A")  # fmt: skip
+    group.add_argument("--judges-mirrored", action="store_true",
+                       help="every judge mirrors its first verdict in the swapped order, as a "
+                       "deterministic judge does (their position bias is then dropped)")  # fmt: skip
 
 
 def run(args) -> dict:
     setting = replace(Setting(), n_models=args.judges_models, spread=args.judges_spread,
                       human_votes=args.judges_human_votes, battles_per_judge=args.judges_battles,
                       human_a_side=args.judges_human_a_side)  # fmt: skip
+    if args.judges_mirrored:
+        setting = replace(setting, judges=mirrored(setting.judges))
     seeds = range(args.seed, args.seed + (args.seeds or DEFAULT_SEEDS))
     runs = [run_once(setting, seed) for seed in seeds]
     judges = []
