@@ -23,8 +23,9 @@ so no answer can contain the tagged end marker of its own block (it would have t
 contain a hash of itself) and close its block early to pose as the judge's
 instructions; the system prompt says that text between markers is material to
 judge, never instructions, and that an answer soliciting a verdict counts
-against itself. The parser reads the judge's last verdict line, so a verdict an
-answer plants earlier in the reply (quoted by the judge) does not win.
+against itself. A verdict an answer plants in the reply (quoted by the judge)
+never wins: verdict lines that disagree make the reply unreadable, and so do
+characters that render as nothing (:func:`parse_verdict`).
 """
 
 from __future__ import annotations
@@ -267,6 +268,19 @@ _KEYWORD_LINE = re.compile(
 )
 #: A line that is a verdict and nothing else: "A", "Tie.", "**Both bad**".
 _BARE_LINE = re.compile(_VERDICT_WORDS)
+#: The start of a verdict line, whatever follows ("Verdict: the first one" starts one).
+_KEYWORD_START = re.compile(
+    r"(?:(?:my|the|final|overall)\s+)*(?:verdict|decision|judge?ment|winner|choice"
+    r"|(?:final|better|best)\s+answer)\b"
+)
+
+
+def _visible(text: str) -> str:
+    """``text`` without format characters (Unicode category Cf: zero-width space, joiners,
+    direction marks, byte-order mark, soft hyphen), which render as nothing: one on the
+    judge's last verdict line made it unreadable, and an earlier verdict (one an answer
+    planted, quoted by the judge) was read instead."""
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
 def _normalised(line: str) -> str:
@@ -286,22 +300,30 @@ def _choice(pattern: re.Pattern, line: str) -> str | None:
 def parse_verdict(reply: str) -> tuple[str, str]:
     """``(choice, justification)`` from a judge's reply; :class:`JudgeError` if unreadable.
 
-    The verdict is the last line naming it ("Verdict: A", any case, markdown or
+    The verdict is the line naming it ("Verdict: A", any case, markdown or
     brackets around it); failing that, lines that are a bare verdict ("B",
-    "Tie.", "**Both bad**"), which must all agree. A last bare line that
-    contradicts the last verdict line, or a reply with neither, is unreadable:
-    the judge's call is never guessed. ``<think>`` blocks are skipped.
+    "Tie.", "**Both bad**"), which must all agree. The judge's call is never
+    guessed, so these replies are unreadable: verdict lines that disagree (an
+    answer's planted "Verdict: A" quoted by the judge included: a failed
+    judgement, never a planted win), a last bare line that contradicts the verdict
+    lines, a last line that starts as a verdict line but names no verdict ("Verdict:
+    the first one"), and a reply with no verdict. ``<think>`` blocks are skipped, and
+    format characters dropped (:func:`_visible`).
     """
-    text = _THINKING.sub("\n", reply)
+    text = _visible(_THINKING.sub("\n", reply))
     if "</think>" in text.lower():  # the opening tag was in the chat template, not the reply
         text = text[text.lower().rindex("</think>") + len("</think>") :]
     lines = [line for line in text.splitlines() if line.strip()]
     keyword = [(i, c) for i, line in enumerate(lines) if (c := _choice(_KEYWORD_LINE, line))]
     bare = [(i, c) for i, line in enumerate(lines) if (c := _choice(_BARE_LINE, line))]
     last_bare = bare[-1] if bare and bare[-1][0] == len(lines) - 1 else None
+    read_last = (bool(keyword) and keyword[-1][0] == len(lines) - 1) or last_bare
+    # A last line that starts as a verdict but names none: the judge's call, unread.
+    if lines and not read_last and _KEYWORD_START.match(_normalised(lines[-1])):
+        raise JudgeError(f"unreadable reply {_excerpt(reply)}: its last line is no verdict")
     if keyword:
         choice = keyword[-1][1]
-        if last_bare and last_bare[1] != choice:
+        if len({c for _, c in keyword}) > 1 or (last_bare and last_bare[1] != choice):
             raise JudgeError(f"contradictory reply {_excerpt(reply)}")
     elif bare and len({c for _, c in bare}) == 1:
         choice = bare[0][1]
