@@ -1,6 +1,7 @@
 """Style control for speech and the A-side term: hand-worked covariates and seeded simulations."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -61,6 +62,20 @@ def test_votes_with_a_missing_or_invalid_feature_are_left_out_and_counted():
     assert keep.tolist() == [True, False, False] and x.shape == (1, 2)
     assert names == ("duration_s", "lufs")
     assert missing["duration_s"] == 2 and missing["lufs"] == 1  # a zero duration has no ratio
+
+
+def test_a_difference_too_large_for_a_float_leaves_its_vote_out_and_counts_it():
+    # -20 - -23 = 3 and -23 - -20 = -3; 1.7e308 - (-1.7e308) overflows to inf. That vote
+    # is left out and counted: the other two still vary (3 and -3, rms 3).
+    votes = _votes(
+        {"lufs": (np.array([-20.0, -23.0, 1.7e308]), np.array([-23.0, -20.0, -1.7e308]))}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        x, names, keep, unit_sd, missing, not_fitted = style_covariates(votes)
+    assert names == ("lufs",) and "lufs" not in not_fitted
+    assert keep.tolist() == [True, True, False] and missing["lufs"] == 1
+    assert unit_sd == pytest.approx([3.0]) and x[:, 0] == pytest.approx([1.0, -1.0])
 
 
 def test_from_columns_reads_the_vote_record_names_and_nulls():

@@ -259,12 +259,16 @@ def style_covariates(votes: SideVotes) -> tuple[np.ndarray, tuple[str, ...], np.
             continue
         va, vb = (np.asarray(v, dtype=float) for v in votes.features[name])
         ok = np.isfinite(va) & np.isfinite(vb)
-        if kind == RATIO:
-            ok &= (va > 0) & (vb > 0)
-            with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            if kind == RATIO:
+                ok &= (va > 0) & (vb > 0)
                 diff = (va - vb) / (va + vb)
-        else:
-            diff = va - vb
+            else:
+                diff = va - vb
+        # Two finite values can differ by more than a float holds (loudness of +-1.7e308):
+        # that vote is left out and counted, instead of an infinite column that rescaling
+        # turned into "no variation" for every vote.
+        ok &= np.isfinite(diff)
         missing[name] = int(n - ok.sum())
         if not ok.any():
             not_fitted[name] = "no values"
