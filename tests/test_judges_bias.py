@@ -272,3 +272,25 @@ def test_the_views_print_an_unbounded_humans_term_as_a_bound_and_an_uninformed_o
     judged = measure_judges(_frame(humans + _judge_rows("J1", PAIRS, _better)), {}, {"J1": None})
     html = judges_html(judged, {}, {})
     assert "Human voters' side-A term: +inf" in html and f"&gt; {term.low:+.1f}" in html
+
+
+def test_a_judge_whose_terms_separate_its_verdicts_gets_no_correlation_after_correction():
+    """J1 always picks the shorter clip (the shorter id), in both orders: its duration term
+    runs off to -inf, its position term with it, and its "corrected" board is the limit of
+    the fit, ratings a hundredth of a point apart. That board used to get a Spearman
+    of -1 against the humans, and the position term's note said all its informative votes
+    went its way, although its verdicts pick side A exactly half the time."""
+    shorter = [("x", "yy"), ("yy", "zzz"), ("x", "zzz")] * 3
+    judge = _judge_rows("J1", shorter, lambda a, b: min(a, b, key=len))
+    report = measure_judges(_frame(_humans() + judge), {}, {"J1": None})
+    (j1,) = report.judges
+    assert j1.a_share == 0.5 and j1.flip_share == 0.0
+    assert not j1.duration.estimated and not j1.position.estimated
+    assert "not identified" in j1.position.note and "go its way" not in j1.position.note
+    assert j1.spearman_human is not None
+    assert j1.spearman_human_corrected is None and j1.pearson_human_corrected is None
+    (note,) = j1.notes
+    assert "no correlation after correction" in note and "no finite estimate" in note
+    assert json.loads(json.dumps(report.to_json()))["judges"][0]["notes"] == [note]
+    assert f"J1: {note}" in judges_table(report, "ar", {})
+    assert f"First: {note}." in judges_html(report, {}, {"J1": "First"})

@@ -180,6 +180,7 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
         "humans'; longer: decisive verdicts for the longer clip; discr.: discrimination.",
     ]
     parts += [f"{j.judge}: {left_out(j.not_fitted)}" for j in report.judges if j.not_fitted]
+    parts += [f"{j.judge}: {note}" for j in report.judges for note in j.notes]
     if report.fit_error:
         parts.append(f"\n{fit_failed(report.fit_error)}")
     else:

@@ -137,6 +137,9 @@ class JudgeBias:
     #: Why the joint fit has none of its verdicts (None: it has some): its fitted terms,
     #: discrimination and corrected board are then None or empty.
     not_fitted: str | None = None
+    #: What the reader of its corrected numbers must know (why a correlation after correction
+    #: is missing, a bias left uncorrected), one sentence each.
+    notes: tuple[str, ...] = ()
 
     @property
     def self_excess(self) -> float | None:
@@ -381,14 +384,22 @@ def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board,
     # Its aligned board where its fitted verdicts name the model (elsewhere it is the consensus).
     corrected = np.where(joint.played[j], fit.boards[k], np.nan) if fit else np.full(n, np.nan)
     corrected_sd = fit.boards_sd[k] if fit else None
+    terms = joint.coefficients
     before = _correlations(board, human_board)
     after = _correlations(corrected, human_board)
-    terms = joint.coefficients
+    notes = []
+    runaway = [kind for kind in ("position", "self", "duration")
+               if (t := terms.get((kind, j))) is not None and t.informative and not t.estimated]  # fmt: skip
+    if runaway:  # its corrected board is then the fit's limit, ratings a hair apart
+        after = (None, None)
+        notes.append(f"no correlation after correction: its {' and '.join(runaway)} "
+                     f"term{'s have' if len(runaway) > 1 else ' has'} no finite estimate, so its "
+                     "corrected board is not a fit of its verdicts")  # fmt: skip
     return JudgeBias(
         judge, family, int(mine.sum()), paired, by_prompt, by_pair, before[0], before[1], after[0],
         after[1], flip, a_share, terms.get(("position", j)), self_judge, self_human,
         self_n, terms.get(("self", j)), longer, longer_n, terms.get(("duration", j)),
         float(fit.discrimination[k]) if fit else None,
         _named(models, board)[0], *_named(models, corrected, corrected_sd),
-        None if j in joint.slot or not mine.any() else NOT_IN_FIT,
+        None if j in joint.slot or not mine.any() else NOT_IN_FIT, tuple(notes),
     )  # fmt: skip

@@ -100,6 +100,8 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
     parts = [f'<p class="muted">{JUDGES_EXPLAINED}</p>', html_table(head, rows, "Judges")]
     parts += [f"<p class='board-note'>{escape(judge_names.get(j.judge, j.judge))}: "
               f"{escape(left_out(j.not_fitted))}.</p>" for j in report.judges if j.not_fitted]  # fmt: skip
+    parts += [f"<p class='board-note'>{escape(judge_names.get(j.judge, j.judge))}: "
+              f"{escape(note)}.</p>" for j in report.judges for note in j.notes]  # fmt: skip
     if report.fit_error:
         parts.append(f"<p class='board-note'>{escape(fit_failed(report.fit_error))}</p>")
     else:

@@ -164,10 +164,13 @@ class Coefficient:
         """No finite estimate: ``bound`` (points, or None) is the one-sided bound."""
         wp = None if bound is None else float(sigmoid(np.array([bound * NATURAL]))[0])
         above, below = direction == ABOVE, direction == BELOW
-        way = "above" if above else "below" if below else "jointly with other covariates"
-        note = (
-            f"unbounded {way}: all {informative:g} informative votes go its way, no finite estimate"
-        )
+        if above or below:
+            note = (f"unbounded {'above' if above else 'below'}: all {informative:g} informative "
+                    "votes go its way, no finite estimate")  # fmt: skip
+        else:  # the votes need not go its way at all: it is not identified apart from others
+            note = (f"not identified: together with other covariates it separates the votes, so "
+                    f"it can grow without end either way ({informative:g} informative votes), "
+                    "no finite estimate")  # fmt: skip
         return cls(name, None, bound if above else None, bound if below else None,
                    float(unit_sd), None, wp if above else None, wp if below else None,
                    float(informative), note)  # fmt: skip
