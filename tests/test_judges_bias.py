@@ -1,6 +1,7 @@
 """The bias report on a hand-made log whose every measure is worked out in the comments."""
 
 import json
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -294,3 +295,43 @@ def test_a_judge_whose_terms_separate_its_verdicts_gets_no_correlation_after_cor
     assert json.loads(json.dumps(report.to_json()))["judges"][0]["notes"] == [note]
     assert f"J1: {note}" in judges_table(report, "ar", {})
     assert f"First: {note}." in judges_html(report, {}, {"J1": "First"})
+
+
+def _family_judge(judge, start=0):
+    """A judge of family fa (the weakest model w's) that picks w unless it meets x, the
+    strongest, and otherwise the stronger model; no durations (the shorter clip would
+    always win, a duration term without end)."""
+    return _judge_rows(judge, PAIRS * 2,
+                       lambda a, b: "w" if "w" in (a, b) and "x" not in (a, b) else _better(a, b),
+                       durations=False, start=start)  # fmt: skip
+
+
+@pytest.mark.parametrize("judges", [("J1",), ("J1", "J2")])
+def test_a_self_preference_no_outside_judge_anchors_is_said_to_be_uncorrected(judges):
+    """One judge of family fa, or two: their favour for w cannot be told from w's strength
+    (their self term is +1 exactly where w plays side A against another family). One judge's
+    was silently left in a board called corrected; two got a self term the priors split
+    (73 [-205, +352] points on the hunter's log). Now: no self term, a note, and the
+    consensus not called corrected for it. A judge outside the family anchors it."""
+    verdicts = [r for k, j in enumerate(judges) for r in _family_judge(j, start=100 * k)]
+    families = {"x": "fb", "yy": "fb", "zzz": "fb", "w": "fa"}
+    report = measure_judges(_frame(_humans() + verdicts), families, dict.fromkeys(judges, "fa"))
+    for bias in report.judges:
+        assert bias.self_term is None and bias.self_corrected is False
+        assert bias.self_excess is not None and bias.self_excess > 0  # measured all the same
+        (note,) = bias.notes
+        assert note.startswith("self-preference not corrected") and "(fa)" in note
+    text, html = judges_table(report, "ar", {}), judges_html(report, {}, {"J1": "First"})
+    assert (
+        f"J1: {report.judges[0].notes[0]}" in text
+        and f"First: {escape(report.judges[0].notes[0])}" in html
+    )
+    assert "(corrected, except for the self-preference of J1" in text
+    assert "consensus (except for the self-preference of First" in html
+    assert json.loads(json.dumps(report.to_json()))["judges"][0]["self_corrected"] is False
+    outsider = _judge_rows("J3", PAIRS * 2, _better, durations=False, start=500)
+    anchored = measure_judges(_frame(_humans() + verdicts + outsider), families,
+                              {**dict.fromkeys(judges, "fa"), "J3": None})  # fmt: skip
+    for bias in anchored.judges[: len(judges)]:
+        assert bias.self_term is not None and bias.self_corrected and bias.notes == ()
+    assert "except" not in judges_table(anchored, "ar", {})

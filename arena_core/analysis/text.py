@@ -153,6 +153,12 @@ def left_out(reason: str) -> str:
     return f"no fitted terms, discrimination or corrected board: {reason}"
 
 
+def _self_kept(report: BiasReport) -> str:
+    """The judges whose self-preference the correction leaves in, for the consensus's title."""
+    kept = [j.judge for j in report.judges if j.self_corrected is False]
+    return f", except for the self-preference of {', '.join(kept)}" if kept else ""
+
+
 def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
     head = ["judge", "verdicts", "agree", "chance", "spearman", "after", "flips", "A share",
             "A term", "self excess", "longer", "discr."]  # fmt: skip
@@ -184,7 +190,7 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
     if report.fit_error:
         parts.append(f"\n{fit_failed(report.fit_error)}")
     else:
-        parts += ["\nConsensus of the judges (corrected) beside the human board:",
+        parts += [f"\nConsensus of the judges (corrected{_self_kept(report)}) beside the human board:",
                   plain_table(["rank", "model", "judges", "humans"], board, left=1)]  # fmt: skip
     if human is not None:
         parts.append("\n" + _term_line("Humans' side-A term", human))

@@ -21,7 +21,8 @@ judge (:class:`JudgeBias`):
 The fitted terms come from one joint fit over all judges
 (:mod:`~arena_core.judges.consensus`): shared model strengths, and per judge an
 A-side term, a self term (+1 when side A is of the judge's family, -1 when side
-B is) and a duration term (the normalised difference of :mod:`style
+B is; only when a judge outside that family judged its models against others, else
+its self-preference is not corrected and the report says so) and a duration term (the normalised difference of :mod:`style
 <arena_core.ratings.style>`), with each judge's discrimination and its
 deviations shrunk toward the judges' consensus. Its intervals count each battle's
 information once: a battle's verdicts (both orders, every judge) are one cluster of
@@ -88,6 +89,11 @@ MIN_COMMON_MODELS = 3
 NOT_IN_FIT = ("none of its verdicts has both clip durations, which the joint fit's duration "
               "terms need: it is left out of the fit")  # fmt: skip
 
+#: Why a judge's self-preference is left in its corrected board (see ``_anchored``).
+SELF_NOT_CORRECTED = ("self-preference not corrected: no judge outside its family ({family}) "
+                      "judged that family's models against others, and without one its favour "
+                      "cannot be told from their strength; its corrected board keeps it")  # fmt: skip
+
 logger = logging.getLogger(__name__)
 
 
@@ -140,6 +146,9 @@ class JudgeBias:
     #: What the reader of its corrected numbers must know (why a correlation after correction
     #: is missing, a bias left uncorrected), one sentence each.
     notes: tuple[str, ...] = ()
+    #: Whether its corrected board takes its self-preference out: None when it has none to
+    #: take out (no family, or its family's models never met another's in its fitted verdicts).
+    self_corrected: bool | None = None
 
     @property
     def self_excess(self) -> float | None:
@@ -282,7 +291,7 @@ def _named(models, values, sd=None) -> tuple[dict[str, float], dict[str, float]]
 
 class _Joint(NamedTuple):
     """The joint fit (None without judges, or when it failed: ``error`` says why) and what
-    each judge got from it: ``slot`` maps a judge with verdicts in the fit to its index
+    each judge got from it (``self_uncorrected``: see :func:`_anchored`): ``slot`` maps a judge with verdicts in the fit to its index
     there (a judge without has none: its verdicts all lacked durations), ``coefficients``
     maps ``(kind, judge)`` to its term, ``played`` marks per judge the models its fitted
     verdicts name."""
@@ -294,6 +303,8 @@ class _Joint(NamedTuple):
     use_duration: bool
     left_out: int
     error: str | None = None
+    #: Judges whose self-preference the fit cannot correct (see :func:`_anchored`).
+    self_uncorrected: frozenset[int] = frozenset()
 
 
 def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
@@ -322,13 +333,15 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
             )
         )
         use_duration, unit_sd = bool(names), float(sd[0]) if names else 1.0
-    cols, kinds, units, keys = [], [], [], []
+    cols, kinds, units, keys, uncorrected = [], [], [], [], set()
     for j in fitted:
         mine = (rows.judge == j).astype(float)
         side = in_family[j][rows.a].astype(float) - in_family[j][rows.b]
         terms = [("position", mine, 1.0)]
-        if len(fitted) > 1 and np.any(mine * side):
+        if np.any(mine * side) and _anchored(rows.judge, side, fitted, in_family, j):
             terms.append(("self", mine * side, 1.0))
+        elif np.any(mine * side):
+            uncorrected.add(j)
         if use_duration:
             terms.append(("duration", mine * x_dur[:, 0], unit_sd))
         for kind, values, unit in terms:
@@ -346,12 +359,28 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
         # A report without the fitted terms beats no report: the other measures stand alone.
         logger.warning("the judges' joint fit failed, reporting without it: %s", error)
         return _Joint(None, slot, {}, played, use_duration, left_out,
-                      f"{type(error).__name__}: {error}")  # fmt: skip
+                      f"{type(error).__name__}: {error}", frozenset(uncorrected))  # fmt: skip
     gap = (fit.boards[judge, vote_rows.a] - fit.boards[judge, vote_rows.b]) * NATURAL
     eta = fit.discrimination[judge] * gap + vote_rows.x @ (fit.coef * NATURAL)
     terms = supported_coefficients(tuple(kinds), fit.coef, fit.coef_sd, np.array(units),
                                    vote_rows, eta, params.level)  # fmt: skip
-    return _Joint(fit, slot, dict(zip(keys, terms, strict=True)), played, use_duration, left_out)
+    return _Joint(fit, slot, dict(zip(keys, terms, strict=True)), played, use_duration, left_out,
+                  None, frozenset(uncorrected))  # fmt: skip
+
+
+def _anchored(judge, side, fitted, in_family, j) -> bool:
+    """Whether judge ``j``'s self term can be fitted: some judge outside its family judged
+    that family's models against others (``side`` nonzero).
+
+    Its self term is +1 whenever its family's model is on side A and -1 on side B, so
+    judged by it alone, a favour for those models is the same as their being stronger:
+    only a judge that does not share the favour tells the two apart. Without one the term
+    is dropped (with one judge it always was), and the report says its self-preference
+    is not corrected, instead of a "correction" the coefficients' priors would split
+    at will (two judges of one family once got a self term of 73 [-205, +352] points).
+    """
+    outside = [k for k in fitted if not np.array_equal(in_family[k], in_family[j])]
+    return bool(np.any(np.isin(judge, outside) & (side != 0)))
 
 
 def _battles(battle: np.ndarray) -> np.ndarray:
@@ -395,6 +424,8 @@ def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board,
         notes.append(f"no correlation after correction: its {' and '.join(runaway)} "
                      f"term{'s have' if len(runaway) > 1 else ' has'} no finite estimate, so its "
                      "corrected board is not a fit of its verdicts")  # fmt: skip
+    if j in joint.self_uncorrected:
+        notes.append(SELF_NOT_CORRECTED.format(family=family))
     return JudgeBias(
         judge, family, int(mine.sum()), paired, by_prompt, by_pair, before[0], before[1], after[0],
         after[1], flip, a_share, terms.get(("position", j)), self_judge, self_human,
@@ -402,4 +433,5 @@ def _judge_bias(arrays, j, judge, family, in_family, models, board, human_board,
         float(fit.discrimination[k]) if fit else None,
         _named(models, board)[0], *_named(models, corrected, corrected_sd),
         None if j in joint.slot or not mine.any() else NOT_IN_FIT, tuple(notes),
+        True if ("self", j) in terms else False if j in joint.self_uncorrected else None,
     )  # fmt: skip

@@ -105,7 +105,12 @@ def judges_html(report: BiasReport, names: dict[str, str], judge_names: dict[str
     if report.fit_error:
         parts.append(f"<p class='board-note'>{escape(fit_failed(report.fit_error))}</p>")
     else:
-        parts += ["<h3>The judges' corrected consensus beside the human board</h3>",
+        kept = [
+            judge_names.get(j.judge, j.judge) for j in report.judges if j.self_corrected is False
+        ]
+        title = "The judges' corrected consensus" + (
+            f" (except for the self-preference of {', '.join(kept)})" if kept else "")  # fmt: skip
+        parts += [f"<h3>{escape(title)} beside the human board</h3>",
                   html_table(["Rank", "Model", "Judges", "Humans"], board, "Judges' consensus")]  # fmt: skip
     human = report.human_position
     if human is not None and human.estimated:
