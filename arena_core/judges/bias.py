@@ -66,9 +66,10 @@ from arena_core.judges.measures import (
     longer_share,
     position_shares,
     self_shares,
+    vote_arrays,
 )
 from arena_core.ratings.bt import BTParams, ConvergenceError, bradley_terry
-from arena_core.ratings.counts import OUTCOME_CODES, OUTCOME_NAMES, count_pairs
+from arena_core.ratings.counts import count_pairs
 from arena_core.ratings.covariates import VoteRows
 from arena_core.ratings.scale import NATURAL
 from arena_core.ratings.style import (
@@ -231,45 +232,6 @@ def measure_judges(votes: pd.DataFrame, families: Mapping[str, str],
                       human_position, longer_share(arrays, HUMAN)[0],
                       fit.spread if fit else None, joint.use_duration and fit is not None,
                       joint.left_out, skipped, joint.error)  # fmt: skip
-
-
-def vote_arrays(votes: pd.DataFrame) -> tuple[VoteArrays, list[str], list[str], dict[str, int]]:
-    """Clean rows as arrays, the model and judge ids (sorted), and rows skipped by reason."""
-    frame = votes.reset_index(drop=True)
-
-    def column(name):
-        return frame[name] if name in frame else pd.Series([None] * len(frame), dtype=object)
-
-    kind = column("voter_kind").fillna("human")
-    checks = {
-        "vote": column("vote").isin(OUTCOME_NAMES),
-        "models": column("model_a").notna()
-        & column("model_b").notna()
-        & (column("model_a") != column("model_b")),
-        "voter_kind": kind.isin(["human", "judge"]),
-        "judge": (kind != "judge") | column("judge").notna(),
-    }
-    keep = pd.Series(True, index=frame.index)
-    skipped = {}
-    for reason, ok in checks.items():
-        skipped[reason] = int((keep & ~ok).sum())
-        keep &= ok
-    frame, kind = frame[keep], kind[keep]
-    models = sorted(set(frame["model_a"]) | set(frame["model_b"])) if len(frame) else []
-    index = {m: i for i, m in enumerate(models)}
-    is_judge = (kind == "judge").to_numpy()
-    judges = sorted(set(frame.loc[is_judge, "judge"]))
-    judge_index = {jd: i for i, jd in enumerate(judges)}
-    judge = np.where(is_judge, [judge_index.get(x, HUMAN) for x in column("judge")[keep]], HUMAN)
-    arrays = VoteArrays(
-        frame["model_a"].map(index).to_numpy(np.int64), frame["model_b"].map(index).to_numpy(np.int64),
-        frame["vote"].map(OUTCOME_CODES).to_numpy(np.int64),
-        judge.astype(np.int64), pd.factorize(column("battle_id")[keep])[0].astype(np.int64),
-        pd.factorize(column("prompt_id")[keep])[0].astype(np.int64),
-        pd.to_numeric(column("model_a_duration_s")[keep], errors="coerce").to_numpy(float),
-        pd.to_numeric(column("model_b_duration_s")[keep], errors="coerce").to_numpy(float),
-    )  # fmt: skip
-    return arrays, models, judges, {k: v for k, v in skipped.items() if v}
 
 
 def _family_mask(models, families, family) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Descriptive measures of a judge against the human votes: counts and shares, no model fitted.
 
-Everything takes a :class:`VoteArrays` (integer model indices, outcome codes)
-and the index of the judge, ``HUMAN`` for the visitors. A vote is read in model
+Everything takes a :class:`VoteArrays` (integer model indices, outcome codes;
+:func:`vote_arrays` builds them from the vote rows) and the index of the judge, ``HUMAN`` for the visitors. A vote is read in model
 terms through its *class* on the unordered pair: 0 when the pair's lower-index
 model wins, 1 when the other wins, 2 for a tie or both-bad ("no preference":
 both count half a win in the boards, so they are one class here too).
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from arena_core.ratings.counts import A_WINS, B_WINS, SCORE_A
+from arena_core.ratings.counts import A_WINS, B_WINS, OUTCOME_CODES, OUTCOME_NAMES, SCORE_A
 
 #: Judge index of a human vote.
 HUMAN = -1
@@ -53,6 +53,45 @@ class VoteArrays:
     def pair(self, n_items: int) -> np.ndarray:
         """A code for each vote's unordered pair."""
         return np.minimum(self.a, self.b) * n_items + np.maximum(self.a, self.b)
+
+
+def vote_arrays(votes: pd.DataFrame) -> tuple[VoteArrays, list[str], list[str], dict[str, int]]:
+    """Clean rows as arrays, the model and judge ids (sorted), and rows skipped by reason."""
+    frame = votes.reset_index(drop=True)
+
+    def column(name):
+        return frame[name] if name in frame else pd.Series([None] * len(frame), dtype=object)
+
+    kind = column("voter_kind").fillna("human")
+    checks = {
+        "vote": column("vote").isin(OUTCOME_NAMES),
+        "models": column("model_a").notna()
+        & column("model_b").notna()
+        & (column("model_a") != column("model_b")),
+        "voter_kind": kind.isin(["human", "judge"]),
+        "judge": (kind != "judge") | column("judge").notna(),
+    }
+    keep = pd.Series(True, index=frame.index)
+    skipped = {}
+    for reason, ok in checks.items():
+        skipped[reason] = int((keep & ~ok).sum())
+        keep &= ok
+    frame, kind = frame[keep], kind[keep]
+    models = sorted(set(frame["model_a"]) | set(frame["model_b"])) if len(frame) else []
+    index = {m: i for i, m in enumerate(models)}
+    is_judge = (kind == "judge").to_numpy()
+    judges = sorted(set(frame.loc[is_judge, "judge"]))
+    judge_index = {jd: i for i, jd in enumerate(judges)}
+    judge = np.where(is_judge, [judge_index.get(x, HUMAN) for x in column("judge")[keep]], HUMAN)
+    arrays = VoteArrays(
+        frame["model_a"].map(index).to_numpy(np.int64), frame["model_b"].map(index).to_numpy(np.int64),
+        frame["vote"].map(OUTCOME_CODES).to_numpy(np.int64),
+        judge.astype(np.int64), pd.factorize(column("battle_id")[keep])[0].astype(np.int64),
+        pd.factorize(column("prompt_id")[keep])[0].astype(np.int64),
+        pd.to_numeric(column("model_a_duration_s")[keep], errors="coerce").to_numpy(float),
+        pd.to_numeric(column("model_b_duration_s")[keep], errors="coerce").to_numpy(float),
+    )  # fmt: skip
+    return arrays, models, judges, {k: v for k, v in skipped.items() if v}
 
 
 @dataclass(frozen=True)
