@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from arena_core.integrity.anomaly import anomalous_votes
 from arena_core.ratings.counts import PairCounts, battle_counts, count_pairs
 from arena_core.ratings.decay import decay_weights
 from arena_core.ratings.elo import EloState, sequential_elo
 from arena_core.ratings.scale import ANCHOR
-from arena_core.votes.arrow import nonempty
+from arena_core.votes import kernels
+from arena_core.votes.arrow import filled, nonempty
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.reasons import ANOMALOUS_VOTER, FLAGGED, UNKNOWN_MODEL
 from arena_core.votes.schema import VOTES
@@ -180,8 +181,14 @@ def battle_codes(votes: VoteTable) -> np.ndarray | None:
     was read without the ``battle_id`` column."""
     if "battle_id" not in votes.table.column_names:
         return None
-    ids = votes.column("battle_id").to_numpy(zero_copy_only=False)
-    return pd.factorize(ids, use_na_sentinel=True)[0].astype(np.int64)
+    ids = votes.column("battle_id")
+    if pa.types.is_null(ids.type):
+        return np.full(len(ids), -1, dtype=np.int64)
+    if pa.types.is_dictionary(ids.type):  # chunks may hold different dictionaries
+        ids = kernels.cast(ids, ids.type.value_type)
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    return filled(kernels.dictionary_encode(ids).indices, -1).astype(np.int64)
 
 
 def entrant_indices(votes: VoteTable, models: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
