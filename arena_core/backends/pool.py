@@ -66,7 +66,8 @@ from arena_core.backends.factory import make_backend
 from arena_core.backends.health import ModelHealth, ModelStatus
 from arena_core.backends.output import Output, implausible
 from arena_core.backends.probes import Postponed, Probes
-from arena_core.backends.workload import QUEUED, Ticket, Workload, engine_workload
+from arena_core.backends.started import Started, error_or
+from arena_core.backends.workload import QUEUED, Workload, engine_workload
 from arena_core.registry import Arena
 
 logger = logging.getLogger(__name__)
@@ -265,14 +266,14 @@ class ModelPool:
             raise ValueError(f"a battle needs two different models, got {model_a!r} twice")
         language = self.language_of(language)
         # Start both before waiting for either, so they run at the same time.
-        starts = [_error_or(self._start, m, text, language, trusted) for m in (model_a, model_b)]
+        starts = [error_or(self._start, m, text, language, trusted) for m in (model_a, model_b)]
         first, second = (
-            s if isinstance(s, BackendError) else _error_or(self._finish, s) for s in starts
+            s if isinstance(s, BackendError) else error_or(self._finish, s) for s in starts
         )
         return first, second
 
     def _start(self, model_id: str, text: str, language: str | None, trusted: bool = True, *,
-               use_cache: bool = True, probe: bool = False) -> _Started:  # fmt: skip
+               use_cache: bool = True, probe: bool = False) -> Started:  # fmt: skip
         """Refuse a model that cannot run here, serve a cache hit, refuse a paused model, or submit.
 
         ``probe`` (a health check): no cache, and run even if the model is paused.
@@ -290,7 +291,7 @@ class ModelPool:
                 logger.warning("ignoring a cached output of %s: %s", model_id, doubt)
             elif cached is not None:
                 self._learn_rate(model_id, cached)
-                return _Started(model_id, key, output=cached)
+                return Started(model_id, key, output=cached)
         if not probe:
             self.health.refuse_if_paused(model_id)
         if not backend.serves(language):
@@ -301,10 +302,10 @@ class ModelPool:
         began = self._clock()
         future = self._workload.submit(self._executor, ticket, backend.generate, text,
                                        self.settings.timeout, language)  # fmt: skip
-        return _Started(model_id, key, future=future, began=began, trusted=trusted or probe,
+        return Started(model_id, key, future=future, began=began, trusted=trusted or probe,
                         text=text, ticket=ticket, probe=probe)  # fmt: skip
 
-    def _finish(self, started: _Started) -> Output:
+    def _finish(self, started: Started) -> Output:
         """Wait for a submitted generation, then record its outcome and cache its output."""
         if started.output is not None:
             return started.output
@@ -340,7 +341,7 @@ class ModelPool:
         if output.modality == "audio":
             self._native_rates[model_id] = output.sample_rate
 
-    def _failed(self, started: _Started, error: BackendError) -> None:
+    def _failed(self, started: Started, error: BackendError) -> None:
         """Count a failure on a known-good prompt unless the load caused it (``Workload.excuse``);
         probe the model after one on a typed prompt or beside typed work on its engine."""
         ticket = started.ticket
@@ -395,31 +396,3 @@ class ModelPool:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-
-def _error_or(function, *args):
-    """``function(*args)``, or the :class:`BackendError` it raised (a battle side's result)."""
-    try:
-        return function(*args)
-    except BackendError as exc:
-        return exc
-
-
-@dataclass(frozen=True)
-class _Started:
-    """A generation under way (``future``) or already served from the cache (``output``)."""
-
-    model_id: str
-    key: str | None
-    output: Output | None = None
-    future: concurrent.futures.Future | None = None
-    #: Injected-clock time of submission, for the latency record.
-    began: float = 0.0
-    #: A known-good prompt (the arena's own, or a probe): failures count toward a pause.
-    trusted: bool = True
-    #: The prompt, to judge whether the output's length is plausible.
-    text: str = ""
-    #: Its admission in the pool's workload (what ran alongside, when it started running).
-    ticket: Ticket | None = None
-    #: A probe: nobody waits for it, so its timeout counts from when it starts running.
-    probe: bool = False
