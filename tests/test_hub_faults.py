@@ -115,6 +115,45 @@ def test_a_damaged_line_is_pushed_as_it_is_so_every_replay_counts_it(tmp_path, c
     sync.flush()
 
 
+def test_a_line_skipped_for_its_byte_order_mark_is_skipped_on_the_hub_too(tmp_path):
+    """A readable vote behind a UTF-8 byte-order mark, mid-shard: the Space's replay skips
+    it. Pushed as the first line of the damaged file, where readers drop a leading mark,
+    it became a vote on the Hub; the damaged file starts with a mark of its own instead."""
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    acked = [append(log).vote_id]
+    marked = b"\xef\xbb\xbf" + json.dumps(row(7)).encode()
+    with sync.lock, log.path.open("ab") as f:
+        f.write(marked + b"\n")
+    acked.append(append(log, "b").vote_id)
+    sync.uploader.trigger().result()
+    local, hub = read_votes(sync.votes_dir), repo_votes(api)
+    assert dict(local.skipped) == {"invalid_json": 1} and len(local) == 2
+    assert dict(hub.skipped) == dict(local.skipped)
+    assert sorted(hub.column("vote_id").to_pylist()) == sorted(acked)
+    (damaged,) = (api.repo_dir(REPO) / "data").glob("*.damaged.jsonl")
+    assert damaged.read_bytes() == b"\xef\xbb\xbf" + marked + b"\n"
+    sync.flush()
+
+
+def test_the_byte_order_mark_of_a_shards_start_is_not_pushed_as_a_damaged_line(tmp_path):
+    """A shard that begins with a byte-order mark (a Windows editor's): the Space's replay
+    drops it and counts the first vote, so the push does too, into the Parquet file that
+    Parquet-only readers read, with no damaged file."""
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    with sync.lock, log.path.open("ab") as f:
+        f.write(b"\xef\xbb\xbf" + json.dumps(row(7)).encode() + b"\n")
+    acked = [row(7)["vote_id"], append(log).vote_id]
+    sync.uploader.trigger().result()
+    local, hub = read_votes(sync.votes_dir), repo_votes(api)
+    assert not local.skipped and not hub.skipped
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
+    assert not list((api.repo_dir(REPO) / "data").glob("*.damaged.jsonl"))
+    sync.flush()
+
+
 def test_pushes_failing_for_an_hour_lose_nothing_and_double_nothing(tmp_path):
     api, clock = LocalHubApi(tmp_path / "hub"), Clock(T0)
     sync, log = writer(tmp_path / "data", api, clock=clock, every_minutes=TICK.seconds / 60)

@@ -12,6 +12,7 @@ calls ``create_repo``): :class:`~arena_core.dataset.hub.HubSync` decides when.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import logging
 from collections import Counter
@@ -78,13 +79,32 @@ def damaged_file(path_in_repo: str, data: bytes, skipped: Counter) -> CommitOper
 
     A bad row is skipped and counted by every reader: the Space's replay of its shard
     counts these lines, so the Hub's copy must hold them for a replay of the commit to
-    count them alike (a line's verdict depends on that line alone). The Parquet file
-    beside it holds the good lines, which the dataset's Parquet-only readers read; the
-    compaction leaves a damaged file whole and reports it."""
+    count them alike. A line's verdict depends on that line alone, except at a file's
+    start, where every reader drops a UTF-8 byte-order mark: a damaged line that begins
+    with one (a vote that counts once the mark is gone) would count as the file's first
+    line, so the file then starts with a mark of its own that readers drop instead. The
+    Parquet file beside it holds the good lines, which the dataset's Parquet-only readers
+    read; the compaction leaves a damaged file whole and reports it.
+
+    ``data`` must not begin with the byte-order mark of its shard's start, which is no
+    part of the first line (:func:`push_lines` drops it)."""
     lines = damaged_lines(data)
     log.warning("pushing %d damaged vote lines (%s) as they are in %s: every replay skips "
                 "and counts them", len(lines), dict(skipped), path_in_repo)  # fmt: skip
-    return CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=b"\n".join(lines) + b"\n")
+    body = b"\n".join(lines) + b"\n"
+    if body.startswith(codecs.BOM_UTF8):  # the line's own mark, kept behind the file's
+        body = codecs.BOM_UTF8 + body
+    return CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=body)
+
+
+def push_lines(new: tuple[int, bytes]) -> bytes:
+    """The lines of a push (end offset and bytes, as :func:`complete_lines` gives them) as
+    a replay of the shard reads them: at the shard's start, a UTF-8 byte-order mark (a
+    Windows editor's) is no part of the first vote, as ``read_votes`` reads a file."""
+    end, data = new
+    if end == len(data) and data.startswith(codecs.BOM_UTF8):  # the push starts at offset 0
+        return data[len(codecs.BOM_UTF8) :]
+    return data
 
 
 class LineCount:
@@ -182,13 +202,13 @@ class VoteUploader(CommitScheduler):
         """The files of one push: the shard's new lines, and the adopted votes, if any."""
         operations, votes = [], 0
         if new is not None:
-            skipped = Counter()
-            table = parse_jsonl(new[1], skipped)
+            skipped, data = Counter(), push_lines(new)
+            table = parse_jsonl(data, skipped)
             name = f"{DATA_DIR}/{Path(self.shard_name).stem}-{self._sequence + 1:06d}"
             operations.append(CommitOperationAdd(path_in_repo=f"{name}.parquet",
                                                  path_or_fileobj=parquet_bytes(table)))  # fmt: skip
             if skipped:  # Parquet cannot hold them: the lines go as they are, beside it
-                operations.append(damaged_file(f"{name}{DAMAGED_SUFFIX}", new[1], skipped))
+                operations.append(damaged_file(f"{name}{DAMAGED_SUFFIX}", data, skipped))
             votes += table.num_rows
         if adopted:
             table = pa.concat_tables(adopted)

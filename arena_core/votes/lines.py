@@ -168,8 +168,12 @@ def judge_line(raw: bytes, skipped: Counter) -> dict | None:
 
 def damaged_lines(data: bytes) -> list[bytes]:
     """The lines of ``data`` (complete JSONL lines) that every reader skips and counts, each
-    as it is, newline excluded: a line's verdict depends on that line alone, so these lines
-    written to a file of their own are skipped and counted there for the same reasons."""
+    as it is, newline excluded. A line's verdict depends on that line alone, except when it
+    is its file's first line: readers drop a UTF-8 byte-order mark at a file's start, so a
+    line skipped for the mark it begins with counts there. Written to a file of their own,
+    these lines are skipped and counted for the same reasons only if a line beginning with
+    a mark is not the file's first (the caller puts a mark of the file's own before it:
+    :func:`~arena_core.dataset.uploader.damaged_file`)."""
     out = []
     for raw in data.split(b"\n"):
         verdict: Counter = Counter()
