@@ -393,6 +393,60 @@ def test_a_vote_dated_ahead_is_pushed_by_the_first_start_that_reads_it(tmp_path,
     assert set(counts.values()) == {1}
 
 
+def test_an_earlier_shard_whose_damaged_line_the_repo_holds_is_set_aside(tmp_path):
+    """A run pushed its votes and a damaged line (as the damaged file beside the Parquet
+    file) and exited. The restart kept its shard in place, replayed beside the repo's copy:
+    the board skipped the damaged line twice and each vote once more as a duplicate, while
+    its revision named the commit, whose replay skips the line once. The Hub is
+    ``LocalHubApi``."""
+    api = LocalHubApi(tmp_path / "hub")
+    old, old_log = writer(tmp_path / "data", api)
+    settled(old)
+    append(old_log)
+    with old.lock, old_log.path.open("ab") as f:
+        f.write(b'{"schema_version":4,"vote_id":"half\n')
+    append(old_log, "b")
+    old.uploader.trigger().result()
+    old.flush(timeout=5)
+    old_log.close()
+    shard = old_log.path
+    new, new_log = writer(tmp_path / "data", api)
+    settled(new)
+    assert not shard.exists() and (shard.parent / PUBLISHED_DIR / shard.name).is_file()
+    space, repo = read_votes([new.votes_dir, new.hub_votes]), repo_votes(api)
+    assert dict(space.skipped) == dict(repo.skipped) == {"invalid_json": 1}
+    assert len(space) == len(repo) == 2
+    new.flush(timeout=5)
+    new_log.close()
+
+
+#: Damaged files in the repo beside an earlier shard ending in a damaged line: its own
+#: push's copy of the line; the line in another shard's damaged file; another line.
+REPO_DAMAGED = {
+    "its_line": ("votes-earlier-run-000002.damaged.jsonl", UNREAD_TODAY["damaged"], True),
+    "other_shard": ("votes-other-run-000001.damaged.jsonl", UNREAD_TODAY["damaged"], False),
+    "other_line": ("votes-earlier-run-000002.damaged.jsonl", line()[:39] + b"\n", False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REPO_DAMAGED))
+def test_an_earlier_shard_is_set_aside_only_if_its_push_holds_its_damaged_line(tmp_path, kind):
+    """Only the shard's own damaged file holding the line as it is vouches for it: any
+    other line keeps the shard in place. The Hub is ``LocalHubApi``."""
+    name, held, moves = REPO_DAMAGED[kind]
+    api = LocalHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k) for k in range(3)])
+    (api.repo_dir(REPO) / "data" / name).write_bytes(held)
+    path = earlier_shard(tmp_path / "data", UNREAD_TODAY["damaged"])
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    assert path.is_file() != moves
+    assert (path.parent / PUBLISHED_DIR / path.name).is_file() == moves
+    sync.flush(timeout=5)
+    log.close()
+
+
 def test_an_earlier_file_ending_in_a_torn_line_is_still_set_aside(tmp_path):
     """A torn last line is a write its process died in, never acknowledged: the file's
     votes are all in the repo, so it is set aside as before. The Hub is ``LocalHubApi``."""

@@ -4,8 +4,8 @@ On a machine that keeps its disk, a restart finds the vote files of earlier runs
 its own new shard, and the copy of the repo it downloaded last time. Each file is in one
 of three states, and :class:`EarlierFiles` keeps to these rules:
 
-* **Published**: every line of it is a vote in the downloaded repo (see
-  :func:`all_published`). It moves to :data:`PUBLISHED_DIR` (kept, but neither replayed
+* **Published**: every line of it is a vote in the downloaded repo, or a damaged line
+  that the repo's damaged file of that shard holds as it is (see :func:`all_published`). It moves to :data:`PUBLISHED_DIR` (kept, but neither replayed
   nor adopted again). Replayed beside the repo's copy, each of its votes was a skipped
   ``duplicate_vote_id``, so the board's counts differed from ``leaderboard --repo
   --revision <commit>``; adopted again after the operator deleted its votes from the
@@ -25,14 +25,19 @@ never deletes, so files deleted or compacted on the Hub were replayed at every s
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from arena_core.dataset.uploader import DAMAGED_SUFFIX
+from arena_core.votes.lines import damaged_lines
 from arena_core.votes.log import shard_in_use
 from arena_core.votes.read import read_listed, read_votes, vote_files
-from arena_core.votes.reasons import DUPLICATE, TRUNCATED
+from arena_core.votes.reasons import DUPLICATE, INVALID_JSON, NOT_OBJECT, TRUNCATED, WRONG_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,9 @@ PUBLISHED_DIR = ".published"
 #: saved, no later write completes it (each process writes a shard of its own), and no
 #: push sends it (pushes take complete lines only).
 ACCOUNTED_SKIPS = frozenset({DUPLICATE, TRUNCATED})
+#: What a line is skipped for by itself (:func:`~arena_core.votes.lines.judge_line`): the
+#: damaged lines a push sends as they are, in a damaged file beside its Parquet file.
+LINE_SKIPS = frozenset({INVALID_JSON, NOT_OBJECT, WRONG_TYPE})
 
 
 def vote_ids(paths) -> set[str]:
@@ -57,18 +65,46 @@ def vote_ids(paths) -> set[str]:
     return set(read_votes(paths, columns=["vote_id"]).column("vote_id").to_pylist())
 
 
-def all_published(path: Path, published: set[str]) -> bool:
-    """Whether every line of the vote file ``path`` is a vote in ``published``.
+def all_published(path: Path, published: set[str], damaged: Counter | None = None) -> bool:
+    """Whether every line of the vote file ``path`` is a vote in ``published``, or a damaged
+    line that ``damaged`` holds (the lines of the repo's damaged files of that shard,
+    :func:`pushed_damaged_lines`).
 
-    Only what :data:`ACCOUNTED_SKIPS` names may be skipped on the way. Any other skipped
-    row (dated ahead of this clock, of a schema version this release does not know,
-    damaged, or the whole file unreadable) may be an acknowledged vote that no
-    ``vote_id`` comparison can vouch for, so the file is not published.
+    Only what :data:`ACCOUNTED_SKIPS` names may be skipped on the way, and damaged lines
+    the repo holds as they are: its replay skips and counts them, so the file's copy,
+    replayed beside it, would count them twice, and the board's skip counts would differ
+    from ``leaderboard --repo --revision <commit>``. Any other skipped row (dated ahead of
+    this clock, of a schema version this release does not know, a damaged line the repo
+    lacks, or the whole file unreadable) may be an acknowledged vote that no ``vote_id``
+    comparison can vouch for, so the file is not published.
     """
     votes = read_votes(path, columns=["vote_id"])
-    if any(n and reason not in ACCOUNTED_SKIPS for reason, n in votes.skipped.items()):
+    other = {r: n for r, n in votes.skipped.items() if n and r not in ACCOUNTED_SKIPS}
+    if other and not (other.keys() <= LINE_SKIPS and _damaged_pushed(path, other, damaged)):
         return False
     return set(votes.column("vote_id").to_pylist()) <= published
+
+
+def _damaged_pushed(path: Path, skipped: dict[str, int], pushed: Counter | None) -> bool:
+    """Whether the line skips of the vote file ``path`` (``skipped``) are its damaged complete
+    lines (a torn last line is never pushed, nor a whole one without its newline), each
+    among ``pushed`` as many times as the file holds it."""
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)  # as the readers read a file
+    lines = Counter(damaged_lines(data[: data.rfind(b"\n") + 1]))
+    return lines.total() == sum(skipped.values()) and lines <= (pushed or Counter())
+
+
+def pushed_damaged_lines(hub_votes: Path, shard_stem: str) -> Counter:
+    """The lines of the damaged files the shard ``shard_stem`` pushed
+    (``<shard>-<n>.damaged.jsonl``) in the local copy of the repo's vote files, each as
+    the readers read it (a byte-order mark at a file's start is no part of its line)."""
+    name = re.compile(re.escape(shard_stem) + r"-\d+" + re.escape(DAMAGED_SUFFIX))
+    lines: Counter = Counter()
+    for path in sorted(hub_votes.rglob(f"*{DAMAGED_SUFFIX}")):
+        if name.fullmatch(path.name):
+            data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+            lines.update(raw for raw in data.split(b"\n") if raw.strip())
+    return lines
 
 
 def prune_mirror(mirror: Path, folder: str, listed: Iterable[str]) -> set[str]:
@@ -154,12 +190,13 @@ class EarlierFiles:
         return published, len(vote_ids(held) - published)
 
     def _set_aside(self, files: list[Path], published: set[str]) -> int:
-        """Move the files every line of which is a vote in ``published``
-        (:func:`all_published`) to :data:`PUBLISHED_DIR`."""
+        """Move the files every line of which is a vote in ``published`` or a damaged line
+        in the repo's copy (:func:`all_published`) to :data:`PUBLISHED_DIR`."""
         moved = 0
         for path in files:
             try:
-                if not all_published(path, published):
+                damaged = pushed_damaged_lines(self.hub_votes, path.stem)
+                if not all_published(path, published, damaged):
                     continue
                 target = self.votes_dir / PUBLISHED_DIR / path.relative_to(self.votes_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)
