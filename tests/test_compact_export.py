@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import yaml
 from hubfake import LocalHubApi
 
 import arena_core.dataset.compact as compact_module
+from arena_core import cli
 from arena_core.dataset.card import dataset_card
 from arena_core.dataset.compact import CompactionError, compact
 from arena_core.dataset.repo import compact_repo
@@ -196,6 +198,46 @@ def test_export_include_flagged_round_trips_judges_flags_and_any_year(tmp_path):
     assert again.table.to_pylist() == original.table.to_pylist()
     assert again.column("voter_kind").to_pylist() == ["human", "human", "judge"]
     assert again.column("flags").to_pylist() == [[], ["rate_limited"], []]
+
+
+def contrarian_log(path: Path) -> Path:
+    """Twenty humans who mostly prefer the lower model id, and a contrarian who always
+    prefers the other one, every other vote of theirs rate limited: the anomalous-voter
+    test flags the contrarian, whose unflagged votes the boards leave out too."""
+    rng, models, rows = random.Random(1), ["m1", "m2", "m3", "m4"], []
+
+    def add(voter, vote, pair, flags=()):
+        k = len(rows) + 1
+        rows.append({"schema_version": 4, "vote_id": f"v{k:05d}", "arena": "ar",
+                     "ts": f"2026-10-01T00:00:00.{k:06d}Z", "model_a": pair[0],
+                     "model_b": pair[1], "vote": vote, "voter": voter, "voter_kind": "human",
+                     "flags": list(flags)})  # fmt: skip
+
+    for k in range(200):
+        pair = sorted(rng.sample(models, 2))
+        add(f"h{k % 20}", "a" if rng.random() < 0.9 else "b", pair)
+        if k % 10 == 0:
+            add("contrarian", "b", pair, ["rate_limited"] if k % 20 == 0 else [])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("arena", [None, "ar"])
+def test_export_leaves_out_what_the_board_leaves_out(tmp_path, capsys, arena):
+    """Without --include-flagged the export left out flagged votes only: the anomalous
+    voter's other votes went out as counted battles, which the board of the same log leaves
+    out. Now the export holds the votes the board counts, each stamped counted."""
+    log = contrarian_log(tmp_path / "votes.jsonl")
+    out = tmp_path / "battles.json"
+    only = ["--arena", arena] if arena else []
+    assert cli.main(["leaderboard", "--votes", str(log), "--arena", "ar", "--format", "json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert board["skipped"] == {"flagged": 10, "anomalous_voter": 10}
+    assert cli.main(["export", "--votes", str(log), "--out", str(out), *only]) == 0
+    battles = json.loads(out.read_text())
+    assert len(battles) == board["votes_used"] == 200
+    assert not [b for b in battles if b["voter"] == "contrarian"]
+    assert {(b["counted"], b["count_reason"]) for b in battles} == {(True, None)}
 
 
 def read_votes_ts(text):

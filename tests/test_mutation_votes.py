@@ -71,7 +71,9 @@ def test_votes_export_as_fastchat_battles(tmp_path):
     assert {k: battles[0][k] for k in fastchat} == fastchat
     # Every other field of the record, under its own name (the judge model as judge_model).
     record = {RECORD_KEYS[k]: v for k, v in rows[0].items() if k in RECORD_KEYS}
-    assert battles[0] == fastchat | dict.fromkeys(RECORD_KEYS.values()) | record
+    # Exported as the board counts it: its verdict says so, whatever the writer's schema.
+    verdict = {"counted": True, "count_reason": None}
+    assert battles[0] == fastchat | dict.fromkeys(RECORD_KEYS.values()) | record | verdict
     assert record["ts"] == "2026-10-01T00:00:01.250Z" and record["judge_model"] is None
     assert [b["winner"] for b in battles] == ["model_a", "model_b", "tie", "tie (bothbad)"]
     assert battles[1]["judge"] == ""  # no voter hash: an empty judge, as FastChat's rows have

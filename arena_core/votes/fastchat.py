@@ -28,6 +28,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from arena_core.votes.clean import VoteTable
@@ -144,11 +145,14 @@ def _with_record(row: dict, battle: dict) -> dict | None:
     return row
 
 
+#: The verdict fields of a vote the board counts (their keys in our exports are their names).
+COUNTED = {"counted": True, "count_reason": None}
 #: Our vote values and FastChat's ``winner`` values.
 VOTE_TO_WINNER = {vote: winner for winner, vote in WINNER_TO_VOTE.items()}
 
 
-def to_battles(votes: VoteTable, *, include_flagged: bool = False) -> list[dict]:
+def to_battles(votes: VoteTable, *, include_flagged: bool = False,
+               arena: str | None = None) -> list[dict]:  # fmt: skip
     """Votes as FastChat ``clean_battle`` rows, so FastChat's notebooks run on our data.
 
     Every vote here was cast on anonymous outputs (``anony: true``); ``judge``
@@ -156,13 +160,29 @@ def to_battles(votes: VoteTable, *, include_flagged: bool = False) -> list[dict]
     the record's other fields the table has (:data:`RECORD_KEYS`: ``ts`` exactly, the
     voter, its kind and judge, the flags...) are added, so a re-import maps back to the
     same votes; ``ts`` is formatted from ``votes.ts_us`` when the table lacks it.
+
+    Without ``include_flagged``, the votes the boards leave out are left out: by the
+    board's rule over the whole of ``votes`` (:func:`~arena_core.dataset.verdict.replay_verdict`:
+    flagged votes, and every vote of a voter the anomalous-voter test flags), and each
+    battle's ``counted`` and ``count_reason`` say so (true, null), as the compacted files
+    carry the replay's verdict. With it, every vote is exported as written. ``arena``
+    keeps that arena's votes, judged over the whole log as its board judges them.
     """
     names = votes.table.column_names
     data = {c: votes.column(c).to_pylist() for c in {*_FASTCHAT_HELD, "voter", "flags", *names}}
     extra = [(name, key) for name, key in RECORD_KEYS.items() if name in names]
+    keep = np.ones(len(votes), dtype=bool)
+    if arena is not None:
+        keep &= votes.encoded["arena"].isin([arena])
+    if not include_flagged:
+        # Imported here: the readers import this module, and need not load the anomaly test.
+        from arena_core.dataset.verdict import replay_verdict
+
+        keep &= replay_verdict(votes)[0].to_numpy(zero_copy_only=False)
+        stamp = {name: value for name, value in COUNTED.items() if name in names}
     battles = []
     for k, ts_us in enumerate(votes.ts_us.tolist()):
-        if data["flags"][k] and not include_flagged:
+        if not keep[k]:
             continue
         battle = {
             "model_a": data["model_a"][k],
@@ -178,6 +198,8 @@ def to_battles(votes: VoteTable, *, include_flagged: bool = False) -> list[dict]
             "ts": format_us(ts_us),
         }  # fmt: skip
         battle.update((key, data[name][k]) for name, key in extra)
+        if not include_flagged:
+            battle.update(stamp)
         battles.append(battle)
     return battles
 
