@@ -105,6 +105,35 @@ def test_a_vote_id_held_twice_at_one_time_with_other_values_keeps_the_board(tmp_
         assert not old.exists() and report.votes == 4
 
 
+@pytest.mark.parametrize("later", [True, False], ids=["at-a-later-time", "at-the-same-time"])
+def test_a_copy_compacted_after_its_original_stays_where_it_is(tmp_path, later):
+    """A second row of a vote id (a forged or damaged copy) compacted in a later run than
+    the first went into the monthly files beside it, stamped counted: the dataset held the
+    vote twice for good, saying a row counts that no board counts. Now the copy's source
+    stays, with the reason, and the board and its skip counts are unchanged."""
+    old = shard(tmp_path, "2026-11", "aa")
+    copy = tmp_path / "votes-twin.jsonl"
+    line = old.read_bytes().splitlines()[0]
+    if later:
+        ts = json.loads(line)["ts"]
+        line = line.replace(ts.encode(), ts.replace("2026-11-01", "2026-11-02").encode())
+    copy.write_bytes(line.replace(b'"vote":"a"', b'"vote":"b"') + b"\n")
+    os.utime(copy, (time.time() - 0.1 * HOUR,) * 2)  # young at the first run
+    assert compact(tmp_path, min_age_minutes=60).votes == 2
+    os.utime(copy, (time.time() - 2 * HOUR,) * 2)
+    before = read_votes(tmp_path)
+    report = compact(tmp_path, min_age_minutes=60)
+    assert copy.exists() and "a monthly file already holds" in report.kept[copy.name]
+    assert report.votes == 0 and not report.written
+    parts = [
+        r for f in tmp_path.glob("compacted/*/*.parquet") for r in pq.read_table(f).to_pylist()
+    ]
+    assert sorted(r["vote"] for r in parts) == ["a", "a"]
+    after = read_votes(tmp_path)
+    assert after.table.to_pylist() == before.table.to_pylist()
+    assert after.skipped == before.skipped == {"duplicate_vote_id": 1}
+
+
 def test_nothing_is_deleted_when_the_written_files_do_not_match(tmp_path, monkeypatch):
     path = shard(tmp_path, "2026-11", "abab")
     real = compact_module._write_months

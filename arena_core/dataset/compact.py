@@ -15,8 +15,12 @@ accounted for. It never loses a vote and never writes one twice:
   and its source is removed all the same. The Space retries a push whose answer was lost
   under the same name with the same and newer lines; if the first copy had landed and
   been compacted meanwhile, the retry brings its votes back. Only ``counted`` and
-  ``count_reason`` may differ (the monthly file carries the replay's verdict); a row that
-  differs otherwise follows the conflict rules below, as any other copy.
+  ``count_reason`` may differ (the monthly file carries the replay's verdict);
+* a source holding a vote id that a monthly file holds with another row (a forged or
+  damaged copy, at the same time or another) stays where it is, with the reason: written,
+  both rows would sit in the monthly files for good, the copy stamped with the verdict of
+  the row that counts. Rows with one vote id in sources rolled up together follow the
+  conflict rule of :func:`_layout_changes`.
 
 Afterwards ``compacted/MANIFEST.json`` names every monthly file with its digest and
 what was proved of its rows, so the DuckDB engine need not prove it again at every
@@ -136,6 +140,22 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
             )
         before = set(folder.glob(f"{COMPACTED}/*/*.parquet"))
         already = _already_written(votes.table, held.table) if held is not None else set()
+        # A vote a monthly file already holds with another row (a forged or damaged copy):
+        # written again, both rows would sit in the monthly files for good, each stamped with
+        # the verdict of the one that counts. Its source stays, as any conflicting copy.
+        clash = _held_ids(votes.table, held.table) - already if held is not None else set()
+        if clash:
+            stay = [p for p in sources if clash & ids[p]]
+            for path in stay:
+                report.kept[path.relative_to(folder).as_posix()] = (
+                    "holds a vote_id that a monthly file already holds, at the same time with "
+                    "other values or at another time: written again, the monthly files would "
+                    "hold it twice, so it stays in place"
+                )
+            sources = [p for p in sources if p not in stay]
+            if not sources:
+                break
+            continue
         fresh = votes.without(already)
         report.written = _write_months(folder / COMPACTED, fresh, whole)
         _verify(fresh, report.written)
@@ -227,6 +247,13 @@ def _already_written(votes: pa.Table, parts: pa.Table) -> set[str]:
         return set()
     mine, theirs = _rows(votes.select(columns)), _rows(parts.select(columns))
     return {k for k, row in mine.items() if theirs.get(k) == row}
+
+
+def _held_ids(votes: pa.Table, parts: pa.Table) -> set[str]:
+    """The vote ids of ``votes`` that the existing monthly files hold, whatever their rows."""
+    ids = votes.column("vote_id").combine_chunks()
+    held = pc.is_in(ids, value_set=parts.column("vote_id").combine_chunks())
+    return set(ids.filter(held).to_pylist())
 
 
 def _rows(table: pa.Table) -> dict[str, str]:
