@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
@@ -12,14 +13,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arena_core import cli
 from arena_core.ratings.elo import COMPILED_FROM, EloParams, sequential_elo
+from arena_core.scale import duck
 from arena_core.scale.board import streaming_elo
 from arena_core.scale.connection import EngineError, connect, load_remote
 from arena_core.scale.duck import month_windows
 from arena_core.scale.rules import DUCKDB, ts_us_sql
-from arena_core.scale.sources import SourceError, file_order, hf_pattern, resolve
+from arena_core.scale.sources import (
+    SourceError,
+    file_order,
+    hf_pattern,
+    parquet_only_gap,
+    resolve,
+)
 from arena_core.votes.clean import clean
-from arena_core.votes.read import vote_files
+from arena_core.votes.parquet import parquet_bytes
+from arena_core.votes.read import parse_jsonl, vote_files
 from arena_core.votes.schema import ARROW_SCHEMA, TS_MAX_US
 
 
@@ -115,6 +125,70 @@ def test_hub_paths_become_parquet_patterns(url, pattern):
     # No network here: this checks how hf:// paths are read, not the Hub itself.
     assert hf_pattern(url) == pattern
     assert resolve([url]).patterns == (pattern,)
+
+
+@pytest.mark.parametrize(
+    ("url", "replay"),
+    [("hf://datasets/org/votes@abc123", "leaderboard --repo org/votes --revision abc123"),
+     ("hf://datasets/org/votes/data/", "leaderboard --repo org/votes"),
+     ("s3://bucket/votes", "download s3://bucket/votes and read it with --engine python")],
+)  # fmt: skip
+def test_a_remote_folder_read_as_parquet_only_says_what_its_skip_counts_leave_out(url, replay):
+    """A push keeps its damaged lines beside its Parquet file as *.damaged.jsonl, which a
+    remote folder's Parquet pattern never reads: the board's skip counts silently differed
+    from the repo's replay. The gap is named, with the command that reads every file."""
+    gap = parquet_only_gap(resolve([url]))
+    assert gap is not None and url in gap and "*.damaged.jsonl" in gap and replay in gap
+
+
+@pytest.mark.parametrize("url", ["hf://datasets/org/votes/compacted/2026-*/*.parquet",
+                                 "hf://datasets/org/votes/a.parquet"])  # fmt: skip
+def test_parquet_files_or_globs_asked_for_by_name_need_no_warning(url, tmp_path):
+    assert parquet_only_gap(resolve([url])) is None
+
+
+@pytest.fixture
+def pushed_folder(tmp_path, monkeypatch) -> Path:
+    """A push as the Space makes it, a Parquet file and its damaged line beside it, standing
+    for ``hf://datasets/org/votes@abc``: DuckDB reads that URL's Parquet files from here
+    (no Hub, no httpfs on the test machine), the in-process reader the whole folder."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows = [{"schema_version": 4, "vote_id": f"v{k}", "ts": f"2026-11-01T00:00:0{k}Z",
+             "arena": "a", "model_a": "m1", "model_b": "m2", "vote": "ab"[k % 2]}
+            for k in range(4)]  # fmt: skip
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in rows) + b'{"vote_id":"half\n'
+    skipped = Counter()
+    (folder / "votes-p-000001.parquet").write_bytes(parquet_bytes(parse_jsonl(data, skipped)))
+    (folder / "votes-p-000001.damaged.jsonl").write_bytes(b'{"vote_id":"half\n')
+    local = resolve([folder / "votes-p-000001.parquet"])
+
+    class HubAsLocal(duck.DuckVotes):
+        def __init__(self, sources, **kwargs):
+            assert sources.folders == ("hf://datasets/org/votes@abc",)
+            super().__init__(local, **kwargs)
+
+    monkeypatch.setattr(duck, "DuckVotes", HubAsLocal)
+    return folder
+
+
+@pytest.mark.parametrize("command", ["counts", "leaderboard"])
+def test_a_hub_folder_read_by_duckdb_warns_of_the_skip_counts_it_leaves_out(
+    pushed_folder, tmp_path, caplog, capsys, command
+):
+    """DuckDB read hf:// as its Parquet files: the damaged line the repo's replay skips and
+    counts was silently left out of the skip counts. The command now says so, and names
+    the one that counts it."""
+    assert cli.main(["leaderboard", "--votes", str(pushed_folder), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == {"invalid_json": 1}
+    out = ["--out", str(tmp_path / "c.parquet")] if command == "counts" else ["--format", "json"]
+    url = "hf://datasets/org/votes@abc"
+    assert cli.main([command, "--engine", "duckdb", "--votes", url, *out]) == 0
+    if command == "leaderboard":
+        assert json.loads(capsys.readouterr().out)["skipped"] == {}  # the line is not read
+    warning = " ".join(caplog.text.split())
+    assert f"{url}: only the Parquet files are read" in warning and "*.damaged.jsonl" in warning
+    assert "leaderboard --repo org/votes --revision abc" in warning
 
 
 @pytest.mark.parametrize("url", ["hf://models/org/tts", "hf://org/votes", "hf://spaces/o/s"])

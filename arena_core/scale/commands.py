@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from arena_core.scale.cli_options import reader_clock
 from arena_core.scale.contract import CountsError, read_counts, skipped_of, write_counts
-from arena_core.scale.sources import SourceError, local_bytes, resolve
+from arena_core.scale.sources import SourceError, local_bytes, parquet_only_gap, resolve
 from arena_core.snapshots.revision import Revision
 from arena_core.votes.kernels import pc
 from arena_core.window import format_us
@@ -48,12 +48,22 @@ def make_counts(engine: str, votes, *, spark_master: str | None = None,
     if engine == "duckdb":
         from arena_core.scale.duck import counts_with_duckdb
 
-        return counts_with_duckdb(sources, now_us=now_us)
-    if engine == "spark":
+        counts = counts_with_duckdb(sources, now_us=now_us)
+    elif engine == "spark":
         from arena_core.scale.spark import counts_with_spark
 
-        return counts_with_spark(sources, now_us=now_us, master=spark_master)
-    raise ValueError(f"unknown engine {engine!r}")
+        counts = counts_with_spark(sources, now_us=now_us, master=spark_master)
+    else:
+        raise ValueError(f"unknown engine {engine!r}")
+    warn_parquet_only(sources)  # once read: a failed read says only why it failed
+    return counts
+
+
+def warn_parquet_only(sources) -> None:
+    """Warn when remote folders are read as their Parquet files only (:func:`parquet_only_gap`)."""
+    gap = parquet_only_gap(sources)
+    if gap:
+        log.warning("%s", gap)
 
 
 def run_counts(args) -> int:
@@ -165,6 +175,8 @@ def _stream_and_counts(args):
     with engine_errors():  # as counts_with_duckdb: DuckDB's errors are reported, not raised
         duck = DuckVotes(sources, now_us=args.now_us)
         counts = read_counts(args.counts) if args.counts else duck.counts()
+    if not args.counts:  # once read: a failed read says only why it failed
+        warn_parquet_only(sources)
     if not counts.num_rows:
         return (lambda query: iter(())), counts
     first = pc.min(counts.column("first_ts_us")).as_py()

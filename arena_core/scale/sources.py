@@ -5,7 +5,10 @@ lists it (same files, same order: the order decides which of two rows with the
 same ``vote_id`` and time is kept; a JSONL file among them sends the board to the
 in-process reader). A remote folder or pattern
 (``hf://datasets/<owner>/<repo>[@<revision>]/<path>``, ``s3://``, ``gs://``) is
-handed to the engine, which lists it; its files are then put in the same order.
+handed to the engine, which lists it; its files are then put in the same order. A
+remote folder is read as its Parquet files only: the damaged lines a push keeps beside
+its Parquet file (``<shard>-<n>.damaged.jsonl``) are not, so :func:`parquet_only_gap`
+says what the skip counts then leave out, and what reads them.
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ class Sources:
     """
 
     items: tuple[tuple[str, bool], ...] = ()
+    #: The remote folders among the arguments, as given: read as their Parquet files only.
+    folders: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -132,19 +137,51 @@ def resolve(paths) -> Sources:
     if isinstance(paths, str | Path):
         paths = [paths]
     items: list[tuple[str, bool]] = []
+    folders: list[str] = []
     for raw in paths:
         text = str(raw)
-        if text.startswith("hf://"):
-            items.append((hf_pattern(text), True))
-        elif is_remote(text):
-            items.append((remote_pattern(text), True))
+        if is_remote(text):
+            pattern = hf_pattern(text) if text.startswith("hf://") else remote_pattern(text)
+            items.append((pattern, True))
+            if pattern != text:  # a folder, read as every Parquet file under it
+                folders.append(text)
         else:  # a file, a folder, or a local glob (expanded as read_votes expands it)
             for path, kind in vote_files(text):
                 if kind != "parquet":
                     raise SourceError(f"{path}: the duckdb and spark engines read Parquet only; "
                                       "use --engine python for JSONL and FastChat exports")  # fmt: skip
                 items.append((str(Path(path).resolve()), False))
-    return Sources(tuple(items))
+    return Sources(tuple(items), tuple(folders))
+
+
+def parquet_only_gap(sources: Sources) -> str | None:
+    """What a read of ``sources``' remote folders leaves out, for a warning (None if none).
+
+    A push keeps the damaged lines of its shard beside its Parquet file, as they are
+    (``<shard>-<n>.damaged.jsonl``), so that a replay of the repo skips and counts them as
+    the Space did. The engines read Parquet only and cannot list a remote folder's other
+    files, so their ``skipped`` leaves those lines out: the votes are the same (a damaged
+    line is never a vote), the skip counts may be fewer than the Space's board shows.
+    """
+    if not sources.folders:
+        return None
+    return (f"{', '.join(sources.folders)}: only the Parquet files are read; damaged lines "
+            f"pushed beside them ({DAMAGED_FILES}), if any, are not, so the skip counts leave "
+            f"them out (the votes counted are the same). For the skip counts the Space shows, "
+            f"{'; '.join(_full_replay(url) for url in sources.folders)}")  # fmt: skip
+
+
+#: How a push names the damaged lines it keeps beside its Parquet file.
+DAMAGED_FILES = "*.damaged.jsonl"
+
+
+def _full_replay(url: str) -> str:
+    """The command that replays every file of the remote folder ``url``, damaged ones too."""
+    match = _HF.match(url)
+    if match is None:
+        return f"download {url} and read it with --engine python"
+    revision = f" --revision {match['rev']}" if match["rev"] else ""
+    return f"replay it in-process: leaderboard --repo {match['owner']}/{match['repo']}{revision}"
 
 
 def file_order(names) -> list[str]:
