@@ -168,7 +168,15 @@ With the arena's code (its repository) and this dataset downloaded to `votes/`:
 python -m arena_core leaderboard --votes votes/data --registry votes/{REGISTRY_DIR}/registry.yaml --arena {arena}
 ```
 
-prints exactly the board the Space shows (`--format json` for machines).
+replays the revision you downloaded with the registry the Space rated with (`--format
+json` for machines). The Space's board can differ from it in what the command does not
+say: the commit, the models the Space could not run (a model without votes leaves its
+board), and the clock it judged future-dated rows by. For exactly a board the Space
+shows, to the last digit and skip counts included, run the command printed under that
+board, which names all three (`--repo ID --revision SHA`, `--unavailable ...`,
+`--read-at ...`); for a daily snapshot in `leaderboards/`, add the board's `settings`
+(`--category`, `--unavailable`) and the snapshot's `revision` (`--revision` its `commit`,
+`--read-at` its `read_at`) to `leaderboard --repo {repo_id}`.
 
 ## Privacy
 
