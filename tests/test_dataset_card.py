@@ -2,7 +2,10 @@
 
 import re
 
+import httpx2
+import pyarrow.parquet as pq
 import pytest
+from hubfake import REPO, Landed, LocalHubApi, settled, timed_out, writer
 
 from arena_core import cli
 from arena_core.dataset.card import dataset_card
@@ -30,3 +33,27 @@ def test_the_card_does_not_promise_the_spaces_board_from_a_command_without_its_s
     assert named <= leaderboard_options(capsys)  # only options the command has
     assert "read_at" in reproduce and "settings" in reproduce
     assert "command printed under that board" in reproduce
+
+
+def test_the_card_says_a_pushed_file_can_be_replaced_by_a_retry_with_more_rows(tmp_path):
+    """The card said pushed files are "never rewritten"; a push the Hub took whose answer
+    was lost is retried under the same name with the newer votes too. The Hub is
+    ``LocalHubApi`` (tests/hubfake.py), a folder."""
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api)
+    settled(sync)
+    log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb", vote="a")
+    api.failures = [Landed(timed_out())]
+    with pytest.raises(httpx2.ReadTimeout):
+        sync.uploader.trigger().result()
+    (pushed,) = (api.repo_dir(REPO) / "data").glob("*.parquet")
+    log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb", vote="b")
+    sync.uploader.trigger().result()
+    assert [p.name for p in (api.repo_dir(REPO) / "data").glob("*.parquet")] == [pushed.name]
+    assert pq.read_metadata(pushed).num_rows == 2  # the same name, rewritten with more rows
+    sync.flush(timeout=5)
+    log.close()
+    files = " ".join(CARD.split("## Files")[1].split("## Schema")[0].split())
+    pushes = files.split("- `data/votes-<process>-<n>.parquet`:")[1].split("- `data/compacted")[0]
+    assert "never rewritten" not in pushes
+    assert "same name" in pushes and "more rows" in pushes

@@ -85,8 +85,10 @@ Arenas: {", ".join(f"`{a}`" for a in arenas) or "see the registry snapshot"}.
 
 ## Files
 
-- `data/votes-<process>-<n>.parquet`: votes as each Space process pushed them (a new
-  file per push, never rewritten).
+- `data/votes-<process>-<n>.parquet`: votes as each Space process pushed them, a new
+  file per push. A push the Hub took but whose answer was lost is sent again under the
+  same name with the same votes and those cast since, so such a file can be replaced by
+  one holding more rows, never fewer; its `.damaged.jsonl` likewise.
 - `data/votes-<process>-<n>.damaged.jsonl`, rarely: the lines of that push that are not
   valid votes (say, half a line a failed write left), as they were, so that a replay
   skips and counts them as the Space did. The `default` config reads Parquet only.
@@ -127,7 +129,7 @@ the newer fields null.
   own verdict over every vote in the repo when the files were compacted, which also
   leaves out every vote of a voter the anomalous-voter test has flagged
   (`anomalous_voter`), those cast before the flag too. A voter flagged after a month
-  was compacted is not written back (files are never rewritten): for the verdict of
+  was compacted is not written back (monthly files are never rewritten): for the verdict of
   the revision you downloaded, replay it with the arena's code
   (`arena_core.dataset.verdict.replay_verdict(read_votes("votes/data"))`), which is what
   the leaderboard command counts.
