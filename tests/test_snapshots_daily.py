@@ -7,6 +7,7 @@ The clock is injected; no test waits for a real day.
 
 import json
 import logging
+import re
 import time
 from datetime import UTC, datetime
 
@@ -17,6 +18,7 @@ from hubhistory import synced_space
 from arena_core import cli
 from arena_core.leaderboard import BoardParams
 from arena_core.registry import RegistryError, load_registry
+from arena_core.snapshots import daily
 from arena_core.snapshots.daily import (
     DailySnapshots,
     SnapshotStore,
@@ -24,6 +26,8 @@ from arena_core.snapshots.daily import (
     local_votes,
     snapshot_path,
 )
+from arena_core.snapshots.page import reproduce_command
+from arena_core.snapshots.revision import Revision
 from arena_core.snapshots.source import board_part
 from arena_core.space.config import ConfigError, Settings
 from arena_core.space.startup import start_snapshots
@@ -176,3 +180,19 @@ def test_an_arena_id_that_would_leave_the_snapshot_folder_is_refused(tmp_path, a
         load_registry(registry)
     with pytest.raises(ValueError, match="cannot name a snapshot file"):
         snapshot_path(arena_id, datetime(2026, 1, 1, tzinfo=UTC).date())
+
+
+def test_the_documented_snapshot_command_names_every_option_of_the_boards_own():
+    """The module documented ``leaderboard --repo ID --revision SHA --arena A --format json``
+    as printing a snapshot's board: without ``--read-at`` (nor a board's category and
+    unavailable models), a row dated ahead of the snapshot's clock counts once it comes due.
+    The documented command names every option of the command printed under a board."""
+    documented = " ".join(daily.__doc__.split())
+    start = documented.index("python -m arena_core leaderboard")
+    command = documented[start : documented.index("--format json", start)]
+    revision = Revision(votes_read=1, last_vote_id="v", repo=REPO, commit="a" * 40, unpushed=0,
+                        read_at="2026-12-01T00:00:00.000000Z")  # fmt: skip
+    printed = reproduce_command(revision, {"arena": "speech", "category": "de",
+                                           "unavailable": ["espeak/en+klatt"]})  # fmt: skip
+    options = re.compile(r"--[a-z][a-z-]+")
+    assert set(options.findall(printed)) - {"--format"} <= set(options.findall(command))

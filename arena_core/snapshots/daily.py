@@ -10,7 +10,11 @@ the day overwrites the file with the latest boards.
 The boards are computed from exactly the votes the revision names, by the same function
 as the command line: with the Hub, the waiting votes are pushed first and the commit is
 downloaded and replayed, so ``python -m arena_core leaderboard --repo ID --revision SHA
---arena A --format json`` prints the snapshot's board to the last digit; without the Hub,
+--arena A [--category C] [--unavailable M ...] --read-at READ_AT --format json`` prints the
+snapshot's board to the last digit (``SHA`` and ``READ_AT``: the revision's ``commit`` and
+``read_at``; the category and unavailable models: the board's ``settings``). Without
+``--read-at`` the replay judges future-dated rows by its own clock: a row dated ahead of
+the snapshot's (a replica whose clock ran fast) comes due and counts. Without the Hub,
 from the local vote files, whose last vote and count the revision names.
 
 It all runs in a background thread with an injected clock: never under the vote lock but

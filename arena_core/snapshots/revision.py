@@ -5,8 +5,8 @@ synced (with how many of the board's votes were not pushed yet: none means the c
 alone reproduces the board), and always the count of votes read and the last one in
 replay order (``ts``, then ``vote_id``), which pin down a local log. Together with the
 code version (:mod:`~arena_core.snapshots.version`) and :func:`board_settings`, that is
-what ``python -m arena_core leaderboard --repo ID --revision SHA`` needs to print the
-same board to the last digit.
+what ``python -m arena_core leaderboard --repo ID --revision SHA --read-at READ_AT`` needs
+to print the same board to the last digit (:func:`~arena_core.snapshots.page.reproduce_command`).
 
 The Space's boards change with every vote, so :class:`LiveRevisions` reads the revision
 of its vote files between two looks at their sizes taken under the vote lock: when the
