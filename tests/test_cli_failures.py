@@ -296,3 +296,18 @@ def test_a_local_glob_of_jsonl_goes_to_the_reader_and_of_parquet_to_any_engine(
         proc = cli("leaderboard", "--votes", f"{parquet_votes}/**/*.parquet", "--engine", engine,
                    "--arena", "tts", "--format", "json")  # fmt: skip
         assert proc.returncode == 0 and '"votes_used": 40' in proc.stdout, (engine, proc.stderr)
+
+
+@pytest.mark.parametrize("age", ["nan", "-1", "-inf", "inf"])
+def test_a_min_age_that_is_no_age_is_one_line_and_compacts_nothing(tmp_path, age):
+    """``--min-age nan`` (or a negative age) made every file old enough: a shard written a
+    moment ago was rolled up and deleted, exit 0. Only a finite age, 0 or more, is taken;
+    with ``--repo``, before anything is downloaded."""
+    log = VoteLog(tmp_path)
+    log.append(arena="tts", model_a="m1", model_b="m2", vote="a")
+    log.close()
+    one_line_error(cli("compact", "--votes", tmp_path, f"--min-age={age}"), "--min-age takes")
+    assert log.path.exists() and not (tmp_path / "compacted").exists()
+    offline = {"HF_HUB_OFFLINE": "1"}
+    one_line_error(cli("compact", "--repo", "org/votes", f"--min-age={age}", env=offline),
+                   "--min-age takes")  # fmt: skip

@@ -54,10 +54,10 @@ def add_commands(sub) -> None:
 def run_compact(args) -> int:
     # Imported here, as the Hub client below: the other commands do not need compaction's
     # modules, and a fresh `leaderboard` run paid 0.12 s for them.
-    from arena_core.dataset.compact import MIN_AGE_MINUTES, CompactionError, compact
+    from arena_core.dataset.compact import MIN_AGE_MINUTES, CompactionError, check_min_age, compact
 
-    if args.min_age is None:
-        args.min_age = MIN_AGE_MINUTES
+    # Checked before anything is read: with --repo, before the download.
+    args.min_age = MIN_AGE_MINUTES if args.min_age is None else check_min_age(args.min_age)
     if args.votes and not Path(args.votes).is_dir():
         what = "is a file" if Path(args.votes).exists() else "does not exist"
         raise ValueError(f"compact --votes takes a vote folder (it writes compacted/ inside it); "

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -74,6 +75,15 @@ class CompactionError(RuntimeError):
     """What was written does not match what was read; nothing was deleted."""
 
 
+def check_min_age(minutes: float) -> float:
+    """``minutes`` if it is a minimum age (finite, 0 or more), else ValueError: ``nan`` or a
+    negative age made every file old enough, so a file a live process was still writing
+    was rolled up and deleted."""
+    if not math.isfinite(minutes) or minutes < 0:
+        raise ValueError(f"--min-age takes minutes, a finite number 0 or more; got {minutes!r}")
+    return minutes
+
+
 @dataclass
 class CompactReport:
     rolled: list[Path] = field(default_factory=list)
@@ -103,6 +113,7 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
     the same Hub commit that adds the monthly files).
     """
     folder = Path(folder)
+    check_min_age(min_age_minutes)
     report = CompactReport()
     now = time.time()
     ids: dict[Path, set[str]] = {}  # each source's votes, read once
