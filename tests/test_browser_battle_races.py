@@ -132,12 +132,14 @@ def test_a_reveal_never_lands_on_the_battle_asked_for_after_the_vote(
     visit = open_battle(running_app, browser, "race-reveal")
     page = visit.page
     names = {m.name for m in service.arena("tts-en").models}
+    start = votes_logged(running_app)
     slow_votes(monkeypatch, service, 1.5)  # the reveal comes after the next battle opened
     visit.key("a")
     visit.key("n")
     # Before the fix the late reveal turned the new battle's gate to "voted": no open battle.
     visit.battle_ready(timeout=30_000)
-    page.wait_for_timeout(2500)  # the slow vote has answered by now
+    wait_logged(running_app, page, start + 1)  # the slow vote is written (on a busy machine
+    page.wait_for_timeout(1500)  # after 2.5 s or more), and has answered by now
     assert page.evaluate(LABELS) == ["Clip A", "Clip B"]
     expect(page.locator('#gate .gate[data-stage="open"]')).to_be_visible()
     expect(page.locator("#side-A .side-state")).to_be_visible()  # not revealed
@@ -147,11 +149,10 @@ def test_a_reveal_never_lands_on_the_battle_asked_for_after_the_vote(
     visit.shot("new-battle-still-blind")
     # The first vote was written and counts for the session; the new battle takes its own.
     monkeypatch.undo()
-    before = votes_logged(running_app)
     visit.listen_to_both()
     visit.key("b")
     expect(page.locator("#side-B .side-head.picked")).to_be_visible(timeout=20_000)
-    assert votes_logged(running_app) == before + 1
+    assert votes_logged(running_app) == start + 2
     expect(page.locator("#arena-header")).to_contain_text("you: 2 this session")
     labels = page.evaluate(LABELS)
     assert labels[0].startswith("A · ") and labels[1].startswith("B · ")
