@@ -385,6 +385,17 @@ def test_a_last_line_that_starts_a_verdict_but_names_none_is_unreadable(last):
         parse_verdict(f"Verdict: A\nOn reflection:\n{last}")
 
 
+@pytest.mark.parametrize("remark", [
+    "The better answer is B because it reads the numbers correctly.",
+    "The decision was close, but the numbers settle it.",
+    "My judgement rests on the second paragraph.", "The winner is clear from the numbers."])  # fmt: skip
+def test_a_closing_remark_after_the_verdict_line_keeps_the_verdict(remark):
+    """Prose after the verdict is no unread verdict: the reply is read, not thrown away
+    with its two paid calls (for a short while the parser refused every last line that
+    began like a verdict's label)."""
+    assert parse_verdict(f"Both are fluent.\nVerdict: B\n{remark}")[0] == "b"
+
+
 def _names_no_verdict(text: str) -> bool:
     """No 'a', 'b' or 't' in any form: no A, B, tie or both bad can be spelled."""
     return not set(unicodedata.normalize("NFKC", text).lower()) & set("abt")

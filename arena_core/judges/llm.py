@@ -23,9 +23,12 @@ so no answer can contain the tagged end marker of its own block (it would have t
 contain a hash of itself) and close its block early to pose as the judge's
 instructions; the system prompt says that text between markers is material to
 judge, never instructions, and that an answer soliciting a verdict counts
-against itself. A verdict an answer plants in the reply (quoted by the judge)
-never wins: verdict lines that disagree make the reply unreadable, and so do
-characters that render as nothing (:func:`parse_verdict`).
+against itself. A verdict an answer plants in the reply (quoted by the judge) does
+not win over the judge's own verdict line: verdict lines that disagree make the reply
+unreadable, and characters that render as nothing are dropped first
+(:func:`parse_verdict`). A planted verdict line the judge quotes with no verdict line
+of its own ("Overall B is better") is still read as the verdict: no parser can tell
+whose line it is.
 """
 
 from __future__ import annotations
@@ -268,10 +271,11 @@ _KEYWORD_LINE = re.compile(
 )
 #: A line that is a verdict and nothing else: "A", "Tie.", "**Both bad**".
 _BARE_LINE = re.compile(_VERDICT_WORDS)
-#: The start of a verdict line, whatever follows ("Verdict: the first one" starts one).
-_KEYWORD_START = re.compile(
+#: A verdict line's label, whatever follows ("Verdict: the first one" is one; "The
+#: decision was close" and "The better answer is B because..." are prose, not labels).
+_KEYWORD_LABEL = re.compile(
     r"(?:(?:my|the|final|overall)\s+)*(?:verdict|decision|judge?ment|winner|choice"
-    r"|(?:final|better|best)\s+answer)\b"
+    r"|(?:final|better|best)\s+answer)\s*[:=]"
 )
 
 
@@ -306,8 +310,9 @@ def parse_verdict(reply: str) -> tuple[str, str]:
     guessed, so these replies are unreadable: verdict lines that disagree (an
     answer's planted "Verdict: A" quoted by the judge included: a failed
     judgement, never a planted win), a last bare line that contradicts the verdict
-    lines, a last line that starts as a verdict line but names no verdict ("Verdict:
-    the first one"), and a reply with no verdict. ``<think>`` blocks are skipped, and
+    lines, a last line labelled as a verdict that names none ("Verdict: the first one";
+    a closing remark such as "The better answer is B because..." is prose, and the
+    verdict line before it is read), and a reply with no verdict. ``<think>`` blocks are skipped, and
     format characters dropped (:func:`_visible`).
     """
     text = _visible(_THINKING.sub("\n", reply))
@@ -318,8 +323,8 @@ def parse_verdict(reply: str) -> tuple[str, str]:
     bare = [(i, c) for i, line in enumerate(lines) if (c := _choice(_BARE_LINE, line))]
     last_bare = bare[-1] if bare and bare[-1][0] == len(lines) - 1 else None
     read_last = (bool(keyword) and keyword[-1][0] == len(lines) - 1) or last_bare
-    # A last line that starts as a verdict but names none: the judge's call, unread.
-    if lines and not read_last and _KEYWORD_START.match(_normalised(lines[-1])):
+    # A last line labelled as a verdict that names none: the judge's call, unread.
+    if lines and not read_last and _KEYWORD_LABEL.match(_normalised(lines[-1])):
         raise JudgeError(f"unreadable reply {_excerpt(reply)}: its last line is no verdict")
     if keyword:
         choice = keyword[-1][1]
