@@ -56,10 +56,21 @@ __all__ = [
 METHODS = ("bt", "elo")
 #: Statuses, from no data to a settled rating.
 PRIOR, PROVISIONAL, ESTABLISHED = "prior", "provisional", "established"
-#: Columns of the vote table a board needs (timestamps come as ``VoteTable.ts_us``;
-#: ``voter`` for the anomalous-voter test).
+#: Columns of the vote table a board of human votes needs (timestamps come as
+#: ``VoteTable.ts_us``; ``voter`` for the anomalous-voter test); a board that counts judges'
+#: verdicts needs :func:`board_columns`.
 BOARD_COLUMNS = ("arena", "model_a", "model_b", "vote", "category", "flags", "voter_kind", "judge",
                  "voter")  # fmt: skip
+
+
+def board_columns(voter_kind: str | None) -> tuple[str, ...]:
+    """The columns a board of ``voter_kind`` needs: one that counts judges' verdicts also
+    needs each vote's ``battle_id``, since it counts a battle once however many verdicts it
+    got (:func:`~arena_core.ratings.counts.battle_counts`); read without it, each verdict
+    would count as a vote and the intervals come out too narrow."""
+    return BOARD_COLUMNS if voter_kind == "human" else (*BOARD_COLUMNS, "battle_id")
+
+
 #: The warning of a board computed from a counts table alone (``elo`` None in
 #: :func:`standings`): sequential Elo depends on the order of the votes, which counts lose.
 NO_VOTE_ORDER = ("Seq. Elo is left empty: this board was computed from a counts table alone, "
@@ -213,7 +224,8 @@ def standings(entrants: Sequence[Entrant], elo: EloState | None, counts: PairCou
     """Rank ``entrants`` from their sequential-Elo state and pair counts.
 
     ``elo`` None: no vote order is known (a counts table alone), so the Bradley-Terry
-    board is given with its Elo column empty, and a warning says why. ``fit_counts`` (time-decayed counts) replace ``counts`` in the fit; the
+    board is given with its Elo column empty, and a warning says why. ``fit_counts`` (time-decayed counts, or a judges' board's counts with each battle
+    once) replace ``counts`` in the fit; the
     tallies shown stay whole votes. ``available`` maps a model id to whether it
     can run here (missing ids count as available): an unavailable model without
     battles is left off the board, one with battles is kept and marked.

@@ -16,7 +16,7 @@ import pytest
 
 from arena_core import cli
 from arena_core.analysis.boards import ANALYSIS_COLUMNS, counted_frame, judges_report, style_board
-from arena_core.leaderboard import Entrant, board_from_votes
+from arena_core.leaderboard import BoardParams, Entrant, board_from_votes
 from arena_core.page.analysis_html import style_html
 from arena_core.registry import load_registry
 from arena_core.space.analyses import Analyses
@@ -332,3 +332,40 @@ def test_the_style_boards_side_a_term_of_one_sided_votes_is_unbounded(small, cap
     data = json.loads(capsys.readouterr().out)
     assert data["votes_used"] == 0 and data["rows"] == []
     assert all(c["points"] is None and c["informative"] == 0 for c in data["coefficients"])
+
+
+def _judge_log(folder, mirrored: bool, battles: int = 400) -> None:
+    """A deterministic judge's verdicts: each battle once, or in both orders with the same
+    decision (as the pitch and recogniser judges give them)."""
+    rng = np.random.default_rng(7)
+    log = VoteLog(folder)
+    for k in range(battles):
+        a, b = rng.choice(4, 2, replace=False)
+        da, db = (SECONDS[[a, b]] * rng.uniform(0.6, 1.4, 2)).round(3)
+        ra, rb = rng.uniform(2.0, 3.0, 2).round(3)
+        first = rng.random() < 1 / (1 + np.exp(-(TRUTH[a] - TRUTH[b]) * LOG10))
+        sides = [(a, b, da, db, ra, rb, "a" if first else "b")]
+        if mirrored:
+            sides.append((b, a, db, da, rb, ra, "b" if first else "a"))
+        log.append_all([
+            dict(arena="tts", model_a=f"m{x}", model_b=f"m{y}", vote=v, battle_id=f"b{k}",
+                 voter_kind="judge", judge="judge/same", model_a_duration_s=dx,
+                 model_b_duration_s=dy, model_a_speech_rate=rx, model_b_speech_rate=ry)
+            for x, y, dx, dy, rx, ry, v in sides])  # fmt: skip
+    log.close()
+
+
+def test_a_judges_mirrored_verdicts_count_as_one_battle_on_the_style_board(world, tmp_path):
+    """Counted as two votes, a deterministic judge's mirrored verdicts made the style
+    board's intervals 1/sqrt(2) too narrow; weighted by battle they carry one battle."""
+    _, registry = world
+    params = BoardParams(voter_kind="judge", judge="judge/same")
+    widths = {}
+    for mirrored in (False, True):
+        _judge_log(tmp_path / str(mirrored), mirrored)
+        votes = read_votes(tmp_path / str(mirrored), columns=ANALYSIS_COLUMNS)
+        board = style_board(votes, registry.arena("tts"), params=params)
+        assert board.votes_used == 400 * (1 + mirrored)
+        widths[mirrored] = {r.model: r.high - r.low for r in board.rows}
+    for model, once in widths[False].items():
+        assert widths[True][model] == pytest.approx(once, rel=0.02)

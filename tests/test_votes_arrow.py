@@ -167,3 +167,9 @@ def test_the_leaderboard_command_never_imports_pyarrow_compute(tmp_path):
                               cwd=ROOT, check=True)  # fmt: skip
         assert done.stderr.split()[-2:] == ["False", "0"], (folder, done.stderr)
         assert json.loads(done.stdout)["votes_used"] == 11  # 12 rows, one flagged
+
+
+def test_a_fill_the_type_cannot_hold_is_refused_not_wrapped():
+    with pytest.raises(OverflowError):
+        arrow.filled(pa.array([1, None], pa.int8()), 128)
+    assert arrow.filled(pa.array([1, None], pa.int8()), -128).tolist() == [1, -128]

@@ -19,7 +19,13 @@ from arena_core.leaderboard import BoardParams, board_from_votes
 from arena_core.ratings.counts import OUTCOME_CODES
 from arena_core.ratings.covariates import CovariateParams
 from arena_core.ratings.style import Coefficient, SideVotes, style_bradley_terry
-from arena_core.selection import Entrant, age_weights, counted_mask, entrant_indices
+from arena_core.selection import (
+    Entrant,
+    age_weights,
+    battle_codes,
+    counted_mask,
+    entrant_indices,
+)
 from arena_core.votes.reasons import UNKNOWN_MODEL
 from arena_core.votes.schema import STYLE_COLUMNS
 from arena_core.window import ALL_TIME, Window
@@ -106,6 +112,10 @@ def style_board(votes, arena, *, category: str | None = None,
     outcome = frame["vote"].map(OUTCOME_CODES).to_numpy(int)
     columns = {c: frame[c].to_numpy(float) for c in STYLE_COLUMNS if c in frame}
     weight = age_weights(ts_us, params.half_life_days, window)
+    if params.voter_kind != "human":  # a judge's verdicts on one battle are one battle's worth
+        share = battle_shares(battle_codes(votes), keep)
+        if share is not None:
+            weight = share if weight is None else weight * share
     prior = [m.prior_rating for m in arena.models]
     covariate = CovariateParams() if params.prior_weight is None else CovariateParams(
         prior_weight=params.prior_weight)  # fmt: skip
@@ -164,3 +174,24 @@ def judges_report(votes, arena, registry) -> BiasReport:
     if not unknown.any():
         return report
     return replace(report, skipped={**report.skipped, UNKNOWN_MODEL: int(unknown.sum())})
+
+
+def battle_shares(codes: np.ndarray | None, keep: np.ndarray) -> np.ndarray | None:
+    """Each kept vote's weight in a fit that counts a battle once: one over the number of
+    kept votes of its battle (a vote without a battle id, code -1, is a battle of its own).
+
+    A judge gives each battle two verdicts, the clips in both orders; a deterministic one
+    gives the same decision twice, which counted as two votes made the style-controlled
+    board's intervals 1/sqrt(2) too narrow. Weighted 1/2 each, they carry one battle's
+    information, as :func:`~arena_core.ratings.counts.battle_counts` gives the default
+    board. None when the table has no battle ids (the votes are then counted as written).
+    """
+    if codes is None:
+        return None
+    kept = codes[keep]
+    known = kept >= 0
+    size = np.ones(len(kept))
+    if known.any():
+        _, inverse, counts = np.unique(kept[known], return_inverse=True, return_counts=True)
+        size[known] = counts[inverse.ravel()]
+    return 1.0 / size

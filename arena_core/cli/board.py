@@ -19,11 +19,11 @@ import pyarrow as pa
 
 from arena_core.board_row import format_table, write_board
 from arena_core.leaderboard import (
-    BOARD_COLUMNS,
     METHODS,
     Board,
     BoardParams,
     Entrant,
+    board_columns,
     board_from_votes,
     check_prior_weight,
 )
@@ -156,8 +156,7 @@ def run(args) -> int:
 def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revision]:
     """The boards of ``leaderboard`` by the in-process path (every vote read into memory),
     and the revision they were computed from."""
-    # A board of judges' verdicts counts each battle once: it needs their battle ids.
-    columns = (*BOARD_COLUMNS, "vote_id", *(("battle_id",) if params.voter_kind != "human" else ()))
+    columns = (*board_columns(params.voter_kind), "vote_id")
     votes = read_votes(args.votes, columns=columns, fastchat_all=args.fastchat_all,
                        fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip
     arenas = choose_arenas(votes.table, args, registry, votes.skipped)

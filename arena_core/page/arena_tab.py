@@ -100,11 +100,16 @@ class ArenaPage:
             return "", gr.update(visible=False)
         languages = self.service.languages(arena_id)
         chosen = battle.pick_language(request.headers.get("accept-language"), languages)
-        votes = self.service.board(arena_id).votes_used if self.service.progress.done else None
-        # The session's count is read after the board, which can take a while on a busy
-        # server (a refit): a vote on the battle just left, counted meanwhile, sends its
-        # own header first, and this one must not overwrite it with the older count.
-        return self.header(arena_id, (state or {}).get("votes", 0), votes), gr.update(
+        # The board can take a while on a busy server (a refit), and a vote on the battle
+        # just left, counted meanwhile, sends its own header first: this one must not
+        # overwrite it with older counts, so both are read again if a vote came in.
+        state = state or {}
+        for _ in range(2):
+            mine = state.get("votes", 0)
+            votes = self.service.board(arena_id).votes_used if self.service.progress.done else None
+            if state.get("votes", 0) == mine:
+                break
+        return self.header(arena_id, state.get("votes", 0), votes), gr.update(
             choices=battle.language_choices(languages), value=chosen, visible=bool(languages)
         )
 

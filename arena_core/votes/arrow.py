@@ -164,9 +164,12 @@ def integers_in(values, allowed) -> np.ndarray:
 
 def filled(values: pa.Array, fill) -> np.ndarray:
     """A numeric Arrow array as numpy with its nulls replaced by ``fill``:
-    ``pc.fill_null``, from the buffers (the values under a null slot are never read)."""
+    ``pc.fill_null``, from the buffers (the values under a null slot are never read). A
+    ``fill`` the type cannot hold raises OverflowError, as ``pc.fill_null`` refuses it,
+    instead of wrapping round."""
     n = len(values)
     kind = values.type.to_pandas_dtype()
+    fill = np.asarray(fill, dtype=kind)
     if values.null_count == n:
         return np.full(n, fill, dtype=kind)
     numbers = np.frombuffer(values.buffers()[1], dtype=kind, count=values.offset + n)
