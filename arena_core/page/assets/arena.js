@@ -12,7 +12,7 @@
   const HEARD_SHARE = 0.9;
   const LABELS = { idle: "not heard yet", playing: "playing…", heard: "heard ✓" };
   const LOCK = '<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V11a1 1 0 0 1 1-1h1zm2 0h8V8a4 4 0 1 0-8 0v2z"/></svg>';
-  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null };
+  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "" };
   // Seconds of each clip played since the battle opened: the media time advanced while
   // playing, summed over played intervals (a replay counts again, a seek does not, and
   // at double speed ten seconds of clip count ten). Sent with the vote; the server keeps
@@ -61,6 +61,17 @@
 
   function watch(side) {
     // Follow the clip's media element once (Gradio may replace it between battles).
+    const box = document.getElementById("audio-" + side);
+    if (box && !box.arenaWatched) {
+      // A press on the waveform or a skip button is the visitor's own seek: kept. (Not
+      // the play button: a clip played from there starts at 0 like any new clip.)
+      box.arenaWatched = true;
+      box.addEventListener("pointerdown", (event) => {
+        const onPlay = event.composedPath().some((el) => el.classList && el.classList.contains("play-pause-button"));
+        const audio = media(side);
+        if (audio && !onPlay) audio.arenaFresh = false;
+      });
+    }
     const audio = media(side);
     if (!audio || audio.arenaWatched) return;
     audio.arenaWatched = true;
@@ -76,16 +87,41 @@
     audio.addEventListener("playing", () => { if (mark[side] === null) start(); });
     audio.addEventListener("seeked", () => { if (!audio.paused) start(); });
     audio.addEventListener("seeking", () => { mark[side] = null; });
-    audio.addEventListener("emptied", () => { mark[side] = null; });
+    audio.addEventListener("emptied", () => { mark[side] = null; audio.arenaFresh = true; });
+    // A new clip starts at its beginning: Gradio reuses the player, and once the new clip
+    // is loaded it seeks back to where the last one stopped (its bound position).
+    audio.arenaFresh = audio.played.length === 0;
+    for (const kind of ["loadstart", "loadedmetadata", "canplay", "seeked"]) {
+      audio.addEventListener(kind, () => {
+        if (kind === "loadstart") audio.arenaFresh = true;
+        rewind(audio);
+      });
+    }
+    audio.addEventListener("play", () => { audio.arenaFresh = false; });
     for (const kind of ["timeupdate", "pause", "ended"]) {
       audio.addEventListener(kind, () => advance(side, audio));
     }
+  }
+
+  function rewind(audio) {
+    // Back to the start, while the clip is new: loaded and not yet played. The visitor's
+    // own seek on a new clip (a click on its waveform) ends that, as playing does.
+    if (audio && audio.arenaFresh && audio.paused && audio.currentTime > 0) audio.currentTime = 0;
+  }
+
+  function fresh(side) {
+    // The battle changed: its clips start at their beginning whatever the player kept.
+    const audio = media(side);
+    if (!audio) return;
+    audio.arenaFresh = true;
+    rewind(audio);
   }
 
   function play(side) {
     // The player follows its media element's events, in any language of its labels.
     const audio = media(side);
     watch(side);
+    rewind(audio);
     if (audio) audio.play();
     else {
       const button = $(`#audio-${side} button.play-pause-button`);
@@ -109,6 +145,12 @@
 
   function render() {
     for (const side of SIDES) watch(side);
+    const shown = gate() ? gate().dataset.battle || "" : "";
+    if (shown !== st.battle) {
+      st.battle = shown;
+      for (const side of SIDES) fresh(side);
+    }
+    for (const side of SIDES) rewind(media(side));
     for (const side of SIDES) {
       const chip = $(`#side-${side} .side-state`);
       const now = st.playing[side] ? "playing" : st.heard[side] ? "heard" : "idle";
@@ -204,6 +246,7 @@
           if (playedShare(media(side)) >= HEARD_SHARE) st.heard[side] = true;
           if (st.next === other) {
             st.next = null;
+            fresh(other); // "Play A then B" plays B whole, wherever it was left
             play(other);
           }
         }
@@ -224,6 +267,8 @@
       for (const side of SIDES) {
         played[side] = 0;
         mark[side] = null;
+        pause(side);
+        fresh(side);
       }
       render();
     },
