@@ -291,8 +291,8 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
                 # Not about the battle on screen, or this page's other vote on it won: the
                 # page already says (or is about to say) what happened.
                 return gr.skip(), *unchanged
-            if reason == LISTENING:  # the gate closes again and counts the seconds down
-                return state, *page.vote_refused("", wait=exc.wait, number=number)
+            if reason == LISTENING:  # held: the page sends it once the count ends
+                return state, *page.vote_refused(wait=exc.wait, number=number, choice=choice)
             gr.Warning(str(exc), duration=WARNING_SECONDS)
             return state, *page.vote_refused(str(exc))
         visit.counted(state, handle)  # the vote counts for the session anyway

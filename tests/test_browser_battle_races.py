@@ -257,15 +257,14 @@ def test_the_page_keeps_the_servers_listening_gate_closed_and_counts_it_down(run
         gate = page.locator("#gate .gate")
         expect(gate).to_have_attribute("data-ready", "wait", timeout=20_000)
         expect(gate).not_to_contain_text("Both clips heard: your vote")
-        first = int(re.search(r"opens in (\d+) s", gate.inner_text())[1])
+        first = int(re.search(r"sent in (\d+) s", gate.inner_text())[1])
         expect(page.locator("#vote-a")).to_have_attribute("aria-disabled", "true")
         visit.shot("gate-counting")
         page.wait_for_timeout(2100)
-        assert int(re.search(r"opens in (\d+) s", gate.inner_text())[1]) <= first - 2
+        assert int(re.search(r"sent in (\d+) s", gate.inner_text())[1]) <= first - 2
         expect(page.locator("#status")).not_to_contain_text("s left")
-        expect(gate).to_have_attribute("data-ready", "yes", timeout=(first + 2) * 1000)
-        visit.key("a")
-        expect(page.locator("#next-battle")).to_be_visible(timeout=20_000)
+        # The held vote goes by itself once the gate opens (test_browser_held_vote.py).
+        expect(page.locator("#next-battle")).to_be_visible(timeout=(first + 10) * 1000)
     finally:
         service.listen_share = 0.0
     page.close()

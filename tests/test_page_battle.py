@@ -119,6 +119,10 @@ def test_the_gate_explains_what_unlocks_the_buttons():
         assert f"<kbd>{key}</kbd>" in locked
     assert "data-wait" not in locked  # only a refusal by the server's gate carries its wait
     assert 'data-wait="3.250"' in battle.gate_html("open", "audio", wait=3.25)
+    # The vote the wait holds back, for the page script to send once it is over.
+    held = battle.gate_html("open", "audio", wait=3.25, battle=2, pending="tie")
+    assert 'data-pending="tie"' in held and 'data-battle="2"' in held
+    assert "data-pending" not in battle.gate_html("open", "audio", pending="<b>")
 
 
 def test_the_pages_script_binds_the_keys_the_page_shows():

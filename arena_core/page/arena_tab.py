@@ -147,15 +147,18 @@ class ArenaPage:
     #: Keyword arguments of each media output's update that restore its anonymous label.
     _labels = ({"label": "Clip A"}, {"label": "Clip B"}, {}, {}, {}, {})
 
-    def vote_refused(self, message: str, *, wait: float | None = None, number: int | None = None):
+    def vote_refused(self, message: str = "", *, wait: float | None = None,
+                     number: int | None = None, choice: str | None = None):  # fmt: skip
         """A vote the server refused, for the battle on screen (``number``): the reason under
-        the buttons; held back by the listening gate (``wait`` seconds), the gate closes again
-        instead and counts them down (the page script), so it never says "heard" while votes
-        are refused."""
-        gate = (battle.gate_html("open", "audio", wait=wait, battle=number)
-                if wait is not None else gr.skip())  # fmt: skip
+        the buttons. Held back by the listening gate (``wait`` seconds), the vote ``choice``
+        is kept instead: the gate closes again, counts the seconds down and names the vote,
+        the line under the buttons says it is not recorded yet, and the page script sends it
+        when the count ends (``gate_html``'s ``pending``)."""
+        if wait is not None:
+            gate = battle.gate_html("open", "audio", wait=wait, battle=number, pending=choice)
+            return ui_text.HELD_VOTE, gate, *[gr.skip()] * (len(self.vote_outputs) - 2)
         status = f"⚠️ {message}" if message else ""
-        return status, gate, *[gr.skip()] * (len(self.vote_outputs) - 2)
+        return status, gr.skip(), *[gr.skip()] * (len(self.vote_outputs) - 2)
 
     def opened(self, modality: str, values: list, number: int):
         audio = modality == "audio"

@@ -155,8 +155,9 @@ def side_head(side: str, state: str = "idle") -> str:
 
 
 def gate_html(
-    stage: str, modality: str | None = None, wait: float | None = None, battle: int | None = None
-) -> str:
+    stage: str, modality: str | None = None, wait: float | None = None, battle: int | None = None,
+    pending: str | None = None,
+) -> str:  # fmt: skip
     """The line over the vote buttons, saying what unlocks them.
 
     ``stage``: ``idle`` (no battle yet), ``working`` (outputs being made), ``open``
@@ -166,6 +167,8 @@ def gate_html(
     listening gate still holds votes back (it refused one); the script keeps the buttons
     locked and counts them down (``data-wait``). ``battle``: the open battle's number in
     the session, which the page sends with a vote (``data-battle``, see ``page/visit.py``).
+    ``pending``: the vote held back by that wait (``data-pending``), which the script sends
+    once the count ends, for this gate's battle only (a new battle replaces the gate).
     """
     keys = " · ".join(f"<kbd>{k}</kbd> {VOTE_WORDS[v]}" for v, k in VOTE_KEYS.items())
     lines = {
@@ -182,6 +185,8 @@ def gate_html(
     held = f' data-wait="{wait:.3f}"' if wait is not None else ""  # each refusal its own
     if battle is not None:
         held += f' data-battle="{int(battle)}"'
+    if pending in VOTE_KEYS:
+        held += f' data-pending="{pending}"'
     return (
         f'<div class="gate" role="status" aria-live="polite" data-stage="{stage}" '
         f'data-modality="{modality or ""}"{held}><span class="gate-text">{lines[stage]}</span>'

@@ -21,6 +21,11 @@ LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it an
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
+#: Under the buttons while the server's listening gate holds a pressed vote back (the gate
+#: above counts down and names it; the page script sends it when the count ends).
+HELD_VOTE = ("Your vote is **not recorded yet**: the server takes votes once the clips' "
+             "playing time has passed. It is sent by itself when the countdown ends; "
+             "another vote button changes it, New battle drops it.")  # fmt: skip
 
 
 def vote_on_left_battle(session_votes: int) -> str:
@@ -42,7 +47,8 @@ VISITORS = """## Voting
    pauses the other). Each side says whether you have heard it.
 3. Vote: **A is better** (<kbd>A</kbd>), **B is better** (<kbd>B</kbd>), **Tie**
    (<kbd>T</kbd>) or **Both are bad** (<kbd>X</kbd>). The buttons open once both clips were
-   heard; the server also checks that enough time passed to hear them.
+   heard; the server also checks that enough time passed to hear them (a vote pressed
+   before then waits, counted down above the buttons, and is sent by itself).
 4. The names are revealed: which model was which, a link to its page, how its rating moved
    and where it now ranks. **Next battle** (<kbd>N</kbd>) starts another.
 

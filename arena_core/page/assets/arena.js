@@ -180,7 +180,10 @@
     const g = gate();
     if (g && listening()) {
       const text = g.querySelector(".gate-text");
-      const html = missing.length === 0 && left > 0
+      const held = g.dataset.pending && $(`#vote-${g.dataset.pending}`);
+      const html = missing.length === 0 && left > 0 && held
+        ? `${LOCK} Both clips heard. Your vote <b>${held.textContent.trim()}</b> will be sent in <b>${Math.ceil(left)} s</b>: the server waits as long as the clips take to play.`
+        : missing.length === 0 && left > 0
         ? `${LOCK} Both clips heard. Voting opens in <b>${Math.ceil(left)} s</b>: the server waits as long as the clips take to play.`
         : missing.length === 0
         ? "✓ Both clips heard: your vote, please (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd>)."
@@ -192,7 +195,19 @@
         text.dataset.html = html;
       }
       g.dataset.ready = missing.length > 0 ? "no" : left > 0 ? "wait" : "yes";
+      sendHeld(g, locked);
     }
+  }
+
+  function sendHeld(g, locked) {
+    // The vote the server held back, sent once its wait is over: once, from this gate
+    // only (a new battle or another arena replaces the gate, and the vote goes with it),
+    // and carrying this gate's battle number like any vote (listened()).
+    if (locked || !g.dataset.pending || g.dataset.sent) return;
+    const button = $(`#vote-${g.dataset.pending}`);
+    if (!button || button.disabled || !visible(button)) return;
+    g.dataset.sent = "1";
+    button.click();
   }
 
   function heldFor() {
@@ -294,7 +309,12 @@
     if (button && button.classList.contains("locked")) {
       event.preventDefault();
       event.stopImmediatePropagation();
-      nudge();
+      // A vote held by the server's wait: another button pressed meanwhile replaces it.
+      const g = gate();
+      if (g && g.dataset.pending && g.dataset.ready === "wait" && button.id.startsWith("vote-")) {
+        g.dataset.pending = button.id.slice("vote-".length);
+        render();
+      } else nudge();
     }
   }, true);
 
