@@ -12,7 +12,7 @@
   const HEARD_SHARE = 0.9;
   const LABELS = { idle: "not heard yet", playing: "playing…", heard: "heard ✓" };
   const LOCK = '<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V11a1 1 0 0 1 1-1h1zm2 0h8V8a4 4 0 1 0-8 0v2z"/></svg>';
-  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "" };
+  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "", shownBattle: "", typed: 0 };
   // Seconds of each clip played since the battle opened: the media time advanced while
   // playing, summed over played intervals (a replay counts again, a seek does not, and
   // at double speed ten seconds of clip count ten). Sent with the vote; the server keeps
@@ -22,6 +22,10 @@
   // A step of media time larger than this (seconds, times the speed) between two
   // readings is a jump the events did not announce, not listening.
   const MAX_STEP = 1.5;
+  // A screen this narrow (the styles' phone width) stacks everything: a battle opened
+  // there is scrolled into view, unless the visitor typed in a text field this recently (ms).
+  const NARROW = "(max-width: 640px)";
+  const TYPING_MS = 1500;
 
   const $ = (selector) => document.querySelector(selector);
   const visible = (el) => !!el && el.offsetParent !== null;
@@ -197,6 +201,19 @@
       g.dataset.ready = missing.length > 0 ? "no" : left > 0 ? "wait" : "yes";
       sendHeld(g, locked);
     }
+    bringIntoView(g);
+  }
+
+  function bringIntoView(g) {
+    // On a phone the clips and the vote buttons sit far under New battle: a battle that
+    // opens is scrolled into view, smoothly and once (scrolled back up, the visitor stays).
+    if (!g || g.dataset.stage !== "open" || !g.dataset.battle || !visible(g)) return;
+    if (st.shownBattle === g.dataset.battle) return;
+    if (Date.now() - st.typed < TYPING_MS) return; // still typing: once they pause
+    st.shownBattle = g.dataset.battle;
+    if (!window.matchMedia(NARROW).matches) return;
+    const target = [$("#prompt-shown"), $("#col-A")].find(visible);
+    if (target) target.scrollIntoView({ behavior: "smooth", block: "start" });
   }
 
   function sendHeld(g, locked) {
@@ -319,9 +336,11 @@
   }, true);
 
   document.addEventListener("keydown", (event) => {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
     const target = event.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    const typing = target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+    if (typing && event.key !== "Enter") st.typed = Date.now();
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    if (typing) return;
     const key = event.key.toLowerCase();
     let button = null;
     if (VOTE_KEYS[key]) button = $(`#vote-${VOTE_KEYS[key]}`);
