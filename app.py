@@ -53,6 +53,9 @@ LOADING_POLL = 2.0
 DELETE_CACHE = (300, 900)
 #: Seconds a refusal's toast stays up (it is repeated under the buttons).
 WARNING_SECONDS = 6
+#: The ticket of a battle refused before it was asked for (a typed prompt the service would
+#: refuse): no battle number is ever negative, so page_start leaves the page as it is.
+NO_TICKET = -1
 
 log = logging.getLogger("app")
 
@@ -242,7 +245,11 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
     even if the next battle was asked for before the server handled it.
     """
 
-    def page_begin(state):
+    def page_begin(state, prompt):
+        refusal = battle.prompt_refusal(prompt, battles.settings.max_prompt_chars)
+        if refusal is not None:  # before anything is cleared: the battle on screen stays
+            gr.Warning(refusal, duration=WARNING_SECONDS)
+            return NO_TICKET, gr.skip(), *page.prompt_refused(refusal)
         visit.leave(state, time.monotonic())
         # The request's number goes back to the page, which sends it with the battle's own
         # request: a battle still queued when the visitor asked again (or picked another
@@ -307,7 +314,7 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
 
     triggers = [page.new.click, page.next.click, page.prompt_in.submit]  # Enter in the prompt
     ticket = gr.Number(0, visible=False, precision=0)
-    gr.on(triggers, page_begin, inputs=[session],
+    gr.on(triggers, page_begin, inputs=[session, page.prompt_in],
           outputs=[ticket, page.prompt_shown, *page.begin_outputs],
           queue=False, api_visibility="private").then(None, js=assets.RESET).then(
         page_start, inputs=[session, ticket, page.arena_in, page.prompt_in, page.language_in],

@@ -125,6 +125,15 @@ def test_the_gate_explains_what_unlocks_the_buttons():
     assert "data-pending" not in battle.gate_html("open", "audio", pending="<b>")
 
 
+def test_a_typed_prompt_the_service_would_refuse_is_known_before_a_battle_is_asked_for():
+    assert (
+        battle.prompt_refusal("x" * 11, 10) == "The prompt is 11 characters long; the limit is 10."
+    )
+    assert battle.prompt_refusal("a  " * 4 + "a", 10) is None  # spaces collapse, as served
+    assert "letter or digit" in battle.prompt_refusal("👍👍", 10)
+    assert battle.prompt_refusal("   ", 10) is None and battle.prompt_refusal(None, 10) is None
+
+
 def test_the_pages_script_binds_the_keys_the_page_shows():
     script = (ASSETS / "arena.js").read_text(encoding="utf-8")
     bound = dict(re.findall(r"(\w): \"(\w+)\"", re.search(r"VOTE_KEYS = \{([^}]*)\}", script)[1]))

@@ -36,7 +36,9 @@ def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> Are
                                        info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
         page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,
                                     info=ui_text.PROMPT_INFO, elem_id="prompt-in",
-                                    max_length=settings.max_prompt_chars * 2)  # fmt: skip
+                                    max_length=settings.max_prompt_chars * 2,
+                                    # the page script's character counter reads the limit here
+                                    elem_classes=f"prompt-limit-{settings.max_prompt_chars}")  # fmt: skip
     gr.Markdown(battle.absent_note(offer.absent), elem_classes="absent-note",
                 visible=bool(offer.absent))  # fmt: skip
     page.new = gr.Button("New battle", variant="primary", size="lg", elem_id="new-battle",
@@ -139,6 +141,11 @@ class ArenaPage:
         cleared = [gr.update(value=None, visible=True, label=f"Clip {s}") for s in "AB"]
         cleared += [gr.update(value=None, visible=False)] * 4
         return gr.update(value="", visible=False), *self._common("idle", None, "", heads), *cleared
+
+    def prompt_refused(self, message: str):
+        """A typed prompt refused before a battle was asked for: the reason under the
+        buttons, and the battle on screen kept as it is (its clips, what was heard)."""
+        return gr.skip(), f"⚠️ {message}", *[gr.skip()] * (len(self.begin_outputs) - 2)
 
     def refused(self, message: str):
         heads = [battle.side_head(s, "") for s in "AB"]

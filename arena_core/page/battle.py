@@ -21,7 +21,7 @@ from arena_core.leaderboard import Board
 from arena_core.page.presenters import VOTE_WORDS, rank_text
 from arena_core.registry import Arena, Model
 from arena_core.registry.fields import http_url
-from arena_core.space.service import Reveal, Side
+from arena_core.space.service import ArenaError, Reveal, Side, clean_prompt
 
 #: A battle needs two models that can run here.
 PAIR = 2
@@ -139,6 +139,19 @@ def pick_language(accept_language: str | None, languages: Sequence[str]) -> str 
         if code in languages:
             return code
     return languages[0]
+
+
+def prompt_refusal(prompt: str | None, max_chars: int) -> str | None:
+    """Why the service would refuse the typed ``prompt`` (too long, nothing a model can
+    read), or None: checked before a battle is asked for, so the one on screen is kept.
+    An empty prompt draws a sentence of the arena's set and is never refused."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        return None
+    try:
+        clean_prompt(prompt, max_chars)
+    except ArenaError as exc:
+        return str(exc)
+    return None
 
 
 # -- a battle's sides and the gate ------------------------------------------------------------

@@ -202,6 +202,30 @@
       sendHeld(g, locked);
     }
     bringIntoView(g);
+    countPrompt();
+  }
+
+  function countPrompt() {
+    // The typed prompt's length against the server's limit (the prompt box's class names
+    // it), counted as the server does: in characters, with runs of spaces as one.
+    const box = $("#prompt-in");
+    const area = box && box.querySelector("textarea");
+    const limit = box && Number((box.className.match(/prompt-limit-(\d+)/) || [])[1]);
+    if (!area || !limit) return;
+    let line = box.querySelector("#prompt-count");
+    if (!line) {
+      line = document.createElement("div");
+      line.id = "prompt-count";
+      line.className = "prompt-count";
+      line.setAttribute("aria-live", "polite");
+      area.closest(".input-container").after(line);
+    }
+    const count = [...area.value.trim().split(/\s+/).join(" ")].length;
+    const text = count > limit
+      ? `${count} / ${limit} characters: ${count - limit} too many`
+      : count > limit * 0.8 ? `${count} / ${limit} characters` : "";
+    if (line.textContent !== text) line.textContent = text;
+    line.classList.toggle("over", count > limit);
   }
 
   function bringIntoView(g) {
@@ -293,6 +317,9 @@
       play("A");
     },
     reset() {
+      // A battle still open or revealed was kept (a typed prompt refused before it was asked for).
+      const g = gate();
+      if (g && (g.dataset.stage === "open" || g.dataset.stage === "voted")) return;
       st.heard = { A: false, B: false };
       st.playing = { A: false, B: false };
       st.next = null;
@@ -334,6 +361,10 @@
       } else nudge();
     }
   }, true);
+
+  document.addEventListener("input", (event) => {
+    if (event.target && event.target.closest && event.target.closest("#prompt-in")) countPrompt();
+  });
 
   document.addEventListener("keydown", (event) => {
     const target = event.target;
