@@ -146,3 +146,22 @@ def test_the_model_picker_follows_the_arena_tabs_arena(running_app, browser):
     expect(page.locator(".toast-body")).to_have_count(0)
     visit.shot("multilingual-model")
     page.close()
+
+
+#: The words around the prompt: its label, the privacy line under it, the arena's label, and
+#: the players' labels.
+PROMPT_WORDS = ["#prompt-in [data-testid=block-info]", "#prompt-in .info-text",
+                "#arena-in [data-testid=block-info]", "#audio-A [data-testid=block-label]"]  # fmt: skip
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_privacy_line_and_labels_are_readable(running_app, browser, theme):
+    """The line under the prompt says the prompt is published: it was 2.6:1 on white."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), f"labels-{theme}")
+    page = visit.page
+    visit.arrive(running_app.url + f"?__theme={theme}")
+    assert page.evaluate("document.body.classList.contains('dark')") == (theme == "dark")
+    expect(page.locator("#prompt-in .info-text")).to_contain_text("published with your vote")
+    assert low_contrast(page, PROMPT_WORDS) == {}
+    visit.shot("prompt")
+    page.close()
