@@ -254,7 +254,9 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         # The request's number goes back to the page, which sends it with the battle's own
         # request: a battle still queued when the visitor asked again (or picked another
         # arena) knows it is stale, whenever the queue gets to it.
-        return visit.battle_number(state), gr.update(value="", visible=False), *page.begin()
+        # The battle's prompt box stays, empty, while the next one is made: it kept
+        # appearing and vanishing, and everything under it jumped at each battle.
+        return visit.battle_number(state), gr.update(value="", visible=True), *page.begin()
 
     def page_idle(state, arena_id):
         visit.leave(state, time.monotonic(), shown=arena_id)

@@ -185,15 +185,17 @@ def gate_html(
     """
     keys = " · ".join(f"<kbd>{k}</kbd> {VOTE_WORDS[v]}" for v, k in VOTE_KEYS.items())
     lines = {
-        "idle": "Press <b>New battle</b> (or <kbd>N</kbd>) to hear two anonymous models.",
+        "idle": f"Press <b>New battle</b>{_key_hint(' (or <kbd>N</kbd>)')} to hear two "
+        "anonymous models.",
         "working": "Making both outputs…",
         "open": (
             f"{LOCK} Voting opens once you have heard <b>both clips</b> to the end. "
-            "Press <b>Play A then B</b> (or <kbd>P</kbd>)."
+            f"Press <b>Play A then B</b>{_key_hint(' (or <kbd>P</kbd>)')}."
             if modality == "audio"
-            else f"Compare both, then vote: {keys}."
+            else f"Compare both, then vote{_key_hint(': ' + keys)}."
         ),
-        "voted": "Vote saved. Press <b>Next battle</b> (or <kbd>N</kbd>) for another one.",
+        "voted": f"Vote saved. Press <b>Next battle</b>{_key_hint(' (or <kbd>N</kbd>)')} "
+        "for another one.",
     }
     held = f' data-wait="{wait:.3f}"' if wait is not None else ""  # each refusal its own
     if battle is not None:
@@ -205,6 +207,11 @@ def gate_html(
         f'data-modality="{modality or ""}"{held}><span class="gate-text">{lines[stage]}</span>'
         f'<span class="gate-keys">Keys: {keys} · <kbd>N</kbd> new battle</span></div>'
     )
+
+
+def _key_hint(html: str) -> str:
+    """Words about keyboard keys, which the styles hide on touch and phone screens."""
+    return f'<span class="key-hint">{html}</span>'
 
 
 # -- after the vote ---------------------------------------------------------------------------

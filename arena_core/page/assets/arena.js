@@ -143,8 +143,9 @@
   }
 
   function listening() {
+    // An audio battle waits for its vote on the Arena tab, shown (not behind another tab).
     const g = gate();
-    return !!g && g.dataset.stage === "open" && g.dataset.modality === "audio";
+    return !!g && visible(g) && g.dataset.stage === "open" && g.dataset.modality === "audio";
   }
 
   function render() {
@@ -190,9 +191,9 @@
         : missing.length === 0 && left > 0
         ? `${LOCK} Both clips heard. Voting opens in <b>${Math.ceil(left)} s</b>: the server waits as long as the clips take to play.`
         : missing.length === 0
-        ? "✓ Both clips heard: your vote, please (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd>)."
+        ? '✓ Both clips heard: your vote, please<span class="key-hint"> (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd>)</span>.'
         : missing.length === 2
-          ? `${LOCK} Voting opens once you have heard <b>both clips</b> to the end. Press <b>Play A then B</b> (or <kbd>P</kbd>).`
+          ? `${LOCK} Voting opens once you have heard <b>both clips</b> to the end. Press <b>Play A then B</b><span class="key-hint"> (or <kbd>P</kbd>)</span>.`
           : `${LOCK} Now listen to clip <b>${missing[0]}</b> to the end to open voting.`;
       if (text && text.dataset.html !== html) {
         text.innerHTML = html;
@@ -202,7 +203,21 @@
       sendHeld(g, locked);
     }
     bringIntoView(g);
+    focusNext(g);
     countPrompt();
+  }
+
+  function focusNext(g) {
+    // After a vote its button is disabled and the focus falls to the page's body: it goes
+    // to Next battle instead (once per reveal), so Enter or Space goes on from there.
+    if (!g || g.dataset.stage !== "voted" || g.dataset.focused) return;
+    const next = $("#next-battle");
+    if (!visible(next)) return;
+    g.dataset.focused = "1";
+    const now = document.activeElement;
+    if (!now || now === document.body || (now.closest && now.closest("#votes"))) {
+      next.focus({ preventScroll: true });
+    }
   }
 
   function countPrompt() {
