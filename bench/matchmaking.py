@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +88,25 @@ def bench_size(n: int, draws: int, rng: np.random.Generator) -> list[tuple[str, 
         return draw_pair(snap, battles, candidates, draw_rng, recent=recent, rules=rules,
                          params=params)  # fmt: skip
 
+    # The worst case of ``track_votes``: a refit's worth of votes since the fit, each on
+    # its own pair, folded into the snapshot at the draw.
+    tracking = replace(params, track_votes=True)
+    a, b = uniform_pairs(n, params.refit_votes, rng)
+    later, later_scores = battles.copy(), snap.scores.copy()
+    np.add.at(later, (a, b), 1)
+    np.add.at(later, (b, a), 1)
+    np.add.at(later_scores, (a, b), 1.0)
+
+    def draw_tracking():
+        return draw_pair(snap, later, candidates, draw_rng, recent=recent, rules=rules,
+                         params=tracking, scores=later_scores)  # fmt: skip
+
     return [
         ("draw_pair", *timed(draw, draws)),
+        (
+            f"draw_pair, track_votes, {params.refit_votes} votes since the fit",
+            *timed(draw_tracking, draws),
+        ),
         (
             "Pairing.draw (live counts + window + draw)",
             *timed(lambda: pairing.draw(candidates, "en", draw_rng), draws),

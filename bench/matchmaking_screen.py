@@ -12,7 +12,9 @@ and the table gives each measure's mean, its saving against uniform pairs, and
 the mean paired difference from the default with its standard error: the
 figure that says whether a setting helps. ``--newcomer`` adds the newcomer run
 (``votes_newcomer_10``), which doubles the time. A variant is a comma-separated
-list of ``MatchParams`` fields (``name=value``; true/false for flags).
+list of ``MatchParams`` fields (``name=value``; true/false for flags), or
+``snapshot_votes=N``: the simulation refreshes the sampler's snapshot every N
+votes while the board is still measured at its refits (``Setup.snapshot_votes``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ _SAVED = ("votes_to_spearman_95", "votes_to_spearman_98", "votes_to_ci_50")
 
 def parse_variant(text: str) -> dict:
     """``"exact_rho=true,settled_rho=0.985"`` as MatchParams overrides, typed by the field."""
-    kinds = {f.name: f.type for f in fields(MatchParams)}
+    kinds = {f.name: f.type for f in fields(MatchParams)} | {"snapshot_votes": int}
     out = {}
     for part in filter(None, text.split(",")):
         name, _, value = part.partition("=")
@@ -59,8 +61,8 @@ def parse_variant(text: str) -> dict:
             out[name] = int(value)
         else:
             out[name] = float(value)
-    MatchParams(**out)  # refuse an invalid value before any run
-    return out
+    MatchParams(**{k: v for k, v in out.items() if k != "snapshot_votes"})  # refuse an invalid
+    return out  # value before any run
 
 
 def run_one(setup: Setup, sampler: str, seed: int, newcomer: bool) -> dict:
@@ -77,8 +79,7 @@ def screen(variants: list[dict], seeds: list[int], jobs: int, newcomer: bool,
     """Per-seed results of uniform pairs, the default and each variant."""
     base = Setup(votes=votes)
     setups = [("uniform", "uniform", base), ("default", "matchmaking", base)]
-    setups += [(_name(v), "matchmaking", replace(base, match=replace(base.match, **v)))
-               for v in variants]  # fmt: skip
+    setups += [(_name(v), "matchmaking", _setup(base, v)) for v in variants]
     tasks = [(setup, sampler, s, newcomer) for _, sampler, setup in setups for s in seeds]
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:
@@ -87,6 +88,15 @@ def screen(variants: list[dict], seeds: list[int], jobs: int, newcomer: bool,
         runs = [run_one(*task) for task in tasks]
     return {name: runs[k * len(seeds) : (k + 1) * len(seeds)]
             for k, (name, _, _) in enumerate(setups)}  # fmt: skip
+
+
+def _setup(base: Setup, variant: dict) -> Setup:
+    """``base`` with a variant's MatchParams overrides (``snapshot_votes`` is the Setup's)."""
+    match = {k: v for k, v in variant.items() if k != "snapshot_votes"}
+    setup = replace(base, match=replace(base.match, **match))
+    if "snapshot_votes" in variant:
+        setup = replace(setup, snapshot_votes=variant["snapshot_votes"])
+    return setup
 
 
 def _name(variant: dict) -> str:

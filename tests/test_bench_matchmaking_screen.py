@@ -46,3 +46,11 @@ def test_a_small_screen_prints_every_sampler(capsys):
         "| sharpness=2.0",
     ]
     assert "± " in rows[-1]  # the variant's paired difference from the default
+
+
+def test_a_fresher_snapshot_is_a_setup_variant_not_a_sampler_setting():
+    variant = screen.parse_variant("snapshot_votes=5,sharpness=3")
+    assert variant == {"snapshot_votes": 5, "sharpness": 3.0}
+    setup = screen._setup(screen.Setup(votes=100), variant)
+    assert setup.snapshot_votes == 5 and setup.match.sharpness == 3.0
+    assert setup.match.refit_votes == 25  # the board is still measured at its refits

@@ -107,3 +107,22 @@ def test_a_battle_is_drawn_while_a_vote_holds_the_log_lock(tmp_path):
         worker.start()
         assert done.wait(timeout=60), "drawing a pair waited for the vote lock"
     worker.join()
+
+
+def test_tracking_the_votes_draws_from_the_outcomes_since_the_fit(monkeypatch):
+    import arena_core.matchmaking.sampler as sampler
+
+    seen = []
+    real = sampler.advance
+    monkeypatch.setattr(sampler, "advance", lambda *a: seen.append(a) or real(*a))
+    arena, live = arena_and_live()
+    pairing = Pairing(live, arena, params=MatchParams(refit_votes=50, track_votes=True),
+                      background=False)  # fmt: skip
+    for _ in range(4):
+        live.apply(vote("m0", "m1", "b"))
+    a, b = pairing.draw([0, 1, 2, 3], "en", np.random.default_rng(0))
+    assert a != b
+    snap, battles, scores, _ = seen[-1]
+    assert battles[0, 1] == 4 and scores[1, 0] == 4.0 and scores[0, 1] == 0.0
+    moved = real(snap, battles, scores, pairing.params)
+    assert moved.ratings[1] > moved.ratings[0]  # the fit has not seen them; the draw has

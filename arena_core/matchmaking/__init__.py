@@ -7,7 +7,9 @@
   (the posterior, and the pairs' covariance as the inverse Fisher information);
 * :mod:`~arena_core.matchmaking.value` is what each pair's next vote is worth to the
   ranking (the chance it is misordered, the expected Spearman's rho) and to the
-  intervals.
+  intervals;
+* :mod:`~arena_core.matchmaking.track` folds the votes since the fit into the snapshot
+  (``MatchParams.track_votes``, off: measured, it saves no votes).
 """
 
 from arena_core.matchmaking.refit import fisher_covariance, fit_snapshot, interval_widths

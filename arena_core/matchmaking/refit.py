@@ -66,7 +66,9 @@ def fit_snapshot(counts: PairCounts, prior, *, prior_weight: float | None = None
     else:
         weight = 1.0 / (PRECISION_PER_WEIGHT * (post.spread * NATURAL) ** 2)
     cov = post.dispersion * fisher_covariance(post.mean, battles, prior, weight)
-    return post, snapshot(post.mean, cov, battles, params, weights=weights)
+    scores = counts.wins + 0.5 * (counts.ties + counts.both_bad)
+    return post, snapshot(post.mean, cov, battles, params, weights=weights, scores=scores,
+                          dispersion=post.dispersion)  # fmt: skip
 
 
 def interval_widths(covariance: np.ndarray) -> np.ndarray:

@@ -60,6 +60,9 @@ class SimArena:
         self.a = np.zeros(setup.votes, dtype=np.int64)
         self.b = np.zeros(setup.votes, dtype=np.int64)
         self.recent = np.zeros(n, dtype=np.int64)
+        # The matchmaker's outcomes are known at each draw, for a sampler that follows them.
+        self.outcome = np.zeros(setup.votes, dtype=np.int64)
+        self.scores = np.zeros((n, n))  # half-win score of the row against the column
         self.t = 0
         self.absent = set(absent)
         self.ratings = self.prior.copy()
@@ -88,6 +91,29 @@ class SimArena:
 
     def play(self, votes: int) -> None:
         """Draw ``votes`` pairs from the current fit, then their outcomes; drift the truth."""
+        every = getattr(self.setup, "snapshot_votes", 0)
+        if self.sampler == "matchmaking" and 0 < every < votes:
+            # The sampler's snapshot alone is refreshed between the board's refits.
+            done = 0
+            while done < votes:
+                if done:
+                    self._refresh_snapshot()
+                step = min(every, votes - done)
+                self._play(step)
+                done += step
+            self._drift(votes)
+            return
+        self._play(votes)
+        self._drift(votes)
+
+    def _refresh_snapshot(self) -> None:
+        """The sampler's snapshot on the votes so far; the board (``ratings``, intervals) stays."""
+        board = self.setup.board
+        weights = None if self.rules is None else self.rules.weights
+        _, self.snap = fit_snapshot(self.counts, self.prior, prior_weight=board.prior_weight,
+                                    params=self.setup.match, weights=weights)  # fmt: skip
+
+    def _play(self, votes: int) -> None:
         start, stop = self.t, self.t + votes
         if self.sampler == "matchmaking":
             for t in range(start, stop):
@@ -101,11 +127,14 @@ class SimArena:
             np.add.at(self.battles, (self.a[start:stop], self.b[start:stop]), 1)
             np.add.at(self.battles, (self.b[start:stop], self.a[start:stop]), 1)
         a, b = self.a[start:stop], self.b[start:stop]
-        step = count_pairs(self.setup.models, a, b, self._outcomes(a, b))
+        if self.sampler == "matchmaking":
+            outcome = self.outcome[start:stop]
+        else:
+            outcome = self._outcomes(a, b)
+        step = count_pairs(self.setup.models, a, b, outcome)
         self.counts = PairCounts(self.counts.wins + step.wins, self.counts.ties + step.ties,
                                  self.counts.both_bad + step.both_bad)  # fmt: skip
         self.t = stop
-        self._drift(votes)
 
     def settled(self, models) -> bool:
         """Whether ``models`` are all ``established`` on the board as of the last refit."""
@@ -118,8 +147,14 @@ class SimArena:
         window = self.setup.match.window
         recent = Recent(self.recent, min(t, window))
         a, b = draw_pair(self.snap, self.battles, self.candidates, self.rng_pairs, recent=recent,
-                         rules=self.rules, params=self.setup.match)  # fmt: skip
+                         rules=self.rules, params=self.setup.match, scores=self.scores)  # fmt: skip
         self.a[t], self.b[t] = a, b
+        # The k-th meeting of a pair takes its k-th number, whenever it is computed.
+        code = int(self._outcomes(np.array([a]), np.array([b]))[0])
+        self.outcome[t] = code
+        score_a = 1.0 if code == A_WINS else 0.0 if code == B_WINS else 0.5
+        self.scores[a, b] += score_a
+        self.scores[b, a] += 1.0 - score_a
         self.battles[a, b] += 1
         self.battles[b, a] += 1
         self.recent[[a, b]] += 1

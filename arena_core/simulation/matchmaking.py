@@ -73,6 +73,11 @@ class Setup:
     join: int = 2500
     #: Standard deviation (points per 1000 votes) of a random walk of the true ratings.
     drift: float = 0.0
+    #: Votes between refreshes of the sampler's snapshot alone (0: at the board's refits,
+    #: every ``match.refit_votes``, as the Space does). The board is still measured at its
+    #: refits only, so the measures keep their granularity: this asks what a fresher
+    #: snapshot would buy the sampler, not what a finer measurement reports.
+    snapshot_votes: int = 0
     board: BoardParams = field(default_factory=BoardParams)
     match: MatchParams = field(default_factory=MatchParams)
 

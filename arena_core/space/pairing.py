@@ -104,12 +104,17 @@ class Pairing:
     def draw(self, candidates: Sequence[int], category: str | None,
              rng: np.random.Generator) -> tuple[int, int]:  # fmt: skip
         """The next pair (A, B) among ``candidates``, for a prompt of ``category``."""
-        battles = self.live.battles()
+        scores = None
+        if self.params.track_votes:  # the outcomes since the fit too, to fold them in
+            counts = self.live.pair_counts()
+            battles, scores = counts.battles(), counts.wins + 0.5 * (counts.ties + counts.both_bad)
+        else:
+            battles = self.live.battles()
         recent = self._recent(category, battles)
         if int(battles.sum()) // 2 - self._fitted_votes >= self.params.refit_votes:
             self._refresh_soon()
         return draw_pair(self._snap, battles, candidates, rng, recent=recent, rules=self.rules,
-                         params=self.params)  # fmt: skip
+                         params=self.params, scores=scores)  # fmt: skip
 
     def refresh(self) -> Snapshot:
         """Refit on the current counts and publish the new snapshot (runs in the caller)."""
