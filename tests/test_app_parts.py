@@ -257,7 +257,9 @@ LICENCES = [
     ("Llama 3.1 Community License", True), ("CreativeML Open RAIL++-M", True),
     ("unknown", False), ("No licence stated", False), ("MIT-like", False),
     ("Open source", False), ("Apache-2.0 OR Proprietary", False), ("see the model card", False),
-    ("CMU Flite licence (BSD-style)", False), ("Proprietary API terms", False), ("", False),
+    ("CMU Flite licence (BSD-style)", True), ("EST-2003 (BSD-style; Debian festvox-us-slt-hts)", True),
+    ("Festival/CSTR licence (BSD-style; Debian festvox-kallpc16k)", True), ("BSD-style", False),
+    ("Proprietary API terms", False), ("", False),
     ("(Apache-2.0)", False), ("Proprietary; MIT (client code)", False),
 ]  # fmt: skip
 
@@ -268,13 +270,19 @@ def test_open_weights_are_claimed_only_from_a_recognised_open_licence(licence, c
     assert table.open_weights(model) is claimed
 
 
-def test_the_shipped_models_counted_open_are_those_with_a_recognised_licence():
-    """Flite's and Festival's licences are BSD-style texts with no identifier: stated on the
-    About tab as they are, not counted open. Every other shipped model states one first."""
+def test_the_shipped_models_all_state_a_recognised_open_licence():
+    """Flite's and Festival's licences have no identifier, but their texts (read in Debian's
+    copyright files) grant use, modification and redistribution: they were listed under
+    "Closed", open-source engines among closed ones. Every shipped model is open now."""
     registry = load_registry(ROOT / "registry.yaml")
     not_open = {m.id for a in registry.arenas for m in a.models if not table.open_weights(m)}
-    assert not_open == {"flite/kal", "flite/kal16", "flite/awb", "flite/rms", "flite/slt",
-                        "festival/kal_diphone", "festival/cmu_us_slt_arctic_hts"}  # fmt: skip
+    assert not_open == set()
+
+
+def test_the_weights_filter_never_calls_a_model_closed():
+    """A licence not recognised says nothing about the weights: "Other licence", not "Closed"."""
+    assert "closed" not in " ".join(table.WEIGHTS.values()).lower()
+    assert table.WEIGHTS["closed"] == "Other licence" and "none" in table.WEIGHTS_INFO
 
 
 def test_rank_and_interval_cells_say_what_the_board_knows():

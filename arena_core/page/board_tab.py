@@ -36,7 +36,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
                                   label="Arena", scale=2, elem_id="board-arena")  # fmt: skip
         category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
         weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
-                           label="Weights", scale=3)  # fmt: skip
+                           label="Weights", info=table.WEIGHTS_INFO, scale=3,
+                           elem_id="board-weights")  # fmt: skip
         period = gr.Radio([(label, key) for key, (label, _) in presenters.PERIODS.items()],
                           value="all", label="Period", scale=3)  # fmt: skip
     with gr.Row(elem_classes="stack-on-phone"):

@@ -25,14 +25,19 @@ from arena_core.registry import Model
 from arena_core.registry.fields import http_url
 from arena_core.registry.licences import open_licence
 
-#: Weight filters: value -> label.
-WEIGHTS = {"all": "All", "open": "Open", "closed": "Closed"}
+#: Weight filters: value -> label. "Other licence", not "closed": a licence the registry
+#: does not state, or states in words not recognised as open, says nothing about whether
+#: the weights can be had, and the board claims nothing it cannot source.
+WEIGHTS = {"all": "All", "open": "Open licence", "closed": "Other licence"}
+#: Under the filter: what the two licence options mean.
+WEIGHTS_INFO = ("Open licence: the registry states an open licence for the weights. "
+                "Other: any other licence text, or none (see the About tab).")  # fmt: skip
 
 
 def open_weights(model: Model) -> bool:
     """Whether the board may claim a model's weights are open: its stated licence starts
     with a recognised open licence (:func:`arena_core.registry.licences.open_licence`).
-    Any other text, or none, claims nothing, so the model is not counted open."""
+    Any other text, or none, claims nothing: the model is listed under "Other licence"."""
     return open_licence(model.license) is not None
 
 

@@ -3,9 +3,11 @@
 A model's ``license`` is free text, shown as stated. The board's "Open" filter makes a
 claim from it, and the project publishes no invented data: weights count as open only when
 the text *starts with* a licence recognised here, by identifier (SPDX, or the Hub's licence
-tag where SPDX has none: ``llama3.1``, ``openrail++``) or by one of the few names the
-registry writes out. Anything else (``unknown``, ``No licence stated``, ``CMU Flite licence
-(BSD-style)``, ``MIT-like``) claims nothing: the model is not counted open.
+tag where SPDX has none: ``llama3.1``, ``openrail++``), by one of the few names the
+registry writes out, or by one of the few licences without an identifier whose full text
+the project has read (:data:`READ_LICENCES`: Flite's and Festival's). Anything else
+(``unknown``, ``No licence stated``, ``MIT-like``, ``BSD-style``) claims nothing: the model
+is not counted open, and the page says "other licence", never "closed", for it.
 
 The leading part is the text up to the first ``(``, ``;`` or ``,``: the registry states the
 weights' licence first and qualifies or adds to it after (``Apache-2.0 (weights and
@@ -38,6 +40,25 @@ LICENCE_NAMES = {
     "llama 3.2 community license": "llama3.2",
 }
 
+#: Licences with no SPDX identifier or Hub tag whose full text the project read, each with
+#: where: every one grants, without fee, the rights to use, copy, modify and distribute,
+#: asking only that notices be kept, changes marked and authors' names not deleted (and,
+#: for Flite's and the kal voice's, not used to endorse). docs/voices.md names the models.
+READ_LICENCES = {
+    # /usr/share/doc/flite/copyright (Debian flite 2.2), "All other files are under following
+    # license": "Permission is hereby granted, free of charge, to use and distribute ...
+    # including without limitation the rights to use, copy, modify, merge, publish,
+    # distribute, sublicense, and/or sell copies".
+    "cmu flite licence": "/usr/share/doc/flite/copyright",
+    # /usr/share/doc/festvox-us-slt-hts/copyright, "License: EST-2003": "Permission to use,
+    # copy, modify, and licence this software and its documentation for any purpose, is
+    # hereby granted without fee".
+    "est-2003": "/usr/share/doc/festvox-us-slt-hts/copyright",
+    # /usr/share/doc/festvox-kallpc16k/copyright: the same grant as Flite's (Alan W Black
+    # and Kevin Lenzo, 1998), "a file Copyright CSTR ... under the same licences".
+    "festival/cstr licence": "/usr/share/doc/festvox-kallpc16k/copyright",
+}
+
 _LEAD_END = re.compile(r"[(;,]")
 _EXPRESSION = re.compile(r"\s+(?:or|and)\s+")
 
@@ -55,6 +76,6 @@ def open_licence(text: str | None) -> str | None:
     lead = _LEAD_END.split(text, maxsplit=1)[0].strip().lower()
     lead = LICENCE_NAMES.get(lead, lead)
     parts = _EXPRESSION.split(lead)
-    if all(part in OPEN_LICENCES for part in parts):
+    if all(part in OPEN_LICENCES or part in READ_LICENCES for part in parts):
         return lead
     return None
