@@ -82,8 +82,11 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         sync = service.sync.status() if service.sync else None
         rows = table.shown_rows(board, show_provisional=show_provisional,
                                 weights=weights_value or "all", models=models)  # fmt: skip
-        charts = (plots.rating_chart(board), plots.win_rate_heatmap(board, ids, counts),
-                  plots.battle_count_heatmap(board, ids, counts))  # fmt: skip
+        # The charts draw exactly the rows the table shows: a filter that empties the table
+        # hides them, and Weights or the provisional toggle narrow them as they do the table.
+        shown = replace(board, rows=tuple(rows))
+        charts = (plots.rating_chart(shown), plots.win_rate_heatmap(shown, ids, counts),
+                  plots.battle_count_heatmap(shown, ids, counts))  # fmt: skip
         return (gr.Timer(active=not service.progress.done),
                 presenters.board_summary(board, service.progress, sync,
                                          {m.id: m.name for m in models.values()}),

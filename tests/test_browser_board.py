@@ -1,0 +1,103 @@
+"""The Leaderboard tab at its first votes, in Debian's Chromium: filters, charts, phone widths
+and dark mode.
+
+The app runs on the shipped registry with a short log like a first visitor's (15 votes in
+the English arena, one in the multilingual one, none in the Japanese one): every model that
+played is provisional, which is where a board is hardest to read.
+"""
+
+import os
+
+import pytest
+from browser import LAPTOP, Visit, expect
+from conftest import ROOT, serving
+
+#: (model A, model B, vote) of the English arena's votes: every local model plays.
+VOTES = [
+    ("flite/rms", "pico/en-US", "a"), ("espeak-ng/en-us+f3", "flite/awb", "a"),
+    ("festival/kal_diphone", "flite/kal", "a"), ("flite/rms", "pico/en-GB", "b"),
+    ("espeak-ng/en-gb-x-rp", "flite/kal16", "tie"), ("flite/slt", "flite/awb", "tie"),
+    ("espeak-ng/en+klatt", "piper/en_US-joe-medium", "both_bad"),
+    ("espeak-ng/en-gb-x-rp", "festival/cmu_us_slt_arctic_hts", "a"),
+    ("flite/awb", "espeak-ng/en-us", "b"), ("espeak-ng/en+klatt", "espeak-ng/en-gb-x-rp", "a"),
+    ("pico/en-US", "flite/slt", "b"), ("flite/kal16", "espeak-ng/en-us", "tie"),
+    ("flite/slt", "festival/kal_diphone", "both_bad"),
+    ("espeak-ng/en-gb-x-rp", "festival/kal_diphone", "b"),
+    ("festival/cmu_us_slt_arctic_hts", "piper/en_US-joe-medium", "a"),
+]  # fmt: skip
+#: The models of those votes.
+PLAYED = {m for a, b, _ in VOTES for m in (a, b)}
+
+
+def seed(folder) -> None:
+    from arena_core.votes.log import VoteLog
+
+    log = VoteLog(folder)
+    style = {"model_a_duration_s": 3.1, "model_b_duration_s": 2.7, "model_a_speech_rate": 2.4,
+             "model_b_speech_rate": 2.6, "model_a_lufs": -23.0, "model_b_lufs": -23.1,
+             "model_a_sample_rate": 16000, "model_b_sample_rate": 22050}  # fmt: skip
+    for k, (a, b, vote) in enumerate(VOTES):
+        log.append(arena="tts-en", model_a=a, model_b=b, vote=vote, prompt_id=f"en-{k:03d}",
+                   voter=f"v{k}", **style)  # fmt: skip
+    log.append(arena="tts-multilingual", model_a="espeak-ng/multilingual",
+               model_b="pico/multilingual", vote="both_bad", prompt_id="en-001", voter="w",
+               **style)  # fmt: skip
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def first_votes(tmp_path_factory):
+    from arena_core.space.config import Settings
+    from arena_core.space.startup import build_service
+
+    data = tmp_path_factory.mktemp("first-votes")
+    seed(data / "votes")
+    settings = Settings(registry=ROOT / "registry.yaml", data_dir=data, voter_salt="salt",
+                        listen_share=0.0, warmup=False)  # fmt: skip
+    service = build_service(settings, env={"PATH": os.environ.get("PATH", "")})
+    service.load()
+    with serving(service, settings) as (url, _):
+        yield url
+
+
+def board(browser, url: str, name: str, viewport=LAPTOP, scheme: str = "light") -> Visit:
+    """A visitor on the Leaderboard tab of ``url``, its table and charts drawn."""
+    visit = Visit(browser.new_page(viewport=viewport, locale="en-US", color_scheme=scheme), name)
+    visit.arrive(url)
+    visit.page.get_by_role("tab", name="Leaderboard").click()
+    expect(visit.page.locator("#board-table")).to_contain_text("provisional", timeout=30_000)
+    return visit
+
+
+#: Model names on a chart's y axis (one per row), as drawn.
+Y_NAMES = "sel => [...document.querySelectorAll(sel + ' .ytick text')].map(t => t.textContent)"
+
+
+def test_the_charts_show_the_models_the_table_shows(first_votes, browser):
+    """The charts drew every model that played whatever the filters: with provisional
+    models hidden the table said "No model matches these filters." under three charts of
+    14 models, and Weights narrowed the table only."""
+    visit = board(browser, first_votes, "board-filters")
+    page, table = visit.page, visit.page.locator("#board-table")
+    charts = [page.locator(c) for c in ("#chart-ratings", "#chart-wins", "#chart-battles")]
+    expect(charts[0].locator(".ytick text")).to_have_count(len(PLAYED))
+    for k, option in enumerate(("Open licence", "Other licence")):
+        page.locator("#board-weights label").nth(k + 1).click()
+        page.wait_for_timeout(1500)
+        rows = table.locator("tbody tr:not(.section):not(.unrated)")
+        rated = rows.count()
+        if rated:
+            expect(charts[0].locator(".ytick text")).to_have_count(rated)
+            names = page.evaluate(Y_NAMES, "#chart-ratings")
+            assert len(names) == rated, (option, names)
+        else:
+            for chart in charts:
+                expect(chart).to_be_hidden()
+        visit.shot(f"weights-{k + 1}")
+    page.locator("#board-weights label").nth(0).click()
+    expect(charts[0].locator(".ytick text")).to_have_count(len(PLAYED))
+    page.locator("#board-tab").get_by_label("Include provisional and unrated models").uncheck()
+    expect(table).to_contain_text("No model matches these filters.")
+    for chart in charts:
+        expect(chart).to_be_hidden()
+    visit.shot("no-provisional")
