@@ -7,9 +7,10 @@ played is provisional, which is where a board is hardest to read.
 """
 
 import os
+from itertools import pairwise
 
 import pytest
-from browser import LAPTOP, Visit, expect
+from browser import LAPTOP, PHONE, Visit, expect
 from conftest import ROOT, serving
 
 #: (model A, model B, vote) of the English arena's votes: every local model plays.
@@ -69,8 +70,8 @@ def board(browser, url: str, name: str, viewport=LAPTOP, scheme: str = "light") 
     return visit
 
 
-#: Model names on a chart's y axis (one per row), as drawn.
-Y_NAMES = "sel => [...document.querySelectorAll(sel + ' .ytick text')].map(t => t.textContent)"
+#: Model names on the rating chart (one per row), as drawn: tick labels or annotations.
+NAMES = ".ytick text, .annotation-text"
 
 
 def test_the_charts_show_the_models_the_table_shows(first_votes, browser):
@@ -80,24 +81,55 @@ def test_the_charts_show_the_models_the_table_shows(first_votes, browser):
     visit = board(browser, first_votes, "board-filters")
     page, table = visit.page, visit.page.locator("#board-table")
     charts = [page.locator(c) for c in ("#chart-ratings", "#chart-wins", "#chart-battles")]
-    expect(charts[0].locator(".ytick text")).to_have_count(len(PLAYED))
+    names = charts[0].locator(NAMES)
+    expect(names).to_have_count(len(PLAYED))
     for k, option in enumerate(("Open licence", "Other licence")):
-        page.locator("#board-weights label").nth(k + 1).click()
+        page.locator("#board-weights").get_by_text(option, exact=True).click()
         page.wait_for_timeout(1500)
-        rows = table.locator("tbody tr:not(.section):not(.unrated)")
-        rated = rows.count()
+        rated = table.locator("tbody tr:not(.section):not(.unrated)").count()
         if rated:
-            expect(charts[0].locator(".ytick text")).to_have_count(rated)
-            names = page.evaluate(Y_NAMES, "#chart-ratings")
-            assert len(names) == rated, (option, names)
+            expect(names).to_have_count(rated)
+            for chart in charts[1:]:
+                expect(chart.locator(".ytick text")).to_have_count(rated)
         else:
             for chart in charts:
                 expect(chart).to_be_hidden()
         visit.shot(f"weights-{k + 1}")
-    page.locator("#board-weights label").nth(0).click()
-    expect(charts[0].locator(".ytick text")).to_have_count(len(PLAYED))
+    page.locator("#board-weights").get_by_text("All", exact=True).click()
+    expect(names).to_have_count(len(PLAYED))
     page.locator("#board-tab").get_by_label("Include provisional and unrated models").uncheck()
     expect(table).to_contain_text("No model matches these filters.")
     for chart in charts:
         expect(chart).to_be_hidden()
     visit.shot("no-provisional")
+
+
+#: The ratings chart's plot area and the names drawn on it (tick labels or annotations).
+RATINGS_LAYOUT = """() => { const c = document.querySelector('#chart-ratings');
+  const box = e => e.getBoundingClientRect();
+  const names = [...c.querySelectorAll('.ytick text, .annotation-text')].filter(t => box(t).width > 0);
+  return {chart: box(c.querySelector('.main-svg')).toJSON(), plot: box(c.querySelector('.nsewdrag')).toJSON(),
+          names: names.map(t => ({text: t.textContent, ...box(t).toJSON()})),
+          ticks: [...c.querySelectorAll('.xtick text')].filter(t => box(t).width > 0).length}; }"""
+
+
+def test_the_rating_chart_reads_on_a_phone(first_votes, browser):
+    """Two-line names beside the plot took 300 of a phone's 390 pixels: the intervals had a
+    sliver and the rating ticks stood on end. Names now sit above their rows."""
+    visit = board(browser, first_votes, "board-phone", viewport=PHONE)
+    chart = visit.page.locator("#chart-ratings")
+    expect(chart.locator(".main-svg").first).to_be_visible(timeout=20_000)
+    chart.scroll_into_view_if_needed()
+    layout = visit.page.evaluate(RATINGS_LAYOUT)
+    chart_box, plot = layout["chart"], layout["plot"]
+    assert plot["width"] >= 0.8 * chart_box["width"], layout
+    names = layout["names"]
+    assert {n["text"] for n in names} >= {"Festival (kal, diphone)", "SVOX Pico (US English)"}
+    assert len(names) == len(PLAYED)
+    for n in names:  # every name whole, on one line, inside the chart
+        assert chart_box["left"] <= n["left"] and n["right"] <= chart_box["right"], n
+        assert n["height"] < 25, n
+    rows = sorted(names, key=lambda n: n["top"])
+    assert all(a["bottom"] <= b["top"] for a, b in pairwise(rows))
+    assert layout["ticks"] >= 5  # the rating axis keeps its numbers
+    visit.shot("board")
