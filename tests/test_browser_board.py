@@ -133,3 +133,29 @@ def test_the_rating_chart_reads_on_a_phone(first_votes, browser):
     assert all(a["bottom"] <= b["top"] for a, b in pairwise(rows))
     assert layout["ticks"] >= 5  # the rating axis keeps its numbers
     visit.shot("board")
+
+
+#: Per heatmap: the column names' tick positions, angle and height (of all their lines).
+COLUMN_LABELS = """sel => [...document.querySelectorAll(sel + ' .xtick text')].map(t => {
+  const tr = t.getAttribute('transform') || '';
+  const x = parseFloat((tr.match(/translate\\(([-\\d.]+)/) || [0, 0])[1]);
+  const angle = parseFloat((tr.match(/rotate\\(([-\\d.]+)/) || [0, 0])[1]);
+  return {x, angle, height: t.getBBox().height, text: t.textContent}; })"""
+
+
+@pytest.mark.parametrize("chart", ["#chart-wins", "#chart-battles"])
+def test_the_heatmaps_column_names_do_not_run_into_each_other(first_votes, browser, chart):
+    """Two-line names at -35° overlapped their neighbours on a laptop. Neighbouring rotated
+    names clear each other when the columns' spacing across the text's direction is at
+    least the text's height."""
+    import math
+
+    visit = board(browser, first_votes, "board-heatmap")
+    expect(visit.page.locator(f"{chart} .main-svg").first).to_be_visible(timeout=20_000)
+    labels = visit.page.evaluate(COLUMN_LABELS, chart)
+    assert len(labels) == len(PLAYED)
+    for a, b in pairwise(labels):
+        gap = abs(b["x"] - a["x"]) * abs(math.sin(math.radians(a["angle"] or 90)))
+        assert gap >= max(a["height"], b["height"]), (a, b, gap)
+    visit.page.locator(chart).scroll_into_view_if_needed()
+    visit.shot(chart.removeprefix("#"))
