@@ -8,10 +8,19 @@ from __future__ import annotations
 
 from html import escape
 
-from arena_core.analysis.boards import StyleBoard
+import numpy as np
+
+from arena_core.analysis.boards import StyleBoard, StyleRow
 from arena_core.analysis.text import COVARIATE_LABELS, coefficient_cells, fit_failed, left_out
 from arena_core.judges.bias import BiasReport
+from arena_core.ratings.ranks import rank_bands
 from arena_core.ratings.style import Coefficient
+
+#: Widest 95% interval (rating points per SD of the covariate) a style effect may have and
+#: still be shown as an estimate. Wider than 800 points (±400: from 10-to-1 odds against to
+#: 10-to-1 for, per SD) the votes bound neither its size nor its sign: at 13 votes the board
+#: printed "+28221.2 points [-151792.5, +208234.9]" and "P(A wins) 1.000".
+MAX_EFFECT_WIDTH = 800.0
 
 STYLE_EXPLAINED = (
     "Ratings with the clips' style held equal: a Bradley-Terry fit of the human votes with "
@@ -49,21 +58,51 @@ def _num(value: float | None, fmt: str = "{:.2f}") -> str:
     return '<span class="muted">–</span>' if value is None else fmt.format(value)
 
 
+def unbounded_note(c: Coefficient) -> str | None:
+    """Why a covariate is shown as not estimated (None: it is shown with its figures): the
+    votes leave it unbounded on a side, or its interval is wider than MAX_EFFECT_WIDTH."""
+    if c.estimated:
+        if c.high - c.low <= MAX_EFFECT_WIDTH:
+            return None
+        return (f"not estimated: its 95% interval is wider than {MAX_EFFECT_WIDTH:.0f} rating "
+                "points per SD, so these votes bound neither its size nor its sign")  # fmt: skip
+    if c.low is None and c.high is None:
+        return None  # no votes inform it, or unbounded jointly: its cells say so
+    return f"not estimated: {c.note or 'these votes do not bound it'}"
+
+
 def coefficients_html(coefficients: tuple[Coefficient, ...]) -> str:
-    rows = [[escape(COVARIATE_LABELS.get(c.name, c.name)),
-             *(escape(cell) for cell in coefficient_cells(c))] for c in coefficients]  # fmt: skip
-    notes = "".join(f"<p class='board-note'>{escape(COVARIATE_LABELS.get(c.name, c.name))}: "
-                    f"{escape(c.note)}.</p>" for c in coefficients if c.note)  # fmt: skip
+    """The covariates' effects; one the votes cannot bound reads "not estimated", with a note
+    saying why, instead of figures that look precise and mean nothing."""
+    rows, notes = [], []
+    for c in coefficients:
+        name = escape(COVARIATE_LABELS.get(c.name, c.name))
+        why = unbounded_note(c)
+        cells = ("not estimated", "–", "–") if why else coefficient_cells(c)
+        rows.append([name, *(escape(cell) for cell in cells)])
+        if why or c.note:
+            notes.append(f"<p class='board-note'>{name}: {escape(why or c.note)}.</p>")
     return html_table(["Covariate", "Points", "95% interval", "P(A wins) at +1 SD"], rows,
-                  "Style covariates") + notes  # fmt: skip
+                  "Style covariates") + "".join(notes)  # fmt: skip
+
+
+def rank_band_texts(rows: tuple[StyleRow, ...]) -> list[str]:
+    """Each row's plausible places, as the Votes view shows them ("1–3"): models whose 95%
+    intervals overlap share a band (one group: the prior links every model)."""
+    if not rows:
+        return []
+    best, worst = rank_bands([r.rating for r in rows], [r.low for r in rows],
+                             [r.high for r in rows], np.zeros(len(rows), dtype=int))  # fmt: skip
+    return [str(b) if b == w else f"{b}–{w}" for b, w in zip(best, worst, strict=True)]
 
 
 def style_html(board: StyleBoard, names: dict[str, str]) -> str:
     if not board.votes_used:
         return ('<p class="board-empty">No human votes with recorded styles yet: the '
                 "style-controlled board needs votes cast since styles are recorded.</p>")  # fmt: skip
-    rows = [[str(k + 1), escape(names.get(r.model, r.model)), f"{r.rating:.0f}",
-             f"{r.low:.0f} to {r.high:.0f}"] for k, r in enumerate(board.rows)]  # fmt: skip
+    rows = [[band, escape(names.get(r.model, r.model)), f"{r.rating:.0f}",
+             f"{r.low:.0f} to {r.high:.0f}"]
+            for band, r in zip(rank_band_texts(board.rows), board.rows, strict=True)]  # fmt: skip
     note = f'<p class="board-note">{board.votes_used} human votes used'
     if board.left_out:
         note += f"; {board.left_out} left out (no style recorded)"
