@@ -159,3 +159,39 @@ def test_the_heatmaps_column_names_do_not_run_into_each_other(first_votes, brows
         assert gap >= max(a["height"], b["height"]), (a, b, gap)
     visit.page.locator(chart).scroll_into_view_if_needed()
     visit.shot(chart.removeprefix("#"))
+
+
+#: Per About table: its box and the About column's, and the words of its cells (runs of
+#: letters and digits: a break at a hyphen or a slash is fine) that a line break cut in two.
+ABOUT_TABLES = """() => { const about = document.querySelector('#about-tab');
+  return [...about.querySelectorAll('table')].map(t => {
+    const cut = [];
+    for (const td of t.querySelectorAll('td')) {
+      const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const re = /[\\p{L}\\p{N}]+/gu; let m;
+        while ((m = re.exec(n.textContent))) {
+          const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+          const lines = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
+          if (lines.size > 1) cut.push(m[0]);
+        } } }
+    return {right: t.getBoundingClientRect().right, column: about.getBoundingClientRect().right,
+            scrolls: t.scrollWidth > t.clientWidth + 1, cut}; }); }"""
+
+
+def test_the_about_tables_scroll_on_their_own_on_a_phone(first_votes, browser):
+    """The model tables were 698 px wide in a 370 px column and broke names letter by letter
+    ("Festiva/l"). Each table now scrolls inside the column, words whole."""
+    visit = Visit(browser.new_page(viewport=PHONE, locale="en-US"), "about-phone")
+    visit.arrive(first_votes)
+    visit.page.get_by_role("tab", name="About").click()
+    about = visit.page.locator("#about-tab")
+    expect(about.get_by_role("heading", name="Models and licences")).to_be_visible()
+    tables = visit.page.evaluate(ABOUT_TABLES)
+    assert tables
+    for t in tables:
+        assert t["right"] <= t["column"] + 1, t
+        assert t["cut"] == [], t
+    assert any(t["scrolls"] for t in tables)  # the wide ones scroll, inside the column
+    about.locator("table").first.scroll_into_view_if_needed()
+    visit.shot("about-table")
