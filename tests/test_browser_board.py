@@ -195,3 +195,20 @@ def test_the_about_tables_scroll_on_their_own_on_a_phone(first_votes, browser):
     assert any(t["scrolls"] for t in tables)  # the wide ones scroll, inside the column
     about.locator("table").first.scroll_into_view_if_needed()
     visit.shot("about-table")
+
+
+def test_the_model_views_opponent_table_fits_a_phone(first_votes, browser):
+    """The "Both bad" column of "Against each opponent" was cut off on a phone, with only a
+    thin scrollbar saying there was more."""
+    visit = Visit(browser.new_page(viewport=PHONE, locale="en-US"), "model-phone")
+    visit.arrive(first_votes + "?model=espeak-ng/en-us")  # a shared link to the model's page
+    table = visit.page.locator("#board-table")
+    expect(table).to_contain_text("Against each opponent", timeout=30_000)
+    wrap = table.locator(".board-wrap").first
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), wrap.evaluate(
+        "e => [e.scrollWidth, e.clientWidth]"
+    )
+    header = wrap.locator("th", has_text="Both bad").bounding_box()
+    box = wrap.bounding_box()
+    assert header["x"] + header["width"] <= box["x"] + box["width"] + 1
+    visit.shot("opponents")

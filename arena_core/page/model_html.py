@@ -26,7 +26,9 @@ _STYLE_UNITS = {"duration_s": "{:.2f} s", "speech_rate": "{:.2f}", "lufs": "{:.1
 def _pct(rate) -> str:
     if rate.rate is None:
         return '<span class="muted">–</span>'
-    return (f"{100 * rate.rate:.0f}% <span class='muted'>({100 * rate.low:.0f}–"
+    # The interval on its own line, in small type: beside the share it made the opponents'
+    # table too wide for a phone, which cut off its last column ("Both bad").
+    return (f"{100 * rate.rate:.0f}%<br><span class='muted ci'>({100 * rate.low:.0f}–"
             f"{100 * rate.high:.0f})</span>")  # fmt: skip
 
 
@@ -93,7 +95,7 @@ def model_html(report, names: dict[str, str]) -> str:
         parts += ["<h3>Recent battles</h3>",
                   html_table(["When (UTC)", "Opponent", "Side", "Result", "Prompt"], recent,
                          "Recent battles")]  # fmt: skip
-    return "".join(parts)
+    return '<div class="model-view">' + "".join(parts) + "</div>"
 
 
 def history_chart(report) -> go.Figure | None:
