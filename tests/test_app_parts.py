@@ -374,7 +374,7 @@ def test_charts_follow_the_board_order_and_show_only_models_that_played():
     np.testing.assert_array_equal(np.asarray(heat.data[0].z, dtype=float), expected)
     assert (heat.data[0].zmin, heat.data[0].zmax) == (0.0, 1.0)  # a share, whatever the votes
     battles = plots.battle_count_heatmap(board, ids, counts)
-    assert np.asarray(battles.data[0].z).sum() == 2 * board.votes_used
+    assert np.nansum(np.asarray(battles.data[0].z, dtype=float)) == 2 * board.votes_used
     assert battles.data[0].zmin == 0.0 and battles.data[0].zmax == board.votes_used  # one pair
 
 

@@ -212,3 +212,38 @@ def test_the_model_views_opponent_table_fits_a_phone(first_votes, browser):
     box = wrap.bounding_box()
     assert header["x"] + header["width"] <= box["x"] + box["width"] + 1
     visit.shot("opponents")
+
+
+#: The charts' plot areas' fill, and the fill of the rating chart's names.
+CHART_COLOURS = """() => ({
+  plots: [...document.querySelectorAll('#board-tab .js-plotly-plot .bglayer rect.bg')].map(r =>
+    getComputedStyle(r).fillOpacity === '0' ? 'transparent' : getComputedStyle(r).fill),
+  names: [...document.querySelectorAll('#chart-ratings .annotation-text, #chart-ratings .ytick text')].map(t => getComputedStyle(t).fill)})"""
+
+
+def luminance(css: str) -> float:
+    """Relative luminance (WCAG) of an rgb() or rgba() colour; None when transparent."""
+    import re
+
+    if css == "transparent":
+        return None
+    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
+    if len(parts) == 4 and parts[3] == 0:
+        return None
+    channels = [c / 255 for c in parts[:3]]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_the_charts_follow_the_dark_scheme(first_votes, browser):
+    """On the dark page the charts' plot areas stayed white (and the names, lit for the dark
+    page, were light on white). The plot areas are now the page's own colour."""
+    visit = board(browser, first_votes, "board-dark", scheme="dark")
+    expect(visit.page.locator("#chart-ratings .main-svg").first).to_be_visible(timeout=20_000)
+    colours = visit.page.evaluate(CHART_COLOURS)
+    assert len(colours["plots"]) == 3 and colours["names"]
+    for fill in colours["plots"]:
+        assert luminance(fill) is None or luminance(fill) < 0.2, colours
+    assert all(luminance(fill) > 0.5 for fill in colours["names"]), colours
+    visit.page.locator("#chart-ratings").scroll_into_view_if_needed()
+    visit.shot("charts")

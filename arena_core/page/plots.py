@@ -31,6 +31,8 @@ MIN_SPAN = 100.0
 NAME_LIFT = 5
 #: Colours: the page's accent, and a muted one for provisional ratings.
 ACCENT, MUTED = "#4f46e5", "#94a3b8"
+#: Grid lines that read on a light and a dark page alike.
+GRID = "rgba(148, 163, 184, 0.3)"
 FONT = {"family": "Inter, ui-sans-serif, system-ui, sans-serif", "size": 13, "color": "#334155"}
 
 
@@ -56,7 +58,11 @@ def frame(fig: go.Figure, title: str, rows: int) -> go.Figure:
     fig.update_layout(title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 16}},
                       height=FRAME_PX + ROW_PX * max(rows, 3), template="plotly_white",
                       font=FONT, margin={"l": 10, "r": 20, "t": 60, "b": 40},
-                      paper_bgcolor="rgba(0,0,0,0)")  # fmt: skip
+                      paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)")  # fmt: skip
+    # Transparent plot area and half-tone grid: the chart sits on the page's own colour, light
+    # or dark (the template's white plot area stayed white on the dark page).
+    fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID)
+    fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID)
     return fig
 
 
@@ -132,10 +138,11 @@ def win_rate_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Fig
 
 
 def battle_count_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Figure | None:
-    """Battles between each pair (blank: never met)."""
+    """Battles between each pair (blank: never met, a cell left uncoloured)."""
     battles = counts.battles().astype(float)
     text = np.where(battles > 0, battles.astype(int).astype(str), "")
     top = max(1.0, float(battles.max(initial=0)))
-    return _heatmap(board, ids, battles, "Battles between each pair", text, zmin=0.0, zmax=top,
+    met = np.where(battles > 0, battles, np.nan)
+    return _heatmap(board, ids, met, "Battles between each pair", text, zmin=0.0, zmax=top,
                     colorscale="Blues", colorbar={"tickformat": "d", "title": "battles",
                                                   "dtick": max(1, math.ceil(top / 5))})  # fmt: skip
