@@ -482,3 +482,13 @@ def test_board_table_shows_each_ratings_provenance():
     unrated = replace(board, rows=(x, replace(z, provenance=None, rating=None)))
     body = table.board_html(unrated, list(unrated.rows), {}, {}).split("</thead>")[1]
     assert "Not yet rated: no votes yet" in body and "<b>prior</b>" not in body
+
+
+def test_the_board_says_how_many_votes_it_counts_beside_the_logs_total():
+    """An arena without votes said "No votes yet" over a footer of "Computed from the local
+    vote log: 14 votes" (every arena's): the board's own count now comes first."""
+    line = table.counted_html(0, 14)
+    assert "This board counts 0 votes" in line and "holds 14 across all arenas" in line
+    assert "counts 1 vote " in table.counted_html(1, 1_200) and "1,200" in table.counted_html(
+        1, 1_200
+    )

@@ -62,10 +62,12 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     inputs = [board_arena, category, weights, period, provisional, view, model_pick]
     boards = boards or LiveBoards(service)
 
-    def footer(arena_id, cat, window, revision) -> str:
-        """Under the board: the votes and code it came from, and the command that reprints it."""
+    def footer(arena_id, cat, window, revision, votes_used: int) -> str:
+        """Under the board: the votes it counts, the log and code it came from, and the
+        command that reprints it."""
         settings = boards.settings(arena_id, cat, window)
-        return revision_page.revision_html(revision, code_version(), settings)
+        return (table.counted_html(votes_used, revision.votes_read)
+                + revision_page.revision_html(revision, code_version(), settings))  # fmt: skip
 
     def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
              model_id=None):  # fmt: skip
@@ -92,7 +94,8 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
                                          {m.id: m.name for m in models.values()}),
                 table.board_html(board, rows, service.latency(arena_id), models,
                                  service.arena(arena_id).title)
-                + (footer(arena_id, cat, window, revision) if service.progress.done else ""),
+                + (footer(arena_id, cat, window, revision, board.votes_used)
+                   if service.progress.done else ""),
                 *[gr.update(value=fig, visible=fig is not None) for fig in charts],
                 *_hidden(heard))  # fmt: skip
 

@@ -197,6 +197,15 @@ def board_html(board: Board, rows: list[LeaderboardRow], latency: Mapping[str, f
     )
 
 
+def counted_html(votes_used: int, votes_read: int) -> str:
+    """Above the footer: the votes this board counts beside the log's total, which the footer
+    states for every arena at once (an arena without votes read "No votes yet" over a footer
+    of "14 votes")."""
+    votes = f"{votes_used:,} vote{'' if votes_used == 1 else 's'}"
+    return (f'<p class="board-counted">This board counts {votes} (its arena, prompts and '
+            f"period); the vote log below holds {votes_read:,} across all arenas.</p>")  # fmt: skip
+
+
 def _legend(rows: list[LeaderboardRow]) -> str:
     """One line saying what the badges of these rows mean (only the rungs present)."""
     present = {r.provenance for r in rows}
