@@ -247,3 +247,25 @@ def test_the_charts_follow_the_dark_scheme(first_votes, browser):
     assert all(luminance(fill) > 0.5 for fill in colours["names"]), colours
     visit.page.locator("#chart-ratings").scroll_into_view_if_needed()
     visit.shot("charts")
+
+
+#: Width of the Arena dropdown's text, and the room it has before the arrow.
+DROPDOWN_ROOM = """() => { const input = document.querySelector('#board-arena input');
+  const icon = document.querySelector('#board-arena .icon-wrap');
+  const style = getComputedStyle(input); const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = style.font;
+  const start = input.getBoundingClientRect().left + parseFloat(style.paddingLeft);
+  return {text: input.value, end: start + ctx.measureText(input.value).width,
+          arrow: icon.getBoundingClientRect().left}; }"""
+
+
+def test_the_arena_title_clears_the_dropdown_arrow(first_votes, browser):
+    """On a laptop "Japanese text-to-speech" ran into the Arena dropdown's arrow."""
+    visit = board(browser, first_votes, "board-arena-title")
+    page = visit.page
+    page.locator("#board-arena input").click()
+    page.get_by_role("option", name="Japanese text-to-speech", exact=True).click()
+    expect(page.locator("#board-table")).to_contain_text("no votes yet", timeout=30_000)
+    room = page.evaluate(DROPDOWN_ROOM)
+    assert room["text"] == "Japanese text-to-speech" and room["end"] <= room["arrow"], room
+    visit.shot("japanese")

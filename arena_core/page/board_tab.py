@@ -31,9 +31,11 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     offered = {a.id for a in offer.offered}
     first = offer.offered[0].id if offer.offered else arenas[0].id
     with gr.Row(equal_height=True, elem_id="board-controls", elem_classes="stack-on-phone"):
+        # min_width: at scale 2 a laptop gave it ~200 px and "Japanese text-to-speech" ran
+        # into the dropdown's arrow.
         board_arena = gr.Dropdown([(a.title, a.id) for a in arenas if a.id in offered] or
                                   [(a.title, a.id) for a in arenas], value=first,
-                                  label="Arena", scale=2, elem_id="board-arena")  # fmt: skip
+                                  label="Arena", scale=2, min_width=250, elem_id="board-arena")  # fmt: skip
         category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
         weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
                            label="Weights", info=table.WEIGHTS_INFO, scale=3,

@@ -30,8 +30,7 @@ from arena_core.registry.licences import open_licence
 #: the weights can be had, and the board claims nothing it cannot source.
 WEIGHTS = {"all": "All", "open": "Open licence", "closed": "Other licence"}
 #: Under the filter: what the two licence options mean.
-WEIGHTS_INFO = ("Open licence: the registry states an open licence for the weights. "
-                "Other: any other licence text, or none (see the About tab).")  # fmt: skip
+WEIGHTS_INFO = "Open: the registry states an open licence. Other: any other text, or none."
 
 
 def open_weights(model: Model) -> bool:
