@@ -103,7 +103,7 @@ def header_html(arena: Arena, models_here: int, votes: int | None, session_votes
         f'<span class="you">you: <b>{session_votes}</b> this session</span>'
     )  # fmt: skip
     return (
-        f'<div class="arena-line"><span class="arena-title">{escape(arena.title)}</span>'
+        f'<div class="arena-line" data-you="{session_votes}"><span class="arena-title">{escape(arena.title)}</span>'
         f'<span class="pitch">{escape(pitch(arena))}</span>'
         f'<span class="stats"><span>{models_here} models</span><span>{count}</span>{yours}'
         "</span></div>"

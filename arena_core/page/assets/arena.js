@@ -402,6 +402,32 @@
     }
   });
 
+  // The session's vote count only grows, but two events write the header: a vote, and the
+  // arena picked while it waited, whose header the server can render from the count before
+  // the vote and deliver after the vote's. The header shows the highest count this page
+  // was sent (data-you), whatever order the two arrive in.
+  let youMost = 0;
+  function keepYou() {
+    const line = document.querySelector("#arena-header .arena-line");
+    if (!line) return;
+    const you = Number(line.dataset.you || 0);
+    if (you >= youMost) {
+      youMost = you;
+      return;
+    }
+    line.dataset.you = String(youMost);
+    let span = line.querySelector(".you");
+    if (!span) {
+      span = document.createElement("span");
+      span.className = "you";
+      (line.querySelector(".stats") || line).appendChild(span);
+    }
+    span.innerHTML = `you: <b>${youMost}</b> this session`;
+  }
+
+  // Each header is seen as it lands (a timer could miss one replaced within its period).
+  new MutationObserver(keepYou).observe(document.body, { childList: true, subtree: true });
+
   // Gradio re-renders a button's classes when its properties change: keep the lock on.
   setInterval(render, 250);
 }
