@@ -75,3 +75,20 @@ def test_the_next_battle_and_another_arena_start_both_clips_at_zero(running_app,
     visit.key("n")
     assert_both_at_start_then_heard(visit, "arena-switch")
     page.close()
+
+
+def test_a_skip_worked_from_the_keyboard_is_the_visitors_own_seek(running_app, browser):
+    """A new clip is rewound while unplayed, but the visitor's own seek is kept: a skip
+    button pressed with Enter fires no pointerdown, and the next render undid it."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "clip-keyboard-skip")
+    page = visit.page
+    visit.arrive(running_app.url)
+    page.locator("#prompt-in textarea").fill(SECOND)
+    visit.key("n")
+    visit.battle_ready()
+    page.wait_for_timeout(800)
+    page.locator('#audio-A button[aria-label*="forward" i]').first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(800)  # three render ticks
+    assert page.evaluate(f"() => ({MEDIA})('A').currentTime") > 0.5
+    page.close()

@@ -70,11 +70,15 @@
       // A press on the waveform or a skip button is the visitor's own seek: kept. (Not
       // the play button: a clip played from there starts at 0 like any new clip.)
       box.arenaWatched = true;
-      box.addEventListener("pointerdown", (event) => {
+      // "click" too: a skip button worked from the keyboard fires no pointerdown, and its
+      // seek was undone by the next render.
+      const own = (event) => {
         const onPlay = event.composedPath().some((el) => el.classList && el.classList.contains("play-pause-button"));
         const audio = media(side);
         if (audio && !onPlay) audio.arenaFresh = false;
-      });
+      };
+      box.addEventListener("pointerdown", own);
+      box.addEventListener("click", own, true);
     }
     const audio = media(side);
     if (!audio || audio.arenaWatched) return;
@@ -375,6 +379,25 @@
         render();
       } else nudge();
     }
+  }, true);
+
+  // A held vote is dropped the moment the visitor moves on (a new battle, another arena,
+  // another tab, Enter in the prompt), not when the server's answer replaces the gate: a
+  // render tick during that round trip sent it after New battle was pressed.
+  function dropHeld() {
+    const g = gate();
+    if (g && g.dataset.pending) {
+      delete g.dataset.pending;
+      g.dataset.sent = "1";
+    }
+  }
+  document.addEventListener("click", (event) => {
+    const t = event.target;
+    if (t && t.closest && t.closest('#new-battle, #next-battle, #arena-in, [role="tab"]')) dropHeld();
+  }, true);
+  document.addEventListener("keydown", (event) => {
+    const t = event.target;
+    if (event.key === "Enter" && t && t.closest && t.closest("#prompt-in")) dropHeld();
   }, true);
 
   document.addEventListener("input", (event) => {
