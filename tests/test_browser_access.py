@@ -34,10 +34,13 @@ def test_the_arena_on_a_phone(running_app, browser):
         box = page.locator(f"#vote-{vote}").bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
         assert box["height"] >= 44  # a thumb's target
-    rows = {
-        round(page.locator(f"#vote-{v}").bounding_box()["y"]) for v in ("a", "b", "tie", "both_bad")
-    }
-    assert len(rows) == 2
+    # Rows by their place in the page, read at once: the battle that opened is still
+    # scrolling into view (smoothly), so places on screen move between two reads.
+    tops = page.evaluate(
+        "() => ['a', 'b', 'tie', 'both_bad'].map(v => Math.round("
+        "document.getElementById('vote-' + v).getBoundingClientRect().top + window.scrollY))"
+    )
+    assert len(set(tops)) == 2
     visit.shot("battle")
 
     visit.speed_up()
