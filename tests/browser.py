@@ -57,9 +57,17 @@ class Visit:
 
     def __init__(self, page, name: str):
         self.page, self.name, self.step = page, name, 0
+        # The browser's errors and warnings (a player's load error among them), for a
+        # failing test's message.
+        self.console: list[str] = []
+        page.on("console", self._console)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         for old in SCREENSHOTS.glob(f"{name}-*.png"):  # a reviewer sees this run's steps only
             old.unlink()
+
+    def _console(self, message) -> None:
+        if message.type in ("error", "warning"):
+            self.console.append(f"{message.type}: {message.text}"[:300])
 
     def shot(self, what: str) -> Path:
         self.step += 1
@@ -108,11 +116,15 @@ class Visit:
             try:
                 ready.wait_for(timeout=20_000)
                 return attempt + 1
-            except sync_api.TimeoutError:
+            except sync_api.TimeoutError as timeout:
                 # A loaded machine may skip part of a fast clip, which then does not count
                 # as heard (as for a visitor who skips): listen once more.
                 if attempt:
-                    raise
+                    state = self.page.evaluate("() => window.arena.state()")
+                    raise AssertionError(
+                        f"both clips not heard after two tries: {state}; "
+                        f"the browser's last errors: {self.console[-8:]}"
+                    ) from timeout
 
     def pick(self, dropdown: str, option: str) -> None:
         """Choose ``option`` in the dropdown with id ``dropdown``."""

@@ -364,6 +364,23 @@
       return JSON.stringify({ a: round(played.A), b: round(played.B), battle });
     },
     render,
+    // What the page believes about the clips, for a failing test's message.
+    state() {
+      const clip = (side) => {
+        const a = media(side);
+        if (!a) return null;
+        const ranges = [];
+        for (let i = 0; i < a.played.length; i++) ranges.push([a.played.start(i), a.played.end(i)]);
+        return { src: (a.currentSrc || "").slice(-40), time: a.currentTime, duration: a.duration,
+          paused: a.paused, ended: a.ended, ready: a.readyState, fresh: a.arenaFresh, ranges,
+          rate: a.playbackRate, error: a.error && a.error.code };
+      };
+      // Gradio's plain player, shown instead of the waveform when the waveform failed to load.
+      const plain = (side) => [...document.querySelectorAll(`#audio-${side} audio`)].map((a) => ({
+        src: (a.currentSrc || "").slice(-40), time: a.currentTime, paused: a.paused }));
+      return JSON.stringify({ heard: st.heard, playing: st.playing, next: st.next, battle: st.battle,
+        played, A: clip("A"), B: clip("B"), plainA: plain("A"), plainB: plain("B") });
+    },
   };
 
   // A click on a locked vote button explains itself instead of doing nothing.
