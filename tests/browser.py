@@ -7,6 +7,7 @@ missing browser fails the run instead of skipping it.
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -61,9 +62,24 @@ class Visit:
         # failing test's message.
         self.console: list[str] = []
         page.on("console", self._console)
+        # Requests the browser sent and has not seen end, with when each was sent: a clip
+        # that stops loading says what else held the browser's connections.
+        self.pending: dict = {}
+        page.on("request", lambda r: self.pending.__setitem__(r, time.monotonic()))
+        page.on("requestfinished", lambda r: self.pending.pop(r, None))
+        page.on("requestfailed", lambda r: self.pending.pop(r, None))
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         for old in SCREENSHOTS.glob(f"{name}-*.png"):  # a reviewer sees this run's steps only
             old.unlink()
+
+    def unended(self) -> list[str]:
+        """The requests still open, oldest first: age in seconds, method, path, headers."""
+        now = time.monotonic()
+        return [
+            f"{now - sent:.1f}s {r.method} {r.url.split('/', 3)[-1][-70:]} "
+            f"{r.headers.get('range', '')}"
+            for r, sent in sorted(self.pending.items(), key=lambda item: item[1])
+        ]
 
     def _console(self, message) -> None:
         if message.type in ("error", "warning"):
@@ -123,7 +139,8 @@ class Visit:
                     state = self.page.evaluate("() => window.arena.state()")
                     raise AssertionError(
                         f"both clips not heard after two tries: {state}; "
-                        f"the browser's last errors: {self.console[-8:]}"
+                        f"the browser's last errors: {self.console[-8:]}; "
+                        f"requests not ended: {self.unended()}"
                     ) from timeout
 
     def pick(self, dropdown: str, option: str) -> None:
