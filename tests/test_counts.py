@@ -1,8 +1,18 @@
 """Pair counts with each battle counted once (``battle_counts``): hand-worked tallies."""
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
-from arena_core.ratings.counts import A_WINS, B_WINS, BOTH_BAD, TIE, battle_counts, count_pairs
+from arena_core.ratings.counts import (
+    A_WINS,
+    B_WINS,
+    BOTH_BAD,
+    TIE,
+    battle_counts,
+    count_pairs,
+    own_battles,
+)
 
 
 def test_one_vote_battles_are_counted_as_count_pairs_counts_them():
@@ -35,3 +45,14 @@ def test_a_battle_weighs_its_votes_mean_weight():
     counts = battle_counts(2, np.array([0, 1]), np.array([1, 0]), np.array([A_WINS, B_WINS]),
                            np.array([7, 7]), np.array([0.5, 0.25]))  # fmt: skip
     assert counts.wins[0, 1] == 0.375 and counts.total() == 0.375
+
+
+@given(st.lists(st.integers(min_value=-1, max_value=6), max_size=30))
+def test_a_vote_without_a_battle_id_is_a_battle_of_its_own(codes):
+    """Known battle codes stay; each -1 gets a code of its own, shared with no other vote."""
+    codes = np.asarray(codes, dtype=np.int32)
+    own = own_battles(codes)
+    known = codes >= 0
+    assert np.array_equal(own[known], codes[known])
+    alone = own[~known]
+    assert len(set(alone)) == len(alone) and not set(alone) & set(codes[known])

@@ -96,16 +96,31 @@ REGISTRY = {"arenas": [{"id": "tts", "title": "TTS", "modality": "audio",
                         "models": [{"id": m, "name": m, "backend": {"type": "fake"}} for m in ("m8", "m16")]}]}  # fmt: skip
 
 
+class HostedTone(Tone):
+    """A voice whose generations are calls to a paid service."""
+
+    remote = True
+
+
+def tone_voices(arena, hosted: tuple[str, ...] = ()) -> dict:
+    """The test arena's two voices, tones at 8 and 16 kHz; those in ``hosted`` are paid."""
+    rates = {"m8": 8000, "m16": 16_000}
+    return {m: (HostedTone if m in hosted else Tone)(arena.model(m), r) for m, r in rates.items()}
+
+
+def plain_warmup(registry, pool: ModelPool, pacer: Pacer) -> Warmup:
+    """The warm-up of the test arena, blinding without a cache."""
+    blinder = Blinder(BlindingParams())
+    return Warmup(registry, {"tts": pool}, blinder, pacer, rng=np.random.default_rng(0))
+
+
 def test_warmup_generates_every_set_prompt_times_each_model_and_marks_the_arena_warm(tmp_path):
     registry = parse_registry(REGISTRY)
     arena = registry.arena("tts")
-    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
+    backends = tone_voices(arena)
     pool = ModelPool(arena, backends)
     pacer = Pacer()
-    warmup = Warmup(
-        registry, {"tts": pool}, Blinder(BlindingParams()), pacer, rng=np.random.default_rng(0)
-    )
-    progress = warmup.run()
+    progress = plain_warmup(registry, pool, pacer).run()
     pool.close()
     assert progress.done and progress.done_count == {"tts": 6} and progress.failed == {"tts": 0}
     assert pacer.is_warm("tts")
@@ -116,23 +131,15 @@ def test_warmup_generates_every_set_prompt_times_each_model_and_marks_the_arena_
     assert pacer.speed("tts", "m8") != FALLBACK_SPEED
 
 
-class HostedTone(Tone):
-    """A voice whose generations are calls to a paid service."""
-
-    remote = True
-
-
 def test_the_warm_up_times_a_hosted_voice_but_makes_none_of_its_set_prompts(tmp_path):
     """Pre-generating a hosted voice's set prompts is about 150 paid calls per voice on
     every start with an empty cache: it is only timed. Battles that draw it stay held."""
     registry = parse_registry(REGISTRY)
     arena = registry.arena("tts")
-    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": HostedTone(arena.model("m16"), 16_000)}
+    backends = tone_voices(arena, hosted=("m16",))
     pool = ModelPool(arena, backends)
     pacer = Pacer()
-    warmup = Warmup(
-        registry, {"tts": pool}, Blinder(BlindingParams()), pacer, rng=np.random.default_rng(0)
-    )
+    warmup = plain_warmup(registry, pool, pacer)
     assert warmup.progress.total == {"tts": 3}
     progress = warmup.run()
     pool.close()
@@ -150,7 +157,7 @@ def test_after_the_warm_up_a_set_prompt_battle_reads_only_the_shaped_clips(tmp_p
 
     registry = parse_registry(REGISTRY)
     arena = registry.arena("tts")
-    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
+    backends = tone_voices(arena)
     raw = OutputCache(tmp_path / "raw")
     pool = ModelPool(arena, backends, cache=raw)
     blinder = Blinder(BlindingParams(), cache=OutputCache(tmp_path / "shaped"))
@@ -189,7 +196,7 @@ def test_a_damaged_cache_folder_or_a_full_disk_stops_neither_the_warm_up_nor_a_b
 
     registry = parse_registry(REGISTRY)
     arena = registry.arena("tts")
-    backends = {"m8": Tone(arena.model("m8"), 8000), "m16": Tone(arena.model("m16"), 16_000)}
+    backends = tone_voices(arena)
 
     def boot(calibrate=False):  # a restart on the same folders
         pool = ModelPool(arena, backends, cache=OutputCache(tmp_path / "raw"))

@@ -16,7 +16,7 @@ import pandas as pd
 
 from arena_core.judges.bias import BiasReport, measure_judges
 from arena_core.leaderboard import BoardParams, board_from_votes
-from arena_core.ratings.counts import OUTCOME_CODES
+from arena_core.ratings.counts import OUTCOME_CODES, own_battles
 from arena_core.ratings.covariates import CovariateParams
 from arena_core.ratings.style import Coefficient, SideVotes, style_bradley_terry
 from arena_core.selection import (
@@ -188,10 +188,5 @@ def battle_shares(codes: np.ndarray | None, keep: np.ndarray) -> np.ndarray | No
     """
     if codes is None:
         return None
-    kept = codes[keep]
-    known = kept >= 0
-    size = np.ones(len(kept))
-    if known.any():
-        _, inverse, counts = np.unique(kept[known], return_inverse=True, return_counts=True)
-        size[known] = counts[inverse.ravel()]
-    return 1.0 / size
+    _, inverse, size = np.unique(own_battles(codes[keep]), return_inverse=True, return_counts=True)
+    return 1.0 / size[inverse.ravel()]

@@ -69,7 +69,7 @@ from arena_core.judges.measures import (
     vote_arrays,
 )
 from arena_core.ratings.bt import BTParams, ConvergenceError, bradley_terry
-from arena_core.ratings.counts import count_pairs
+from arena_core.ratings.counts import count_pairs, own_battles
 from arena_core.ratings.covariates import VoteRows
 from arena_core.ratings.scale import NATURAL
 from arena_core.ratings.style import (
@@ -315,7 +315,7 @@ def _joint_fit(n, arrays: VoteArrays, in_family, params: BiasParams) -> _Joint:
     vote_rows = VoteRows.from_outcomes(rows.a, rows.b, rows.outcome, np.column_stack(cols),
                                        names=tuple(f"{k}:{j}" for k, j in keys))  # fmt: skip
     try:
-        votes = JudgeVotes(judge, len(fitted), vote_rows, _battles(rows.battle))
+        votes = JudgeVotes(judge, len(fitted), vote_rows, own_battles(rows.battle))
         fit = consensus_bradley_terry(n, votes, None, params.consensus)
     except (ConvergenceError, np.linalg.LinAlgError) as error:
         # A report without the fitted terms beats no report: the other measures stand alone.
@@ -343,12 +343,6 @@ def _anchored(judge, side, fitted, in_family, j) -> bool:
     """
     outside = [k for k in fitted if not np.array_equal(in_family[k], in_family[j])]
     return bool(np.any(np.isin(judge, outside) & (side != 0)))
-
-
-def _battles(battle: np.ndarray) -> np.ndarray:
-    """Battle codes for the fit's clusters, a verdict without a battle id its own battle."""
-    unknown = battle < 0
-    return np.where(unknown, battle.max(initial=0) + 1 + np.cumsum(unknown), battle)
 
 
 def _correlations(board: np.ndarray, reference: np.ndarray) -> tuple[float | None, float | None]:

@@ -25,7 +25,8 @@ WORKING = "Generating both outputs…"
 #: above counts down and names it; the page script sends it when the count ends).
 HELD_VOTE = ("Your vote is **not recorded yet**: the server takes votes once the clips' "
              "playing time has passed. It is sent by itself when the countdown ends; "
-             "another vote button changes it, New battle drops it.")  # fmt: skip
+             "another vote button changes it; a new battle, another arena or another tab "
+             "drops it.")  # fmt: skip
 
 
 def vote_on_left_battle(session_votes: int) -> str:

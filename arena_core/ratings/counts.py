@@ -109,6 +109,15 @@ def count_pairs(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
     )
 
 
+def own_battles(battle: np.ndarray) -> np.ndarray:
+    """Battle codes in which each vote without a battle id (code -1) is a battle of its own:
+    the clusters of every fit that counts a battle once (here, the judges' sandwich
+    variance, the style board's weights)."""
+    battle = np.asarray(battle, dtype=np.int64)
+    unknown = battle < 0
+    return np.where(unknown, battle.max(initial=0) + 1 + np.cumsum(unknown), battle)
+
+
 def battle_counts(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
                   battle: np.ndarray, weights: np.ndarray | None = None) -> PairCounts:  # fmt: skip
     """Pair counts in which each battle is one vote, however many verdicts it got.
@@ -130,9 +139,7 @@ def battle_counts(n_items: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarra
     outcome, battle = np.asarray(outcome, dtype=np.int64), np.asarray(battle, dtype=np.int64)
     w = np.ones(len(a)) if weights is None else np.asarray(weights, dtype=float)
     low, high = np.minimum(a, b), np.maximum(a, b)
-    unknown = battle < 0
-    battle = np.where(unknown, battle.max(initial=0) + 1 + np.cumsum(unknown), battle)
-    keys = np.stack([battle, low, high], axis=1)
+    keys = np.stack([own_battles(battle), low, high], axis=1)
     cluster, size = np.unique(keys, axis=0, return_inverse=True, return_counts=True)[1:]
     cluster = cluster.ravel()
     single = size[cluster] == 1
