@@ -44,6 +44,42 @@ MEDIA = """side => { const box = document.getElementById("audio-" + side);
     if (a) return a; } return null; }"""
 
 
+#: Run in the page before its own scripts: the last media events and calls of every audio
+#: element, shadow roots included (media events do not leave them), for a failing test's
+#: message. Each element gets a number; a line is [ms, element, what, time, readyState,
+#: networkState, paused, the source's tail].
+MEDIA_LOG = """(() => {
+  const log = window.__media = [];
+  const ids = new WeakMap();
+  let next = 0;
+  const note = (el, what) => {
+    if (!ids.has(el)) ids.set(el, ++next);
+    log.push([Math.round(performance.now()), ids.get(el), what, +el.currentTime.toFixed(3),
+      el.readyState, el.networkState, el.paused, (el.currentSrc || el.src || "").slice(-12)]);
+    if (log.length > 400) log.splice(0, 100);
+  };
+  const EVENTS = ["loadstart", "loadedmetadata", "loadeddata", "canplay", "canplaythrough",
+    "play", "playing", "pause", "ended", "seeking", "seeked", "waiting", "stalled", "suspend",
+    "emptied", "abort", "error"];
+  const watch = (el) => {
+    if (ids.has(el)) return;
+    note(el, "seen");
+    for (const kind of EVENTS) el.addEventListener(kind, () => note(el, kind));
+  };
+  const P = HTMLMediaElement.prototype;
+  for (const name of ["play", "pause", "load"]) {
+    const call = P[name];
+    P[name] = function (...args) { watch(this); note(this, name + "()"); return call.apply(this, args); };
+  }
+  for (const name of ["src", "currentTime"]) {
+    const d = Object.getOwnPropertyDescriptor(P, name);
+    Object.defineProperty(P, name, { ...d, set(v) {
+      watch(this); note(this, `${name}=${typeof v === "number" ? v.toFixed(3) : String(v).slice(-12)}`);
+      d.set.call(this, v); } });
+  }
+})()"""
+
+
 def launch_chromium(playwright):
     """Debian's Chromium, or a skip (a failure where ARENA_REQUIRE_BROWSER is set)."""
     if not os.path.exists(CHROMIUM):
@@ -62,6 +98,7 @@ class Visit:
         # failing test's message.
         self.console: list[str] = []
         page.on("console", self._console)
+        page.add_init_script(MEDIA_LOG)
         # Requests the browser sent and has not seen end, with when each was sent: a clip
         # that stops loading says what else held the browser's connections.
         self.pending: dict = {}
@@ -140,7 +177,8 @@ class Visit:
                     raise AssertionError(
                         f"both clips not heard after two tries: {state}; "
                         f"the browser's last errors: {self.console[-8:]}; "
-                        f"requests not ended: {self.unended()}"
+                        f"requests not ended: {self.unended()}; the media's last events: "
+                        f"{self.page.evaluate('() => window.__media.slice(-60)')}"
                     ) from timeout
 
     def pick(self, dropdown: str, option: str) -> None:

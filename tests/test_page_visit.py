@@ -161,3 +161,21 @@ def test_a_typed_prompt_on_the_model_page_is_text_only():
     parts.feed(label)
     assert parts.tags == ["p", "b"]  # the line and its time, nothing from the prompt
     assert f"“{typed}”" in parts.text and "Model <2>" in parts.text
+
+
+def test_every_clip_a_battle_loads_or_clears_starts_the_player_at_zero():
+    """Gradio keeps each player's position bound across values and seeks a new clip to where
+    the last one stopped; that seek, overlapped by another, left Chromium's player seeking
+    for good now and then (``test_browser_clip_start`` covers the page's side). Each update
+    that loads or clears a clip sets the position back to 0."""
+    from arena_core.page.arena_tab import ArenaPage
+
+    page = ArenaPage(None)
+    clips = {
+        "begin": page.begin()[-2:],
+        "idle": page.idle()[-6:-4],
+        "opened": page.opened("audio", ["a.wav", "b.wav", None, None, None, None], 1)[-6:-4],
+    }
+    for step, players in clips.items():
+        assert [p.get("playback_position") for p in players] == [0, 0], step
+        assert [p["label"] for p in players] == ["Clip A", "Clip B"], step

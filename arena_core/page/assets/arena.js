@@ -22,6 +22,8 @@
   // A step of media time larger than this (seconds, times the speed) between two
   // readings is a jump the events did not announce, not listening.
   const MAX_STEP = 1.5;
+  // Milliseconds a seek may take before it is taken for stuck (see unstick).
+  const STUCK_MS = 1000;
   // A screen this narrow (the styles' phone width) stacks everything: a battle opened
   // there is scrolled into view, unless the visitor typed in a text field this recently (ms).
   const NARROW = "(max-width: 640px)";
@@ -94,7 +96,8 @@
     audio.addEventListener("play", start);
     audio.addEventListener("playing", () => { if (mark[side] === null) start(); });
     audio.addEventListener("seeked", () => { if (!audio.paused) start(); });
-    audio.addEventListener("seeking", () => { mark[side] = null; });
+    audio.addEventListener("seeking", () => { mark[side] = null; audio.arenaSeek = Date.now(); });
+    audio.addEventListener("seeked", () => { audio.arenaSeek = 0; });
     audio.addEventListener("emptied", () => { mark[side] = null; audio.arenaFresh = true; });
     // A new clip starts at its beginning: Gradio reuses the player, and once the new clip
     // is loaded it seeks back to where the last one stopped (its bound position).
@@ -113,8 +116,28 @@
 
   function rewind(audio) {
     // Back to the start, while the clip is new: loaded and not yet played. The visitor's
-    // own seek on a new clip (a click on its waveform) ends that, as playing does.
-    if (audio && audio.arenaFresh && audio.paused && audio.currentTime > 0) audio.currentTime = 0;
+    // own seek on a new clip (a click on its waveform) ends that, as playing does. Never
+    // while a seek is under way (Gradio's own, to the last clip's position): a second seek
+    // then left Chromium's player seeking for good, now and then, and the clip never
+    // played. Its "seeked" event calls this again.
+    if (audio && audio.arenaFresh && audio.paused && !audio.seeking && audio.currentTime > 0) {
+      audio.currentTime = 0;
+    }
+  }
+
+  function unstick(audio) {
+    // Given a second seek before the first ended, Chromium's player now and then stays
+    // seeking for good, and the clip never plays. Gradio's player seeks twice as a new clip
+    // loads (to 0, then to where the last clip stopped): a seek that long under way is
+    // asked again.
+    // (The seeks can come before the page watched the element: the clock starts when a
+    // seek is first seen.)
+    if (!audio || !audio.seeking) return;
+    const now = Date.now();
+    if (!audio.arenaSeek) audio.arenaSeek = now;
+    if (now - audio.arenaSeek < STUCK_MS) return;
+    audio.arenaSeek = now;
+    audio.currentTime = audio.currentTime;
   }
 
   function fresh(side) {
@@ -160,6 +183,7 @@
       for (const side of SIDES) fresh(side);
     }
     for (const side of SIDES) rewind(media(side));
+    for (const side of SIDES) unstick(media(side));
     for (const side of SIDES) {
       const chip = $(`#side-${side} .side-state`);
       const now = st.playing[side] ? "playing" : st.heard[side] ? "heard" : "idle";
@@ -330,10 +354,15 @@
     },
     playBoth() {
       pause("B");
-      const a = media("A");
-      if (a) a.currentTime = 0;
       st.next = "B";
-      play("A");
+      const a = media("A");
+      const start = () => {
+        if (a) a.currentTime = 0;
+        play("A");
+      };
+      // A seek under way is let finish first (see rewind).
+      if (a && a.seeking) a.addEventListener("seeked", start, { once: true });
+      else start();
     },
     reset() {
       // A battle still open or revealed was kept (a typed prompt refused before it was asked for).
@@ -373,7 +402,7 @@
         for (let i = 0; i < a.played.length; i++) ranges.push([a.played.start(i), a.played.end(i)]);
         return { src: (a.currentSrc || "").slice(-40), time: a.currentTime, duration: a.duration,
           paused: a.paused, ended: a.ended, ready: a.readyState, fresh: a.arenaFresh, ranges,
-          rate: a.playbackRate, error: a.error && a.error.code };
+          rate: a.playbackRate, error: a.error && a.error.code, seeking: a.seeking, seekSince: a.arenaSeek };
       };
       // Gradio's plain player, shown instead of the waveform when the waveform failed to load.
       const plain = (side) => [...document.querySelectorAll(`#audio-${side} audio`)].map((a) => ({
