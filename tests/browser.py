@@ -52,6 +52,7 @@ MEDIA_LOG = """(() => {
   const log = window.__media = [];
   const ids = new WeakMap();
   let next = 0;
+  window.__mediaId = (el) => ids.get(el);
   const note = (el, what) => {
     if (!ids.has(el)) ids.set(el, ++next);
     log.push([Math.round(performance.now()), ids.get(el), what, +el.currentTime.toFixed(3),
@@ -173,13 +174,32 @@ class Visit:
                 # A loaded machine may skip part of a fast clip, which then does not count
                 # as heard (as for a visitor who skips): listen once more.
                 if attempt:
-                    state = self.page.evaluate("() => window.arena.state()")
                     raise AssertionError(
-                        f"both clips not heard after two tries: {state}; "
-                        f"the browser's last errors: {self.console[-8:]}; "
-                        f"requests not ended: {self.unended()}; the media's last events: "
-                        f"{self.page.evaluate('() => window.__media.slice(-60)')}"
+                        f"both clips not heard after two tries: {self.diagnosis()}"
                     ) from timeout
+
+    def diagnosis(self) -> str:
+        """What the page believed about its clips, the browser's last errors, the requests
+        still open and the media's last events (a closed or crashed page says so)."""
+        try:
+            state, media = self.page.evaluate(
+                "() => [window.arena.state(), window.__media.slice(-60)]"
+            )
+        except sync_api.Error as error:
+            state, media = f"(page not readable: {error})", []
+        return (
+            f"{state}; the browser's last errors: {self.console[-8:]}; "
+            f"requests not ended: {self.unended()}; the media's last events: {media}"
+        )
+
+    def media_log(self) -> list:
+        """The media events and calls logged since the last read (MEDIA_LOG's lines), the
+        clips now in the players named "A" and "B" instead of by number."""
+        return self.page.evaluate(
+            f"""() => {{ const now = {{}};
+              for (const s of ['A', 'B']) {{ const a = ({MEDIA})(s); if (a) now[window.__mediaId(a)] = s; }}
+              return window.__media.splice(0).map(e => [e[0], now[e[1]] || e[1], ...e.slice(2)]); }}"""
+        )
 
     def pick(self, dropdown: str, option: str) -> None:
         """Choose ``option`` in the dropdown with id ``dropdown``."""

@@ -1,10 +1,12 @@
 """Every new clip starts at its beginning, in Debian's Chromium.
 
-Gradio reuses its two players from one battle to the next: a new clip loaded into a player
-kept the position where the last one stopped, so "Play A then B" played B from the middle,
+Gradio keeps each player's position bound from one battle to the next: a new clip started
+where the last one stopped, so "Play A then B" played B from the middle,
 B stayed "not heard yet" and the listening report sent with the vote understated. The same
 after another arena was picked.
 """
+
+import itertools
 
 import pytest
 from browser import LAPTOP, MEDIA, Visit, expect
@@ -35,6 +37,10 @@ def assert_both_at_start_then_heard(visit: Visit, what: str) -> None:
     visit.battle_ready()
     page.wait_for_timeout(500)  # a player that restores its old position has done so by now
     assert [round(now, 2) for now, _ in page.evaluate(POSITIONS)] == [0, 0]
+    # Nothing seeked the new clips away from 0 either (Gradio's seek to where the last clip
+    # stopped, then the page's back to 0, was the overlap that could stick).
+    seeks = [e for e in visit.media_log() if e[1] in ("A", "B") and e[2].startswith("currentTime=")]
+    assert all(float(e[2].split("=")[1]) == 0 for e in seeks), seeks
     visit.shot(f"{what}-ready")
     # One "Play A then B" hears both (listen_to_both allows a second try only for a machine
     # that skipped part of a fast clip; here the first must do).
@@ -59,6 +65,7 @@ def test_the_next_battle_and_another_arena_start_both_clips_at_zero(running_app,
     visit.battle_ready()
     played_to_the_end_then_voted(visit)
     prompt.fill(SECOND)
+    visit.media_log()  # from here on: the next battle's
     visit.key("n")
     assert_both_at_start_then_heard(visit, "next-battle")
     # Leave for another arena and come back: the players are emptied, then loaded again.
@@ -72,6 +79,7 @@ def test_the_next_battle_and_another_arena_start_both_clips_at_zero(running_app,
     expect(page.locator('#gate .gate[data-stage="idle"]')).to_be_visible()
     visit.pick("#arena-in", "English text-to-speech")
     prompt.fill(SECOND)
+    visit.media_log()
     visit.key("n")
     assert_both_at_start_then_heard(visit, "arena-switch")
     page.close()
@@ -128,4 +136,34 @@ def test_a_clip_whose_player_stays_seeking_is_asked_again_and_plays(running_app,
         visit.listen_to_both()
         visit.key("a")
         expect(page.locator("#next-battle")).to_be_visible(timeout=20_000)
+    page.close()
+
+
+def test_a_seek_under_way_for_over_a_second_is_asked_again_three_times_at_most(
+    running_app, browser
+):
+    """The watchdog's rule, on a seek that never ends (the element says it is seeking):
+    asked again after a second, then after each further second, three times in all, at
+    the position it was going to; then left alone (a seek that truly takes that long is not
+    kept from ending by a new one every second)."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "clip-seek-watchdog")
+    page = visit.page
+    visit.arrive(running_app.url)
+    page.locator("#prompt-in textarea").fill(SECOND)
+    visit.key("n")
+    visit.battle_ready()
+    page.wait_for_timeout(500)
+    visit.media_log()
+    # The element seeks for ever: it says it is seeking, and a seek asked of it is only noted.
+    page.evaluate(
+        f"""() => {{ const a = ({MEDIA})('A'); window.__asked = [];
+        Object.defineProperty(a, 'seeking', {{ get: () => true, configurable: true }});
+        Object.defineProperty(a, 'currentTime', {{ get: () => 0.75, configurable: true,
+          set: (v) => window.__asked.push([performance.now(), v]) }}); }}"""
+    )
+    page.wait_for_timeout(5500)
+    asked = page.evaluate("() => window.__asked")
+    assert [position for _, position in asked] == [0.75] * 3
+    assert all(later - earlier >= 950 for (earlier, _), (later, _) in itertools.pairwise(asked))
+    assert sum("asked again" in line for line in visit.console) == 3
     page.close()

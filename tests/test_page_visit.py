@@ -163,19 +163,19 @@ def test_a_typed_prompt_on_the_model_page_is_text_only():
     assert f"“{typed}”" in parts.text and "Model <2>" in parts.text
 
 
-def test_every_clip_a_battle_loads_or_clears_starts_the_player_at_zero():
-    """Gradio keeps each player's position bound across values and seeks a new clip to where
+def test_a_battles_clips_start_at_zero_and_a_cleared_clip_is_not_seeked():
+    """Gradio keeps each player's position bound across values and seeked a new clip to where
     the last one stopped; that seek, overlapped by another, left Chromium's player seeking
-    for good now and then (``test_browser_clip_start`` covers the page's side). Each update
-    that loads or clears a clip sets the position back to 0."""
+    for good now and then (``test_browser_clip_start`` covers the page's side). A battle's
+    clips come with the position 0; a clip cleared keeps its position (0 would seek the old
+    clip as it leaves)."""
     from arena_core.page.arena_tab import ArenaPage
 
     page = ArenaPage(None)
-    clips = {
-        "begin": page.begin()[-2:],
-        "idle": page.idle()[-6:-4],
-        "opened": page.opened("audio", ["a.wav", "b.wav", None, None, None, None], 1)[-6:-4],
-    }
-    for step, players in clips.items():
-        assert [p.get("playback_position") for p in players] == [0, 0], step
-        assert [p["label"] for p in players] == ["Clip A", "Clip B"], step
+    opened = page.opened("audio", ["a.wav", "b.wav", None, None, None, None], 1)[-6:-4]
+    assert [p.get("playback_position") for p in opened] == [0, 0]
+    assert [p["label"] for p in opened] == ["Clip A", "Clip B"]
+    for step, cleared in {"begin": page.begin()[-2:], "idle": page.idle()[-6:-4]}.items():
+        assert [p["value"] for p in cleared] == [None, None], step
+        assert not [p for p in cleared if "playback_position" in p], step
+        assert [p["label"] for p in cleared] == ["Clip A", "Clip B"], step

@@ -132,13 +132,13 @@ class ArenaPage:
     def begin(self):
         """Instantly, when a battle is asked for: everything of the last one cleared."""
         heads = [battle.side_head(s, "") for s in "AB"]
-        cleared = [gr.update(value=None, **self._players[k]) for k in range(2)]
+        cleared = [gr.update(value=None, label=f"Clip {s}") for s in "AB"]
         return *self._common("working", None, ui_text.WORKING, heads), *cleared
 
     def idle(self):
         """Another arena picked: the last battle leaves the screen (its vote is not asked)."""
         heads = [battle.side_head(s, "") for s in "AB"]
-        cleared = [gr.update(value=None, visible=True, **self._players[k]) for k in range(2)]
+        cleared = [gr.update(value=None, visible=True, label=f"Clip {s}") for s in "AB"]
         cleared += [gr.update(value=None, visible=False)] * 4
         return gr.update(value="", visible=False), *self._common("idle", None, "", heads), *cleared
 
@@ -151,13 +151,13 @@ class ArenaPage:
         heads = [battle.side_head(s, "") for s in "AB"]
         return *self._common("idle", None, f"⚠️ {message}", heads), *[gr.update()] * 6
 
-    #: Keyword arguments of each media output's update for a battle that opens or leaves:
-    #: the players' anonymous labels, and their position back at 0. Gradio keeps a player's
-    #: position bound across values and seeks a new clip to where the last one stopped (its
-    #: end, for a shorter clip); the page script then seeking to 0 before that seek ended
-    #: left Chromium's player seeking for good, now and then: clip B never played.
-    _players = tuple({"label": f"Clip {s}", "playback_position": 0} for s in "AB")
-    _labels = (*_players, {}, {}, {}, {})
+    #: Keyword arguments of each media output's update for a battle that opens: the players'
+    #: anonymous labels, and their position at 0. Gradio keeps a player's position bound
+    #: across values and seeked each new clip to where the last one stopped (its end, for a
+    #: shorter clip); another seek before that one ended now and then left Chromium's player
+    #: seeking for good: clip B never played. (Not when a clip is cleared: that would seek
+    #: the old clip as it leaves.)
+    _labels = tuple({"label": f"Clip {s}", "playback_position": 0} for s in "AB") + ({},) * 4
 
     def vote_refused(self, message: str = "", *, wait: float | None = None,
                      number: int | None = None, choice: str | None = None):  # fmt: skip

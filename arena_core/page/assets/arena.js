@@ -24,6 +24,7 @@
   const MAX_STEP = 1.5;
   // Milliseconds a seek may take before it is taken for stuck (see unstick).
   const STUCK_MS = 1000;
+  const STUCK_TRIES = 3;
   // A screen this narrow (the styles' phone width) stacks everything: a battle opened
   // there is scrolled into view, unless the visitor typed in a text field this recently (ms).
   const NARROW = "(max-width: 640px)";
@@ -96,11 +97,12 @@
     audio.addEventListener("play", start);
     audio.addEventListener("playing", () => { if (mark[side] === null) start(); });
     audio.addEventListener("seeked", () => { if (!audio.paused) start(); });
-    audio.addEventListener("seeking", () => { mark[side] = null; audio.arenaSeek = Date.now(); });
-    audio.addEventListener("seeked", () => { audio.arenaSeek = 0; });
+    audio.addEventListener("seeking", () => { mark[side] = null; audio.arenaSeek = performance.now(); });
+    audio.addEventListener("seeked", () => { audio.arenaSeek = 0; audio.arenaTries = 0; });
     audio.addEventListener("emptied", () => { mark[side] = null; audio.arenaFresh = true; });
-    // A new clip starts at its beginning: Gradio reuses the player, and once the new clip
-    // is loaded it seeks back to where the last one stopped (its bound position).
+    // A new clip starts at its beginning: Gradio keeps each player's position bound from
+    // one clip to the next and seeked a new clip to where the last one stopped (the server
+    // now sets it to 0 with each battle; this stays for any other seek of a new clip).
     audio.arenaFresh = audio.played.length === 0;
     for (const kind of ["loadstart", "loadedmetadata", "canplay", "seeked"]) {
       audio.addEventListener(kind, () => {
@@ -132,11 +134,16 @@
     // asked again.
     // (The seeks can come before the page watched the element: the clock starts when a
     // seek is first seen.)
+    // At most STUCK_TRIES times per seek: a seek that truly takes that long is not kept
+    // from ending by a new one every second.
     if (!audio || !audio.seeking) return;
-    const now = Date.now();
+    const now = performance.now();
     if (!audio.arenaSeek) audio.arenaSeek = now;
-    if (now - audio.arenaSeek < STUCK_MS) return;
+    const tries = audio.arenaTries || 0;
+    if (now - audio.arenaSeek < STUCK_MS || tries >= STUCK_TRIES) return;
     audio.arenaSeek = now;
+    audio.arenaTries = tries + 1;
+    console.warn(`arena: a seek under way for over ${STUCK_MS} ms is asked again`);
     audio.currentTime = audio.currentTime;
   }
 
@@ -356,13 +363,20 @@
       pause("B");
       st.next = "B";
       const a = media("A");
-      const start = () => {
-        if (a) a.currentTime = 0;
+      // A seek under way is let finish first (see rewind), and only the last press waits
+      // for it: one start, dropped if the visitor played B or the battle changed meanwhile.
+      if (st.startA) st.startA.audio.removeEventListener("seeked", st.startA.go);
+      st.startA = null;
+      const go = () => {
+        st.startA = null;
+        if (st.next !== "B" || media("A") !== a) return;
+        if (a && !a.seeking && a.currentTime > 0) a.currentTime = 0;
         play("A");
       };
-      // A seek under way is let finish first (see rewind).
-      if (a && a.seeking) a.addEventListener("seeked", start, { once: true });
-      else start();
+      if (a && a.seeking) {
+        st.startA = { audio: a, go };
+        a.addEventListener("seeked", go, { once: true });
+      } else go();
     },
     reset() {
       // A battle still open or revealed was kept (a typed prompt refused before it was asked for).
