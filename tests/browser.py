@@ -211,6 +211,16 @@ class Visit:
         return self.page.locator("#arena-tab").evaluate("e => e.outerHTML")
 
 
+def battle_opened(browser, url: str, name: str, prompt: str) -> Visit:
+    """A visitor's laptop page with a battle of ``prompt`` open and both clips loaded."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
+    visit.arrive(url)
+    visit.page.locator("#prompt-in textarea").fill(prompt)
+    visit.key("n")
+    visit.battle_ready()
+    return visit
+
+
 def names_and_ids(service, arena_id: str) -> set[str]:
     arena = service.registry.arena(arena_id)
     return {m.id for m in arena.models} | {m.name for m in arena.models}

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from browser import LAPTOP, MEDIA, Visit, expect
+from browser import LAPTOP, MEDIA, Visit, battle_opened, expect
 
 from arena_core.votes.read import read_votes
 
@@ -140,11 +140,7 @@ def wait_logged(running_app, page, count: int) -> None:
 
 
 def open_battle(running_app, browser, name: str) -> Visit:
-    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
-    visit.arrive(running_app.url)
-    visit.page.locator("#prompt-in textarea").fill(SHORT)
-    visit.key("n")
-    visit.battle_ready()
+    visit = battle_opened(browser, running_app.url, name, SHORT)
     visit.listen_to_both()
     return visit
 

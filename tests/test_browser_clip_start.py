@@ -9,7 +9,7 @@ after another arena was picked.
 import itertools
 
 import pytest
-from browser import LAPTOP, MEDIA, Visit, expect
+from browser import LAPTOP, MEDIA, Visit, battle_opened, expect
 
 pytestmark = pytest.mark.browser
 
@@ -85,16 +85,18 @@ def test_the_next_battle_and_another_arena_start_both_clips_at_zero(running_app,
     page.close()
 
 
+def battle_open(running_app, browser, name: str) -> Visit:
+    """A visitor's page with a battle of the longer sentence open, its clips settled."""
+    visit = battle_opened(browser, running_app.url, name, SECOND)
+    visit.page.wait_for_timeout(800)
+    return visit
+
+
 def test_a_skip_worked_from_the_keyboard_is_the_visitors_own_seek(running_app, browser):
     """A new clip is rewound while unplayed, but the visitor's own seek is kept: a skip
     button pressed with Enter fires no pointerdown, and the next render undid it."""
-    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "clip-keyboard-skip")
+    visit = battle_open(running_app, browser, "clip-keyboard-skip")
     page = visit.page
-    visit.arrive(running_app.url)
-    page.locator("#prompt-in textarea").fill(SECOND)
-    visit.key("n")
-    visit.battle_ready()
-    page.wait_for_timeout(800)
     page.locator('#audio-A button[aria-label*="forward" i]').first.focus()
     page.keyboard.press("Enter")
     page.wait_for_timeout(800)  # three render ticks
@@ -146,13 +148,8 @@ def test_a_seek_under_way_for_over_a_second_is_asked_again_three_times_at_most(
     asked again after a second, then after each further second, three times in all, at
     the position it was going to; then left alone (a seek that truly takes that long is not
     kept from ending by a new one every second)."""
-    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "clip-seek-watchdog")
+    visit = battle_open(running_app, browser, "clip-seek-watchdog")
     page = visit.page
-    visit.arrive(running_app.url)
-    page.locator("#prompt-in textarea").fill(SECOND)
-    visit.key("n")
-    visit.battle_ready()
-    page.wait_for_timeout(500)
     visit.media_log()
     # The element seeks for ever: it says it is seeking, and a seek asked of it is only noted.
     page.evaluate(
