@@ -42,3 +42,10 @@ RESET = "() => { window.arena && window.arena.reset(); }"
 #: with the report filled in by the page script. The state goes back as it came: the
 #: server keeps a ``gr.State`` itself and never reads it from the browser.
 LISTENED = "(state, report) => [state, window.arena ? window.arena.listened() : null]"
+#: ``js=`` of every event that draws the Leaderboard tab: its inputs, the last (the request's
+#: number) replaced by the next of a count the page keeps, so the server can tell which of two
+#: overlapping requests the visitor made last, whatever order they reach it in (board_tab).
+BOARD_ASK = (
+    "(...values) => [...values.slice(0, -1), "
+    "window.arenaBoardAsks = (window.arenaBoardAsks || 0) + 1]"
+)

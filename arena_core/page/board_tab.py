@@ -6,12 +6,14 @@ come from the service, the text and HTML from the other ``arena_core.page`` modu
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import gradio as gr
 
 from arena_core.page import analysis_html, battle, model_html, plots, presenters, table, ui_text
+from arena_core.page.assets import BOARD_ASK
 from arena_core.page.model_audio import AUDIO_BATTLES, heard_battles, heard_label
 from arena_core.snapshots import page as revision_page
 from arena_core.snapshots.live import LiveBoards
@@ -21,6 +23,9 @@ from arena_core.snapshots.version import code_version
 #: per-prompt complementarity of pairs of models (an insight for researchers).
 VIEWS = {"Votes": "votes", "Style-controlled": "style", "Judges": "judges",
          "Complementarity": "complementarity", "Model": "model"}  # fmt: skip
+#: Held while a session's newest request number is read and raised (requests of one session
+#: are drawn on two threads at once); never while anything is drawn.
+_ASKS = threading.Lock()
 
 
 def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
@@ -61,7 +66,11 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     battle_counts = gr.Plot(show_label=False, visible=False, elem_id="chart-battles")
     heard = _heard_players()
     timer = gr.Timer(poll, active=not service.progress.done)
-    inputs = [board_arena, category, weights, period, provisional, view, model_pick]
+    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts, *_flat(heard)]
+    # Last, the request's number, filled in by the page (BOARD_ASK), and before it the
+    # session's newest number: see ``show``.
+    inputs = [board_arena, category, weights, period, provisional, view, model_pick,
+              gr.State({}), gr.Number(visible=False, precision=0)]  # fmt: skip
     boards = boards or LiveBoards(service)
 
     def footer(arena_id, cat, window, revision, votes_used: int) -> str:
@@ -72,7 +81,25 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
                 + revision_page.revision_html(revision, code_version(), settings))  # fmt: skip
 
     def show(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
-             model_id=None):  # fmt: skip
+             model_id, asks, number):  # fmt: skip
+        """The board for the controls as they were when the page sent request ``number``; no
+        change at all once the page has sent a later one (``asks`` holds the session's newest).
+
+        Several events draw the board (the page's load, an arena followed from the Arena tab,
+        the tab, each control) and their answers can arrive in any order: the board's first
+        load, held up, landed after the Model view it was clicked for and left the Votes table
+        under "Model". The number is the page's, counted when it asked, not the server's order
+        of arrival: a request that reaches the server late is still known for an old one.
+        """
+        unchanged = (gr.skip(),) * len(outputs)
+        if not _newest(asks, number):  # a later one was asked for (and maybe drawn) already
+            return unchanged
+        drawn = draw(arena_id, category_value, weights_value, period_value, show_provisional,
+                     view_value, model_id)  # fmt: skip
+        return drawn if _newest(asks, number) else unchanged
+
+    def draw(arena_id, category_value, weights_value, period_value, show_provisional, view_value,
+             model_id):  # fmt: skip
         window = presenters.period_window(period_value or "all", datetime.now(UTC))
         cat = category_value or None
         if view_value == "model" and service.progress.done:
@@ -153,18 +180,23 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         shown = [a for a in arenas if a.id in offered] + voted
         return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
 
-    outputs = [timer, summary, board_box, ratings, win_rates, battle_counts, *_flat(heard)]
+    # Every event that draws the board numbers its request (see ``show``). always_last: an
+    # event while the last one's board is still drawn runs once it is in, on the controls as
+    # they are then. Gradio's default, "once", dropped it: the Model view clicked while the
+    # tab's first board was drawn never came, and a filter picked then was never applied.
+    drawing = {"inputs": inputs, "outputs": outputs, "js": BOARD_ASK,
+               "trigger_mode": "always_last", "api_visibility": "private"}  # fmt: skip
     tab.select(arenas_shown, inputs=[board_arena], outputs=[board_arena],
                api_visibility="private", queue=False)  # fmt: skip
     board_arena.change(switch, inputs=[board_arena, model_pick], outputs=[category, model_pick],
                        api_visibility="private", queue=False).then(
-        show, inputs=inputs, outputs=outputs, api_visibility="private", concurrency_limit=2)  # fmt: skip
+        show, concurrency_limit=2, **drawing)  # fmt: skip
     view.input(lambda v: [gr.update(visible=v == "votes")] * 3 + [gr.update(visible=v == "model")],
                inputs=[view], outputs=[weights, period, provisional, model_pick],
                api_visibility="private", queue=False)  # fmt: skip
     gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
-           view.input, model_pick.input, tab.select, timer.tick], show, inputs=inputs, outputs=outputs,
-          api_visibility="private", concurrency_limit=2)  # fmt: skip
+           view.input, model_pick.input, tab.select, timer.tick], show, concurrency_limit=2,
+          **drawing)  # fmt: skip
     # The board follows the arena the visitor battles in.
     arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],
                     api_visibility="private", queue=False)  # fmt: skip
@@ -184,7 +216,18 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
 
         demo.load(deep_link, outputs=[tabs, board_arena, view, model_pick, weights, period,
                                       provisional], api_visibility="private", queue=False).then(
-            show, inputs=inputs, outputs=outputs, api_visibility="private")  # fmt: skip
+            show, **drawing)  # fmt: skip
+
+
+def _newest(asks: dict, number: float | None) -> bool:
+    """Whether request ``number`` is still the newest the page sent, as far as the server
+    knows (``asks``: the session's, raised to ``number``). A request without a number (the
+    page script did not run) counts as the newest."""
+    if number is None:
+        return True
+    with _ASKS:
+        asks["newest"] = max(asks.get("newest", number), number)
+        return number >= asks["newest"]
 
 
 def _heard_players() -> tuple:
