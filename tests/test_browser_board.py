@@ -214,6 +214,30 @@ def test_the_model_views_opponent_table_fits_a_phone(first_votes, browser):
     visit.shot("opponents")
 
 
+#: The rating chart's box, its title's and its plot area's.
+TITLE_LAYOUT = """() => { const c = document.querySelector('#chart-ratings');
+  const box = s => c.querySelector(s).getBoundingClientRect().toJSON();
+  return {chart: box('.main-svg'), title: box('.gtitle'), plot: box('.nsewdrag'),
+          text: c.querySelector('.gtitle').textContent}; }"""
+
+
+def test_the_model_views_chart_title_fits_a_phone(first_votes, browser):
+    """The chart's title, the model's name and "rating as the arena's votes came in" in one
+    line, ran off a phone's chart ("eSpeak NG (British English, Received Pronunci"). It now
+    breaks into lines, all inside the chart and above the plot."""
+    visit = Visit(browser.new_page(viewport=PHONE, locale="en-US"), "model-phone-chart")
+    visit.arrive(first_votes + "?model=espeak-ng/en-gb-x-rp")  # the longest name that played
+    chart = visit.page.locator("#chart-ratings")
+    expect(chart.locator(".gtitle")).to_contain_text("Pronunciation", timeout=30_000)
+    chart.scroll_into_view_if_needed()
+    layout = visit.page.evaluate(TITLE_LAYOUT)
+    box, title = layout["chart"], layout["title"]
+    assert box["left"] <= title["left"] and title["right"] <= box["right"], layout
+    assert box["top"] <= title["top"] and title["bottom"] <= layout["plot"]["top"], layout
+    assert "votes came in" in layout["text"], layout
+    visit.shot("chart")
+
+
 #: The charts' plot areas' fill, and the fill of the rating chart's names.
 CHART_COLOURS = """() => ({
   plots: [...document.querySelectorAll('#board-tab .js-plotly-plot .bglayer rect.bg')].map(r =>
