@@ -47,14 +47,25 @@ def test_no_vote_since_the_fit_leaves_the_snapshot_as_it_is():
     assert advance(snap, arena.counts.battles(), _scores(arena.counts), TRACK) is snap
 
 
-def test_a_win_moves_the_winner_up_and_shrinks_the_pair_variance():
-    arena = SimArena(Setup(votes=300), "uniform", 1)
+def _played(seed: int):
+    """The fit of a 20-model arena after 300 uniformly paired votes."""
+    arena = SimArena(Setup(votes=300), "uniform", seed)
     arena.play(300)
-    snap = _fit(arena)
+    return _fit(arena)
+
+
+def _wins(snap, winner: int, loser: int, times: int):
+    """The snapshot's battle and score tables with ``winner`` beating ``loser`` ``times`` more."""
     battles, scores = snap.battles.copy(), snap.scores.copy()
-    battles[2, 5] += 3
-    battles[5, 2] += 3
-    scores[2, 5] += 3.0  # 2 beats 5 three times
+    battles[winner, loser] += times
+    battles[loser, winner] += times
+    scores[winner, loser] += float(times)
+    return battles, scores
+
+
+def test_a_win_moves_the_winner_up_and_shrinks_the_pair_variance():
+    snap = _played(1)
+    battles, scores = _wins(snap, 2, 5, 3)
     moved = advance(snap, battles, scores, TRACK)
     assert moved.ratings[2] - moved.ratings[5] > snap.ratings[2] - snap.ratings[5]
     assert moved.s2[2, 5] < snap.s2[2, 5]
@@ -62,13 +73,8 @@ def test_a_win_moves_the_winner_up_and_shrinks_the_pair_variance():
 
 
 def test_the_draws_ignore_the_scores_unless_tracking_is_on():
-    arena = SimArena(Setup(votes=300), "uniform", 2)
-    arena.play(300)
-    snap = _fit(arena)
-    battles, scores = snap.battles.copy(), snap.scores.copy()
-    battles[0, 1] += 5
-    battles[1, 0] += 5
-    scores[0, 1] += 5.0
+    snap = _played(2)
+    battles, scores = _wins(snap, 0, 1, 5)
     draws = [draw_pair(snap, battles, range(20), np.random.default_rng(s)) for s in range(30)]
     again = [draw_pair(snap, battles, range(20), np.random.default_rng(s), scores=scores)
              for s in range(30)]  # fmt: skip
