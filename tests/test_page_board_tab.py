@@ -1,6 +1,8 @@
 """The Leaderboard tab's rule for overlapping requests: the page's newest wins."""
 
-from arena_core.page.board_tab import _newest
+from types import SimpleNamespace
+
+from arena_core.page.board_tab import _arenas_shown, _newest
 
 
 def test_a_request_answered_after_a_later_one_is_dropped():
@@ -24,3 +26,20 @@ def test_sessions_do_not_drop_each_others_requests():
     mine, theirs = {}, {}
     assert _newest(mine, 7)
     assert _newest(theirs, 1)
+
+
+def test_the_tabs_arenas_are_choices_only_offered_first():
+    """The tab's answer never sets the arena (it was read when the tab opened, and one
+    followed from the Arena tab since would be set back); it lists the offered arenas, then
+    the others with votes or on the board, in the registry's order."""
+    arenas = [SimpleNamespace(id=i, title=i.upper()) for i in ("chat", "en", "ja", "img", "x")]
+    votes = {"img": 3}
+    service = SimpleNamespace(
+        registry=SimpleNamespace(arenas=arenas),
+        board=lambda a: SimpleNamespace(votes_used=votes.get(a, 0)),
+    )
+    update = _arenas_shown(service, {"en", "ja"}, "chat")
+    assert "value" not in update
+    assert [a for _, a in update["choices"]] == ["en", "ja", "chat", "img"]
+    assert [a for _, a in _arenas_shown(service, {"en", "ja"}, "en")["choices"]] == [
+        "en", "ja", "img"]  # fmt: skip

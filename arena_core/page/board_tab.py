@@ -175,10 +175,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         return categories(arena_id), pick
 
     def arenas_shown(arena_id):
-        """The arenas with a board worth reading: those offered here, and any with votes."""
-        voted = [a for a in arenas if a.id not in offered and service.board(a.id).votes_used]
-        shown = [a for a in arenas if a.id in offered] + voted
-        return gr.update(choices=[(a.title, a.id) for a in shown or arenas], value=arena_id)
+        return _arenas_shown(service, offered, arena_id)
 
     # Every event that draws the board numbers its request (see ``show``). always_last: an
     # event while the last one's board is still drawn runs once it is in, on the controls as
@@ -228,6 +225,18 @@ def _newest(asks: dict, number: float | None) -> bool:
     with _ASKS:
         asks["newest"] = max(asks.get("newest", number), number)
         return number >= asks["newest"]
+
+
+def _arenas_shown(service, offered: set[str], arena_id: str):
+    """The arenas with a board worth reading: those offered here, then any other with votes,
+    and the one on the board (a shared link's). The choices only, never the value:
+    ``arena_id`` is read when the tab opens, and an arena followed from the Arena tab in the
+    meantime (its answer landing first) was set back to the one read."""
+    arenas = service.registry.arenas
+    others = [a for a in arenas if a.id not in offered
+              and (a.id == arena_id or service.board(a.id).votes_used)]  # fmt: skip
+    shown = [a for a in arenas if a.id in offered] + others
+    return gr.update(choices=[(a.title, a.id) for a in shown])
 
 
 def _heard_players() -> tuple:
