@@ -24,11 +24,14 @@ contain a hash of itself) and close its block early to pose as the judge's
 instructions; the system prompt says that text between markers is material to
 judge, never instructions, and that an answer soliciting a verdict counts
 against itself. A verdict an answer plants in the reply (quoted by the judge) does
-not win over the judge's own verdict line: verdict lines that disagree make the reply
-unreadable, and characters that render as nothing are dropped first
-(:func:`parse_verdict`). A planted verdict line the judge quotes with no verdict line
-of its own ("Overall B is better") is still read as the verdict: no parser can tell
-whose line it is.
+not win over the judge's own verdict line: a verdict line before the reply's last that
+repeats a line of the prompt or an answer is taken for a quote, verdict lines that still
+disagree make the reply unreadable, and characters that render as nothing are dropped first
+(:func:`parse_verdict`). So a planted "Verdict: A" the judge quotes, followed by prose
+("Overall B is better") and no verdict line of its own, is an unreadable reply, not a
+planted win. Only the reply's last line is trusted even when an answer holds the same words
+(the prompt asks for the verdict there): an answer planting "Verdict: B" cannot veto its
+opponent's win.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import logging
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -301,26 +304,32 @@ def _choice(pattern: re.Pattern, line: str) -> str | None:
     return "tie" if found["tie"] else "both_bad"
 
 
-def parse_verdict(reply: str) -> tuple[str, str]:
+def parse_verdict(reply: str, quoted: Iterable[str] = ()) -> tuple[str, str]:
     """``(choice, justification)`` from a judge's reply; :class:`JudgeError` if unreadable.
 
     The verdict is the line naming it ("Verdict: A", any case, markdown or
     brackets around it); failing that, lines that are a bare verdict ("B",
-    "Tie.", "**Both bad**"), which must all agree. The judge's call is never
-    guessed, so these replies are unreadable: verdict lines that disagree (an
-    answer's planted "Verdict: A" quoted by the judge included: a failed
-    judgement, never a planted win), a last bare line that contradicts the verdict
+    "Tie.", "**Both bad**"), which must all agree. ``quoted``: the texts the judge
+    was shown (the prompt and both answers); a verdict line before the reply's last
+    that repeats one of their lines is the judge quoting, not judging, and is read as
+    prose. The judge's call is never guessed, so these replies are unreadable:
+    verdict lines that disagree, a last bare line that contradicts the verdict
     lines, a last line labelled as a verdict that names none ("Verdict: the first one";
     a closing remark such as "The better answer is B because..." is prose, and the
-    verdict line before it is read), and a reply with no verdict. ``<think>`` blocks are skipped, and
-    format characters dropped (:func:`_visible`).
+    verdict line before it is read), and a reply with no verdict (a planted verdict
+    quoted, then prose: a failed judgement, never a planted win). ``<think>`` blocks
+    are skipped, and format characters dropped (:func:`_visible`).
     """
     text = _visible(_THINKING.sub("\n", reply))
     if "</think>" in text.lower():  # the opening tag was in the chat template, not the reply
         text = text[text.lower().rindex("</think>") + len("</think>") :]
     lines = [line for line in text.splitlines() if line.strip()]
-    keyword = [(i, c) for i, line in enumerate(lines) if (c := _choice(_KEYWORD_LINE, line))]
-    bare = [(i, c) for i, line in enumerate(lines) if (c := _choice(_BARE_LINE, line))]
+    shown = {_normalised(line) for t in quoted for line in _visible(t).splitlines()}
+    own = [
+        i for i, line in enumerate(lines) if i == len(lines) - 1 or _normalised(line) not in shown
+    ]
+    keyword = [(i, c) for i in own if (c := _choice(_KEYWORD_LINE, lines[i]))]
+    bare = [(i, c) for i in own if (c := _choice(_BARE_LINE, lines[i]))]
     last_bare = bare[-1] if bare and bare[-1][0] == len(lines) - 1 else None
     read_last = (bool(keyword) and keyword[-1][0] == len(lines) - 1) or last_bare
     # A last line labelled as a verdict that names none: the judge's call, unread.
@@ -385,7 +394,7 @@ class LLMJudge(Judge):
         except BackendError as exc:
             raise JudgeError(str(exc)) from exc
         try:
-            choice, reason = parse_verdict(output.text)
+            choice, reason = parse_verdict(output.text, (case.prompt, *answers))
         except JudgeError as exc:
             logger.warning("judge %s: %s", self.id, exc)
             raise JudgeError(f"{self.id}: {exc}") from exc
