@@ -25,7 +25,7 @@ from arena_core.leaderboard import (
     compute_board,
 )
 from arena_core.matchmaking import NoPairError, draw_pair, fit_snapshot
-from arena_core.page import plots, presenters, table, ui_text
+from arena_core.page import presenters, table, ui_text
 from arena_core.ratings.counts import PairCounts, count_pairs
 from arena_core.ratings.elo import sequential_elo
 from arena_core.registry import Arena, BackendSpec, Model, Prompt, Registry, load_registry
@@ -360,50 +360,6 @@ def test_reveal_names_both_models_and_rating_moves():
         "rating_before": 1100.0,
         "rating_after": 1089.5,
     }
-
-
-def test_charts_follow_the_board_order_and_show_only_models_that_played():
-    board, counts = small_board()
-    ids = ["x", "y", "z"]
-    fig = plots.rating_chart(board)
-    assert list(fig.data[0].y) == [r.model for r in board.rows if r.battles]
-    assert "Model Z" not in fig.data[0].y  # no battles
-    heat = plots.win_rate_heatmap(board, ids, counts)
-    order = [ids.index(r.model_id) for r in board.rows if r.battles]
-    expected = presenters.win_fraction(counts.wins)[np.ix_(order, order)]
-    np.testing.assert_array_equal(np.asarray(heat.data[0].z, dtype=float), expected)
-    assert (heat.data[0].zmin, heat.data[0].zmax) == (0.0, 1.0)  # a share, whatever the votes
-    battles = plots.battle_count_heatmap(board, ids, counts)
-    assert np.nansum(np.asarray(battles.data[0].z, dtype=float)) == 2 * board.votes_used
-    assert battles.data[0].zmin == 0.0 and battles.data[0].zmax == board.votes_used  # one pair
-
-
-def test_a_board_without_votes_has_no_charts():
-    board, counts = small_board()
-    empty = replace(board, rows=tuple(replace(r, battles=0) for r in board.rows), votes_used=0)
-    assert plots.rating_chart(empty) is None
-    assert plots.win_rate_heatmap(empty, ["x", "y", "z"], counts) is None
-    assert plots.battle_count_heatmap(empty, ["x", "y", "z"], counts) is None
-
-
-def test_rating_axis_spans_the_intervals_in_whole_points():
-    board, _ = small_board()
-    rows = [r for r in board.rows if r.battles]
-    low, high = plots.rating_span(rows)
-    assert low % 10 == 0 and high % 10 == 0
-    assert low < min(r.ci_low for r in rows) and high > max(r.ci_high for r in rows)
-    # One model, or equal ratings without intervals: still a readable span, never 999-1001.
-    flat = [replace(rows[0], rating=1000.0, ci_low=None, ci_high=None)]
-    assert plots.rating_span(flat) == (950, 1050)
-    fig = plots.rating_chart(replace(board, rows=tuple(flat)))
-    assert fig.layout.xaxis.tickformat == "d" and tuple(fig.layout.xaxis.range) == (950, 1050)
-
-
-def test_long_names_wrap_on_chart_axes():
-    assert plots.label("eSpeak NG (British English, Received Pronunciation)") == (
-        "eSpeak NG<br>(British English, Received Pronunciation)"
-    )
-    assert plots.label("SVOX Pico (British)") == "SVOX Pico (British)"  # short: one line
 
 
 def test_about_lists_every_model_with_its_licence_and_state_in_plain_words():

@@ -7,7 +7,6 @@ intervals, its style against the arena's, and its recent battles.
 
 from __future__ import annotations
 
-import textwrap
 from html import escape
 
 import plotly.graph_objects as go
@@ -22,12 +21,6 @@ _STYLE_NAMES = {"duration_s": "speech duration", "speech_rate": "speaking rate (
 #: Units of the style medians, as shown.
 _STYLE_UNITS = {"duration_s": "{:.2f} s", "speech_rate": "{:.2f}", "lufs": "{:.1f} LUFS",
                 "sample_rate": "{:.0f} Hz"}  # fmt: skip
-#: Characters per line of the rating chart's title (16 px type, about 8 px a character):
-#: on a phone the chart is 370 px wide, and a long name in one line ran off its right edge
-#: ("eSpeak NG (British English, Received Pronunci").
-TITLE_CHARS = 38
-#: Pixels above the plot per line of that title, and for the space around it.
-TITLE_LINE_PX, TITLE_ROOM_PX = 22, 30
 
 
 def _pct(rate) -> str:
@@ -122,14 +115,7 @@ def history_chart(report) -> go.Figure | None:
         fig.add_trace(go.Scatter(x=[s.arena_votes for s in snaps], y=[s.rating for s in snaps],
                                  mode="markers", name="Bradley-Terry (95% interval)",
                                  marker={"color": ACCENT, "size": 6}, error_y=error))  # fmt: skip
-    fig = frame(fig, "", 8)
-    lines = [*textwrap.wrap(report.name, TITLE_CHARS),
-             "<span style='font-size:13px'>rating as the arena's votes came in</span>"]  # fmt: skip
-    # Hung from the chart's top, with room below for every line: Plotly centres a title in the
-    # top margin and does not wrap it, so more lines ran into the plot or off the top.
-    fig.update_layout(title={"text": "<br>".join(lines), "y": 1, "yref": "container",
-                             "yanchor": "top", "pad": {"t": 20, "l": 2}},
-                      margin={"t": TITLE_ROOM_PX + TITLE_LINE_PX * len(lines)})  # fmt: skip
+    fig = frame(fig, report.name, 8, note="rating as the arena's votes came in")
     fig.update_xaxes(title_text="arena votes", rangemode="tozero")
     fig.update_yaxes(title_text="rating")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})

@@ -14,6 +14,7 @@ win share from 0% to 100%, and battle counts from zero.
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 import plotly.graph_objects as go
@@ -38,6 +39,11 @@ FONT = {"family": "Inter, ui-sans-serif, system-ui, sans-serif", "size": 13, "co
 
 #: Names longer than this break before their parenthesis, so labels leave room for the plot.
 WRAP_AT = 22
+#: Characters per line of a chart's title (16 px type, about 8 px a character) and of its
+#: note (13 px): on a phone a chart is 370 px wide.
+TITLE_CHARS, NOTE_CHARS = 38, 46
+#: Pixels above the plot per line of a title, and for the space around it.
+TITLE_LINE_PX, TITLE_ROOM_PX = 22, 30
 
 
 #: Angle of the heatmaps' column names (degrees): one line each, steep enough that
@@ -54,10 +60,28 @@ def _rated(board: Board) -> list[LeaderboardRow]:
     return [r for r in board.rows if r.battles > 0]
 
 
-def frame(fig: go.Figure, title: str, rows: int) -> go.Figure:
-    fig.update_layout(title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 16}},
-                      height=FRAME_PX + ROW_PX * max(rows, 3), template="plotly_white",
-                      font=FONT, margin={"l": 10, "r": 20, "t": 60, "b": 40},
+def title_lines(title: str, note: str = "") -> list[str]:
+    """A chart's title broken into lines that fit a phone's chart, then ``note`` in smaller
+    type, likewise: Plotly does not wrap a title, and one line ran off a 370 px chart (a long
+    model name, or the rating chart's note on models left out)."""
+    small = [
+        f"<span style='font-size:13px'>{line}</span>" for line in textwrap.wrap(note, NOTE_CHARS)
+    ]
+    return [*textwrap.wrap(title, TITLE_CHARS), *small]
+
+
+def frame(fig: go.Figure, title: str, rows: int, note: str = "") -> go.Figure:
+    """The page's look for a chart with ``rows`` rows, and its title (see :func:`title_lines`)
+    hung from the chart's top with room below for every line: Plotly centres a title in the
+    top margin, so more lines ran into the plot or off the top."""
+    lines = title_lines(title, note)
+    fig.update_layout(title={"text": "<br>".join(lines), "x": 0, "xanchor": "left", "y": 1,
+                             "yref": "container", "yanchor": "top", "pad": {"t": 20, "l": 2},
+                             "font": {"size": 16}},
+                      height=FRAME_PX + ROW_PX * max(rows, 3) + TITLE_LINE_PX * len(lines),
+                      template="plotly_white", font=FONT,
+                      margin={"l": 10, "r": 20, "t": TITLE_ROOM_PX + TITLE_LINE_PX * len(lines),
+                              "b": 40},
                       paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)")  # fmt: skip
     # Transparent plot area and half-tone grid: the chart sits on the page's own colour, light
     # or dark (the template's white plot area stayed white on the dark page).
@@ -93,9 +117,8 @@ def rating_chart(board: Board) -> go.Figure | None:
                           "%{customdata[1]}<extra></extra>",
         )
     )  # fmt: skip
-    title = "Rating with 95% interval (grey: provisional)"
-    if len(rows) < len(_rated(board)):
-        title += " · models without a finite rating are left out"
+    note = "Grey: provisional." + (" Models without a finite rating are left out."
+                                   if len(rows) < len(_rated(board)) else "")  # fmt: skip
     fig.update_xaxes(range=rating_span(rows), tickformat="d", nticks=8, title="rating",
                      automargin=True)  # fmt: skip
     # Names inside the plot, each above its row's interval: beside it, two-line names took
@@ -106,7 +129,7 @@ def rating_chart(board: Board) -> go.Figure | None:
         fig.add_annotation(text=r.model, x=0, xref="paper", xanchor="left", y=r.model,
                            yanchor="bottom", yshift=NAME_LIFT, showarrow=False,
                            font={"color": FONT["color"]})  # fmt: skip
-    return frame(fig, title, len(rows))
+    return frame(fig, "Rating with 95% interval", len(rows), note)
 
 
 def _heatmap(board: Board, ids: list[str], matrix: np.ndarray, title: str, text: np.ndarray,
@@ -132,7 +155,7 @@ def win_rate_heatmap(board: Board, ids: list[str], counts: PairCounts) -> go.Fig
     share = win_fraction(counts.wins)
     text = np.where(np.isnan(share), "", np.char.add((np.nan_to_num(share) * 100).round()
                                                      .astype(int).astype(str), "%"))  # fmt: skip
-    return _heatmap(board, ids, share, "Share of decided battles the row model won", text,
+    return _heatmap(board, ids, share, "Decided battles won by the row model", text,
                     zmin=0.0, zmax=1.0, colorscale="RdBu",
                     colorbar={"tickformat": ".0%", "title": "won"})  # fmt: skip
 
