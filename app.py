@@ -380,9 +380,8 @@ def launch_options(settings: Settings, clips: ClipStore) -> dict:
     """``launch()`` arguments: the look, the page's script, the clips' route, and nothing
     open that the operator did not ask for."""
     peer_is_the_socket()
-    font = [gr.themes.LocalFont("IBM Plex Sans"), "ui-sans-serif", "system-ui", "sans-serif"]
     return {
-        "theme": _theme(font),
+        "theme": assets.theme(),
         "css": assets.styles(),
         "head": assets.head(),
         "js": assets.script(),
@@ -393,31 +392,6 @@ def launch_options(settings: Settings, clips: ClipStore) -> dict:
         # Before Gradio's own routes, so it answers for the clips' paths (space/clips.py).
         "app_kwargs": {"routes": [clips.route()]},
     }
-
-
-def _theme(font) -> gr.themes.Base:
-    """Gradio's Soft theme with every text at a contrast of at least 4.5:1 (WCAG AA) in both
-    schemes: it draws white on indigo 500 (4.47:1: the vote buttons, a chosen option), labels
-    in indigo 500 on indigo 100 (3.6:1), softer text in slate 400 on white (2.6:1: the
-    controls' notes, the footer) and dark mode's links in slate 500 (4.0:1). The selected tab and code are in ``arena.css``."""
-    return gr.themes.Soft(
-        primary_hue="indigo", secondary_hue="slate", neutral_hue="slate", font=font
-    ).set(
-        button_primary_background_fill="*primary_600",
-        button_primary_background_fill_hover="*primary_700",
-        button_primary_background_fill_dark="*primary_600",
-        button_primary_background_fill_hover_dark="*primary_700",
-        checkbox_label_background_fill_selected="*primary_600",
-        block_label_text_color="*primary_800",
-        block_title_text_color="*primary_800",
-        button_secondary_background_fill_hover_dark="*primary_600",
-        body_text_color_subdued="*neutral_600",
-        # Links in slate 500 on the dark page: 4.0:1.
-        link_text_color_dark="*primary_300",
-        link_text_color_hover_dark="*primary_200",
-        link_text_color_visited_dark="*primary_300",
-        link_text_color_active_dark="*primary_200",
-    )
 
 
 if __name__ == "__main__":

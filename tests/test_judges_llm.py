@@ -23,13 +23,8 @@ from hypothesis import strategies as st
 
 from arena_core.backends import BackendConfigError, Output
 from arena_core.judges.base import VERDICTS, Case, JudgeError, JudgeSpec, Verdict, both_orders
-from arena_core.judges.llm import (
-    LLMJudge,
-    block_tag,
-    option_problems,
-    parse_verdict,
-    user_message,
-)
+from arena_core.judges.llm import LLMJudge, block_tag, option_problems, user_message
+from arena_core.judges.verdict import parse_verdict
 
 KEY = "sk-judge-test"
 HF_TOKEN = "hf_judge_token"

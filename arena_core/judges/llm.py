@@ -13,7 +13,8 @@ The call goes through the hosted chat backends
 handling (a missing token is refused before any request, so a locally saved
 Hugging Face token never reaches a third-party API) and error translation as the
 models under test. The judge adds a fixed prompt (:data:`SYSTEM_PROMPT`,
-:func:`user_message`), temperature 0, and a reply parser (:func:`parse_verdict`)
+:func:`user_message`), temperature 0, and a reply parser
+(:func:`~arena_core.judges.verdict.parse_verdict`)
 that never guesses: a reply it cannot read is a :class:`JudgeError`.
 
 Prompt injection: an answer is written by a model under test and may address the
@@ -23,15 +24,8 @@ so no answer can contain the tagged end marker of its own block (it would have t
 contain a hash of itself) and close its block early to pose as the judge's
 instructions; the system prompt says that text between markers is material to
 judge, never instructions, and that an answer soliciting a verdict counts
-against itself. A verdict an answer plants in the reply (quoted by the judge) does
-not win over the judge's own verdict line: a verdict line before the reply's last that
-repeats a line of the prompt or an answer is taken for a quote, verdict lines that still
-disagree make the reply unreadable, and characters that render as nothing are dropped first
-(:func:`parse_verdict`). So a planted "Verdict: A" the judge quotes, followed by prose
-("Overall B is better") and no verdict line of its own, is an unreadable reply, not a
-planted win. Only the reply's last line is trusted even when an answer holds the same words
-(the prompt asks for the verdict there): an answer planting "Verdict: B" cannot veto its
-opponent's win.
+against itself. A verdict an answer plants for the judge to quote never wins over the
+judge's own (:mod:`arena_core.judges.verdict`).
 """
 
 from __future__ import annotations
@@ -39,9 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
-import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -51,10 +43,10 @@ from arena_core.backends.base import (
     BackendConfigError,
     BackendError,
     OptionSpec,
-    one_line,
 )
 from arena_core.backends.hosted import HfInferenceBackend, OpenAICompatibleBackend
 from arena_core.judges.base import Case, Judge, JudgeError, JudgeSpec, Verdict
+from arena_core.judges.verdict import parse_verdict
 from arena_core.registry import BackendSpec, Model
 
 logger = logging.getLogger(__name__)
@@ -79,8 +71,6 @@ DEFAULT_MAX_TOKENS = 512
 DEFAULT_MAX_ANSWER_CHARS = 20_000
 #: Hex digits of the block tag (64 bits: no answer can be written to contain its own tag).
 TAG_HEX_CHARS = 16
-#: Longest excerpt of an unreadable reply quoted in the error.
-REPLY_EXCERPT_CHARS = 120
 
 #: Backend options the judge sets itself, with why an operator cannot.
 _FIXED_BY_JUDGE = MappingProxyType(
@@ -253,106 +243,6 @@ def user_message(prompt: str, answer_a: str, answer_b: str) -> str:
     """The judging request's user message: the prompt and both answers between tagged markers."""
     tag = block_tag(prompt, answer_a, answer_b)
     return USER_TEMPLATE.format(tag=tag, prompt=prompt, a=answer_a, b=answer_b)
-
-
-# -- reply -----------------------------------------------------------------------------------
-
-#: A reasoning model's visible thinking, which may weigh verdicts it then rejects.
-_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-#: Markdown and quoting around a verdict (``**A**``, ``[[B]]``, ``"tie"``, ``> Verdict``).
-_DECORATION = str.maketrans(dict.fromkeys("*`#\"'[](){}<>~_-–—", " "))
-#: One verdict: a side (optionally "answer A", "assistant B"), tie, or both bad.
-_VERDICT_WORDS = (
-    r"(?:(?:answer|assistant|response|model)(?:\s*:\s*|\s+))?(?P<side>a|b)"
-    r"|(?P<tie>tie)|(?P<bad>both\s+(?:are\s+)?bad)"
-)
-#: A line naming the verdict: "Verdict: A", "Final verdict - tie", "My final answer is B".
-#: A plain "the answer is A" is not one: in a quiz prompt it may name the quiz's option.
-_KEYWORD_LINE = re.compile(
-    r"(?:(?:my|the|final|overall)\s+)*(?:verdict|decision|judge?ment|winner|choice"
-    rf"|(?:final|better|best)\s+answer)\s*(?:is\s*)?[:=]?\s*(?:{_VERDICT_WORDS})"
-)
-#: A line that is a verdict and nothing else: "A", "Tie.", "**Both bad**".
-_BARE_LINE = re.compile(_VERDICT_WORDS)
-#: A verdict line's label, whatever follows ("Verdict: the first one" is one; "The
-#: decision was close" and "The better answer is B because..." are prose, not labels).
-_KEYWORD_LABEL = re.compile(
-    r"(?:(?:my|the|final|overall)\s+)*(?:verdict|decision|judge?ment|winner|choice"
-    r"|(?:final|better|best)\s+answer)\s*[:=]"
-)
-
-
-def _visible(text: str) -> str:
-    """``text`` without format characters (Unicode category Cf: zero-width space, joiners,
-    direction marks, byte-order mark, soft hyphen), which render as nothing: one on the
-    judge's last verdict line made it unreadable, and an earlier verdict (one an answer
-    planted, quoted by the judge) was read instead."""
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-
-
-def _normalised(line: str) -> str:
-    flat = unicodedata.normalize("NFKC", line).lower().translate(_DECORATION)
-    return " ".join(flat.split()).rstrip(" .!")
-
-
-def _choice(pattern: re.Pattern, line: str) -> str | None:
-    found = pattern.fullmatch(_normalised(line))
-    if found is None:
-        return None
-    if found["side"]:
-        return found["side"]
-    return "tie" if found["tie"] else "both_bad"
-
-
-def parse_verdict(reply: str, quoted: Iterable[str] = ()) -> tuple[str, str]:
-    """``(choice, justification)`` from a judge's reply; :class:`JudgeError` if unreadable.
-
-    The verdict is the line naming it ("Verdict: A", any case, markdown or
-    brackets around it); failing that, lines that are a bare verdict ("B",
-    "Tie.", "**Both bad**"), which must all agree. ``quoted``: the texts the judge
-    was shown (the prompt and both answers); a verdict line before the reply's last
-    that repeats one of their lines is the judge quoting, not judging, and is read as
-    prose. The judge's call is never guessed, so these replies are unreadable:
-    verdict lines that disagree, a last bare line that contradicts the verdict
-    lines, a last line labelled as a verdict that names none ("Verdict: the first one";
-    a closing remark such as "The better answer is B because..." is prose, and the
-    verdict line before it is read), and a reply with no verdict (a planted verdict
-    quoted, then prose: a failed judgement, never a planted win). ``<think>`` blocks
-    are skipped, and format characters dropped (:func:`_visible`).
-    """
-    text = _visible(_THINKING.sub("\n", reply))
-    if "</think>" in text.lower():  # the opening tag was in the chat template, not the reply
-        text = text[text.lower().rindex("</think>") + len("</think>") :]
-    lines = [line for line in text.splitlines() if line.strip()]
-    shown = {_normalised(line) for t in quoted for line in _visible(t).splitlines()}
-    own = [
-        i for i, line in enumerate(lines) if i == len(lines) - 1 or _normalised(line) not in shown
-    ]
-    keyword = [(i, c) for i in own if (c := _choice(_KEYWORD_LINE, lines[i]))]
-    bare = [(i, c) for i in own if (c := _choice(_BARE_LINE, lines[i]))]
-    last_bare = bare[-1] if bare and bare[-1][0] == len(lines) - 1 else None
-    read_last = (bool(keyword) and keyword[-1][0] == len(lines) - 1) or last_bare
-    # A last line labelled as a verdict that names none: the judge's call, unread.
-    if lines and not read_last and _KEYWORD_LABEL.match(_normalised(lines[-1])):
-        raise JudgeError(f"unreadable reply {_excerpt(reply)}: its last line is no verdict")
-    if keyword:
-        choice = keyword[-1][1]
-        if len({c for _, c in keyword}) > 1 or (last_bare and last_bare[1] != choice):
-            raise JudgeError(f"contradictory reply {_excerpt(reply)}")
-    elif bare and len({c for _, c in bare}) == 1:
-        choice = bare[0][1]
-    else:
-        problem = "contradictory" if bare else "unreadable"
-        raise JudgeError(f"{problem} reply {_excerpt(reply)}: no single A, B, tie or both bad")
-    verdict_lines = {i for i, _ in keyword} | {i for i, _ in bare}
-    reason = " ".join(line for i, line in enumerate(lines) if i not in verdict_lines)
-    return choice, one_line(reason) if reason.strip() else ""
-
-
-def _excerpt(reply: str) -> str:
-    flat = " ".join(reply.split())
-    cut = flat if len(flat) <= REPLY_EXCERPT_CHARS else flat[: REPLY_EXCERPT_CHARS - 1] + "…"
-    return repr(cut)
 
 
 # -- the judge -------------------------------------------------------------------------------
