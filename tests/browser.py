@@ -248,3 +248,38 @@ UNNAMED_CONTROLS = """() => {
   return [...document.querySelectorAll(controls)].filter(shown).filter((el) => !name(el))
     .map((el) => el.outerHTML.slice(0, 160));
 }"""
+
+
+class HeldCalls:
+    """The page's first direct (unqueued) call each of ``wanted``'s tests accepts (by the
+    call's body), held in the browser until released; every other call passes. One route
+    for all: Playwright lets a held request go when its route is removed."""
+
+    PATTERN = "**/run/predict*"
+
+    def __init__(self, visit: Visit, **wanted):
+        self.visit, self.wanted, self.held = visit, wanted, {}
+        visit.page.route(self.PATTERN, self._route)
+
+    def _route(self, route) -> None:
+        body = route.request.post_data_json or {}
+        for name, test in self.wanted.items():
+            if name not in self.held and test(body):
+                self.held[name] = route
+                return
+        route.continue_()
+
+    def wait_held(self, name: str) -> dict:
+        """The body of the call ``name``, once the page sent it."""
+        for _ in range(600):
+            if name in self.held:
+                return self.held[name].request.post_data_json
+            self.visit.page.wait_for_timeout(50)
+        raise AssertionError(f"not sent after 30 s: {name}; open: {self.visit.unended()}")
+
+    def release(self, name: str) -> None:
+        """Let the held call go on and return once its answer is in the page."""
+        route = self.held[name]
+        with self.visit.page.expect_response(lambda r: r.request == route.request):
+            route.continue_()
+        self.visit.page.wait_for_timeout(500)  # the page applies the answer

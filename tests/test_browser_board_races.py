@@ -8,7 +8,7 @@ board's first load, and the Votes table stayed) happens on every run.
 """
 
 import pytest
-from browser import LAPTOP, Visit, expect
+from browser import LAPTOP, HeldCalls, Visit, expect
 
 pytestmark = pytest.mark.browser
 
@@ -140,61 +140,22 @@ def test_an_arena_picked_while_the_board_is_drawn_is_the_one_shown(running_app, 
     expect(visit.page.locator("#board-arena input")).to_have_value("Multilingual text-to-speech")
 
 
-class HeldCalls:
-    """The page's first direct (unqueued) call each of ``wanted``'s tests accepts (by the
-    call's body), held in the browser until released; every other call passes. One route
-    for all: Playwright lets a held request go when its route is removed."""
-
-    PATTERN = "**/run/predict*"
-
-    def __init__(self, visit: Visit, **wanted):
-        self.visit, self.wanted, self.held = visit, wanted, {}
-        visit.page.route(self.PATTERN, self._route)
-
-    def _route(self, route) -> None:
-        body = route.request.post_data_json or {}
-        for name, test in self.wanted.items():
-            if name not in self.held and test(body):
-                self.held[name] = route
-                return
-        route.continue_()
-
-    def wait_held(self, name: str) -> dict:
-        """The body of the call ``name``, once the page sent it."""
-        for _ in range(600):
-            if name in self.held:
-                return self.held[name].request.post_data_json
-            self.visit.page.wait_for_timeout(50)
-        raise AssertionError(f"not sent after 30 s: {name}; open: {self.visit.unended()}")
-
-    def release(self, name: str) -> None:
-        """Let the held call go on and return once its answer is in the page."""
-        route = self.held[name]
-        with self.visit.page.expect_response(lambda r: r.request == route.request):
-            route.continue_()
-        self.visit.page.wait_for_timeout(500)  # the page applies the answer
-
-
 def test_an_arena_followed_from_the_arena_tab_is_kept_when_the_tab_opens(running_app, browser):
-    """The visitor picks another arena on the Arena tab and opens the Leaderboard before the
-    board's arena has followed: the tab's own answer (the arenas offered, read while the
-    board still held English) landed after the arena followed and set English back, with its
-    models in the Model view's picker (seen in CI)."""
+    """The visitor picks another arena on the Arena tab and opens the Leaderboard at once.
+    The board's arena followed in a request of its own, answered after the Arena tab's header;
+    the tab's answer (the arenas offered, with the arena read when it opened: still English)
+    landed after it and set English back, with its models in the Model view's picker (seen
+    in CI). The board now follows in the page, and the tab's answer sets choices only."""
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "board-follow-then-tab")
     visit.arrive(running_app.url)
     page = visit.page
+    # The Leaderboard tab's arenas offered, sent with the tab's selection.
     calls = HeldCalls(
-        visit,
-        # The board's arena following the Arena tab's: the handler's only input is the arena.
-        follow=lambda b: b.get("data") == ["tts-multilingual"] and not b.get("event_data"),
-        # The Leaderboard tab's arenas offered, sent with the tab's selection.
-        opened=lambda b: (b.get("event_data") or {}).get("value") == "Leaderboard",
+        visit, opened=lambda b: (b.get("event_data") or {}).get("value") == "Leaderboard"
     )
     visit.pick("#arena-in", "Multilingual text-to-speech")
-    calls.wait_held("follow")
     page.get_by_role("tab", name="Leaderboard").click()
-    assert calls.wait_held("opened")["data"] == ["tts-en"]  # read before the arena followed
-    calls.release("follow")
+    calls.wait_held("opened")
     arena = page.locator("#board-arena input")
     expect(arena).to_have_value("Multilingual text-to-speech")
     calls.release("opened")
@@ -205,3 +166,81 @@ def test_an_arena_followed_from_the_arena_tab_is_kept_when_the_tab_opens(running
     visit.shot("multilingual")
     expect(arena).to_have_value("Multilingual text-to-speech")
     expect(caption).to_contain_text("Multilingual text-to-speech")
+
+
+def drawn_view(request) -> str | None:
+    """The view a request to draw the board asks for (its inputs' sixth), else None."""
+    data = (request.post_data_json or {}).get("data") or []
+    return data[5] if len(data) >= 7 else None
+
+
+def answered(visit: Visit) -> None:
+    """Until the page waits for no answer from Gradio's queue (its stream of answers ends
+    when none is pending), then a moment for the page to draw the last one."""
+    for _ in range(600):
+        if not any("/queue/" in r.url for r in visit.pending):
+            visit.page.wait_for_timeout(500)
+            return
+        visit.page.wait_for_timeout(50)
+    raise AssertionError(f"answers still awaited after 30 s: {visit.unended()}")
+
+
+def on_the_board(browser, url: str, name: str) -> Visit:
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), name)
+    visit.arrive(url)
+    visit.page.get_by_role("tab", name="Leaderboard").click()
+    expect(visit.page.locator("#board-table").locator(VOTES_TABLE)).to_be_attached(timeout=30_000)
+    return visit
+
+
+def test_a_view_clicked_while_the_last_views_controls_are_on_their_way_sets_them(
+    running_app, browser
+):
+    """Model clicked, then Votes before the answer that shows Model's controls came: the
+    second click's controls were never asked for (the event's default trigger mode, "once",
+    drops a trigger while the event runs), so the Votes table came under Model's controls:
+    the model picker shown, Weights, Period and the provisional toggle hidden."""
+    visit = on_the_board(browser, running_app.url, "hunt-view-controls")
+    page = visit.page
+    calls = HeldCalls(visit, model=lambda b: b.get("data") == ["model"])
+    views = page.locator("#board-view")
+    views.get_by_text("Model", exact=True).click()
+    calls.wait_held("model")
+    # The page asks for the Votes board once it has passed over the controls' event, and
+    # that board is drawn before Model's controls come (else Gradio ran the whole event
+    # again once the board was in, and the controls came right by chance).
+    with page.expect_request(lambda r: "/queue/join" in r.url and drawn_view(r) == "votes"):
+        views.get_by_text("Votes", exact=True).click()
+    answered(visit)
+    calls.release("model")
+    page.unroute(HeldCalls.PATTERN)
+    expect(page.locator("#board-table").locator(VOTES_TABLE)).to_be_visible(timeout=30_000)
+    page.wait_for_timeout(1000)  # a deferred answer would have come by now
+    visit.shot("votes")
+    expect(views.get_by_label("Votes")).to_be_checked()
+    expect(page.locator("#board-weights")).to_be_visible()
+    expect(page.locator("#board-model")).to_be_hidden()
+
+
+def test_an_arena_picked_on_the_board_stays_when_the_arena_tabs_follows_late(running_app, browser):
+    """Multilingual picked on the Arena tab, then Japanese on the board before the board had
+    followed (its answer waits behind the Arena tab's header, which reads a board): the
+    late answer set the board back to Multilingual, over the visitor's own last pick."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "hunt-follow-late")
+    visit.arrive(running_app.url)
+    page = visit.page
+    calls = HeldCalls(visit, follow=lambda b: b.get("data") == ["tts-multilingual"])
+    visit.pick("#arena-in", "Multilingual text-to-speech")
+    page.get_by_role("tab", name="Leaderboard").click()
+    arena = page.locator("#board-arena input")
+    expect(arena).to_be_visible()
+    visit.pick("#board-arena", "Japanese text-to-speech")
+    caption = page.locator("#board-table caption")
+    expect(caption).to_contain_text("Japanese text-to-speech", timeout=30_000)
+    if "follow" in calls.held:  # else the board followed before the visitor's pick
+        calls.release("follow")
+    page.unroute(HeldCalls.PATTERN)
+    page.wait_for_timeout(1500)  # a board set back would be drawn by now
+    visit.shot("japanese")
+    expect(arena).to_have_value("Japanese text-to-speech")
+    expect(caption).to_contain_text("Japanese text-to-speech")

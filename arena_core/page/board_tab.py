@@ -188,15 +188,20 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     board_arena.change(switch, inputs=[board_arena, model_pick], outputs=[category, model_pick],
                        api_visibility="private", queue=False).then(
         show, concurrency_limit=2, **drawing)  # fmt: skip
+    # always_last: a view clicked while the last one's controls were on their way was
+    # dropped (the default, "once"), and the Votes table came under Model's controls.
     view.input(lambda v: [gr.update(visible=v == "votes")] * 3 + [gr.update(visible=v == "model")],
                inputs=[view], outputs=[weights, period, provisional, model_pick],
-               api_visibility="private", queue=False)  # fmt: skip
+               api_visibility="private", queue=False, trigger_mode="always_last")  # fmt: skip
     gr.on([refresh.click, category.input, weights.input, period.input, provisional.input,
            view.input, model_pick.input, tab.select, timer.tick], show, concurrency_limit=2,
           **drawing)  # fmt: skip
-    # The board follows the arena the visitor battles in.
-    arena_in.change(lambda a: a or gr.update(), inputs=[arena_in], outputs=[board_arena],
-                    api_visibility="private", queue=False)  # fmt: skip
+    # The board follows the arena the visitor battles in, in the page itself: as a request
+    # its answer came after the Arena tab's header (Gradio runs one event's handlers in turn,
+    # and the header reads a board), and an arena picked on the board meanwhile was set back.
+    # On the visitor's own pick (input): the Arena tab's handlers of "change" do not delay it.
+    arena_in.input(None, js="(arena) => arena || undefined", inputs=[arena_in],
+                   outputs=[board_arena], api_visibility="private", queue=False)  # fmt: skip
     demo.load(categories, inputs=[board_arena], outputs=[category], api_visibility="private",
               queue=False)  # fmt: skip
     if tabs is not None:  # a shared link to a model's page: ?model=ID
