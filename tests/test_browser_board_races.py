@@ -244,3 +244,24 @@ def test_an_arena_picked_on_the_board_stays_when_the_arena_tabs_follows_late(run
     visit.shot("japanese")
     expect(arena).to_have_value("Japanese text-to-speech")
     expect(caption).to_contain_text("Japanese text-to-speech")
+
+
+def test_a_shared_link_lists_its_arenas_prompt_categories(running_app, browser):
+    """A link to a Multilingual model's page: the Prompts filter offers that arena's
+    languages. The page's load listed the first arena's categories in an answer of its own,
+    which, landing after the link's arena was switched to, left them under Multilingual; the
+    link's answer now carries its arena's categories."""
+    multilingual = running_app.service.arena("tts-multilingual")
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "board-link-categories")
+    page = visit.page
+    page.goto(f"{running_app.url}?model={multilingual.models[0].id}")
+    expect(page.locator("#board-table .model-view")).to_be_visible(timeout=30_000)
+    expect(page.locator("#board-arena input")).to_have_value(multilingual.title)
+    page.locator("#board-controls input").nth(1).click()  # the Prompts filter
+    offered = set(page.get_by_role("option").all_inner_texts())
+    page.keyboard.press("Escape")
+    names = {o.split("\n")[-1].strip() for o in offered}
+    assert "All prompts" in names and {"German", "French"} <= {n.split(" (")[0] for n in names}, (
+        names
+    )
+    visit.shot("categories")

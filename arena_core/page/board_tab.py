@@ -202,23 +202,27 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     # On the visitor's own pick (input): the Arena tab's handlers of "change" do not delay it.
     arena_in.input(None, js="(arena) => arena || undefined", inputs=[arena_in],
                    outputs=[board_arena], api_visibility="private", queue=False)  # fmt: skip
-    demo.load(categories, inputs=[board_arena], outputs=[category], api_visibility="private",
-              queue=False)  # fmt: skip
-    if tabs is not None:  # a shared link to a model's page: ?model=ID
+    if tabs is None:
+        demo.load(lambda: categories(first), outputs=[category], api_visibility="private",
+                  queue=False)  # fmt: skip
+    else:  # a shared link to a model's page: ?model=ID
 
         def deep_link(request: gr.Request):
+            """The linked model's page, with its arena's categories; else the first arena's
+            categories. One answer for both: a load's own answer with the first arena's,
+            landing after the link's arena was switched to, listed them under the other."""
             wanted = request.query_params.get("model") if request is not None else None
             for arena in arenas if wanted else ():
                 if any(m.id == wanted for m in arena.models):
                     return (gr.Tabs(selected="leaderboard"), arena.id, "model",
                             gr.update(choices=_model_choices(service, arena.id), value=wanted,
                                       visible=True),
-                            *[gr.update(visible=False)] * 3)  # fmt: skip
-            return (gr.update(),) * 7
+                            *[gr.update(visible=False)] * 3, categories(arena.id))  # fmt: skip
+            return (*(gr.update(),) * 7, categories(first))
 
         demo.load(deep_link, outputs=[tabs, board_arena, view, model_pick, weights, period,
-                                      provisional], api_visibility="private", queue=False).then(
-            show, **drawing)  # fmt: skip
+                                      provisional, category], api_visibility="private",
+                  queue=False).then(show, **drawing)  # fmt: skip
 
 
 def _newest(asks: dict, number: float | None) -> bool:
