@@ -83,6 +83,9 @@ class _Record:
     failures: int = 0
     paused_until: float | None = None
     latencies: deque = field(default_factory=deque)
+    #: ``(clock time, seconds)`` of generations too recent to be in ``latencies`` yet
+    #: (``PoolSettings.latency_delay``).
+    fresh: deque = field(default_factory=deque)
     #: Clock time of the last probe started, None before the first.
     last_probe: float | None = None
     probing: bool = False
@@ -140,7 +143,8 @@ class ModelHealth:
             record.failures = 0
             record.paused_until = None
             record.unverified, record.last_error = False, ""
-            record.latencies.append(max(seconds, 0.0))
+            record.fresh.append((self._clock(), max(seconds, 0.0)))
+            self._settle(record)
 
     def record_failure(self, model_id: str, error: BackendError) -> None:
         """A failure on a known-good prompt: counted, and a pause when enough in a row."""
@@ -155,10 +159,21 @@ class ModelHealth:
         logger.warning("generation failed (%d in a row): %s", failures, error)
 
     def median_latency(self, model_id: str) -> float | None:
-        """Median seconds of recent successful uncached generations, or None before the first."""
+        """Median seconds of recent successful uncached generations, or None before the first
+        (those of the last ``latency_delay`` seconds left out, see :meth:`_settle`)."""
         with self._lock:
-            latencies = list(self._records[model_id].latencies)
+            record = self._records[model_id]
+            self._settle(record)
+            latencies = list(record.latencies)
         return statistics.median(latencies) if latencies else None
+
+    def _settle(self, record: _Record) -> None:
+        """Move the generation times older than ``latency_delay`` into the median's window
+        (under the lock). Until then a time could name the models of a battle not yet voted
+        on: a battle's two generations are the only ones that move two medians at once."""
+        settled = self._clock() - self._settings.latency_delay
+        while record.fresh and record.fresh[0][0] <= settled:
+            record.latencies.append(record.fresh.popleft()[1])
 
     def mark_unverified(self, model_id: str) -> None:
         """Hold the model back until a probe succeeds."""

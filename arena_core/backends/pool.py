@@ -88,6 +88,10 @@ class PoolSettings:
     pause_seconds: float = 300.0
     #: Recent successful generations the median latency is taken over.
     latency_window: int = 100
+    #: Seconds a generation's time is kept out of :meth:`ModelPool.median_latency`. The
+    #: Space sets it past a battle's lifetime: the two times a battle's generations add
+    #: named its two models, on the board, while the battle could still take its vote.
+    latency_delay: float = 0.0
     #: Generations running at once (each battle uses two).
     max_workers: int = 8
     #: Seconds between two probes of one model after failures on typed prompts.
@@ -239,7 +243,8 @@ class ModelPool:
         return self._backends[model_id].remote
 
     def median_latency(self, model_id: str) -> float | None:
-        """Median seconds of recent successful uncached generations, or None before the first."""
+        """Median seconds of recent successful uncached generations, or None before the first
+        (those of the last ``settings.latency_delay`` seconds left out)."""
         return self.health.median_latency(model_id)
 
     # -- generation ----------------------------------------------------------------------

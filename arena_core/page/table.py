@@ -146,7 +146,9 @@ COLUMNS = (
            lambda r, ctx: escape(r.params or ""), phone=False),
     Column("elo_m", "Rating / M params", "Rating per million parameters.",
            lambda r, ctx: _number(r.elo_per_m_params, 2) if r.battles else "", phone=False),
-    Column("latency", "Time (s)", "Median seconds to make one output, since this server started.",
+    Column("latency", "Time (s)", "Median seconds to make one output, since this server "
+           "started; the latest are left out until their battles are closed: they would name "
+           "the models of a battle before its vote.",
            lambda r, ctx: _number(ctx.latency.get(r.model_id), 2), phone=False),
 )  # fmt: skip
 

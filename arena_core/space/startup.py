@@ -31,6 +31,9 @@ from arena_core.votes.log import VoteLog, new_shard_name
 from arena_core.votes.read import read_votes
 
 log = logging.getLogger(__name__)
+#: Seconds past a battle's lifetime before its generation times reach the board (a battle is
+#: opened just after its outputs are made; the margin covers that gap and the typed hold).
+LATENCY_MARGIN = 120.0
 
 
 def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
@@ -56,7 +59,10 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     memory = settings.cache_memory_mb * 1024 * 1024
     cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024,
                         memory_bytes=memory)  # fmt: skip
-    pool_settings = PoolSettings(timeout=settings.timeout)
+    # A battle's generation times stay off the board until it can no longer take a vote.
+    pool_settings = PoolSettings(
+        timeout=settings.timeout, latency_delay=settings.battle_ttl + LATENCY_MARGIN
+    )
     # One for all arenas: the engines' locks are process-wide, and eSpeak NG speaks in several.
     workload = engine_workload(pool_settings)
     pools = {
