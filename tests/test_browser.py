@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from browser import LAPTOP, Visit, expect, names_and_ids
+from browser import GATE_SHARE, LAPTOP, Visit, expect, names_and_ids
 
 from arena_core.votes.read import read_votes
 
@@ -53,9 +53,7 @@ def test_a_whole_visit(running_app, browser):
     # until both clips are heard; the server's gate, on here, until a whole listen's time
     # has passed: four times faster is too fast for it.
     page.locator("#prompt-in textarea").fill(SHORT)
-    # Three whole listens' time: a loaded machine can take longer than one to load the
-    # clips, play them at four times and send the vote (the gate then rightly let it pass).
-    service.listen_share = 3.0
+    service.listen_share = GATE_SHARE
     try:
         visit.key("n")
         visit.battle_ready()

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from browser import LAPTOP, MEDIA, PAGE_LOAD, HeldCalls, Visit, battle_opened, expect
+from browser import GATE_SHARE, LAPTOP, MEDIA, PAGE_LOAD, HeldCalls, Visit, battle_opened, expect
 
 from arena_core.votes.read import read_votes
 
@@ -269,7 +269,7 @@ def test_a_second_click_refused_as_already_voted_keeps_the_thanks(
 
 def test_the_page_keeps_the_servers_listening_gate_closed_and_counts_it_down(running_app, browser):
     service = running_app.service
-    service.listen_share = 3.0  # a whole listen's time, three times: longer than a fast listen
+    service.listen_share = GATE_SHARE
     try:
         visit = open_battle(running_app, browser, "race-gate")
         page = visit.page

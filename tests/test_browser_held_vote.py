@@ -10,17 +10,13 @@ when the countdown ends, to the battle it was pressed on, and never to a later o
 import re
 
 import pytest
-from browser import LAPTOP, Visit, expect
+from browser import GATE_SHARE, LAPTOP, Visit, expect
 
 from arena_core.votes.read import read_votes
 
 pytestmark = pytest.mark.browser
 
 SHORT = "The kettle is already boiling."
-#: The server's wait: six times the clips' length, longer than a listen at four times even
-#: on a loaded machine (at three times, a slow listen once outlasted the wait, and the vote
-#: went in unheld).
-LISTEN_SHARE = 6.0
 
 
 def votes_logged(running_app) -> int:
@@ -29,7 +25,7 @@ def votes_logged(running_app) -> int:
 
 @pytest.fixture
 def gated(running_app):
-    running_app.service.listen_share = LISTEN_SHARE
+    running_app.service.listen_share = GATE_SHARE
     yield running_app
     running_app.service.listen_share = 0.0
 
