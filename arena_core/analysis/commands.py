@@ -58,9 +58,13 @@ def _complementarity(args) -> int:
     from arena_core.analysis.insights import COMPLEMENTARITY_COLUMNS, complementarity_report
     from arena_core.analysis.text import complementarity_table
     from arena_core.cli.board import require_votes_of
-    from arena_core.votes.read import read_votes
+    from arena_core.votes.read import fastchat_arena_of, read_votes
 
-    votes = read_votes(args.votes, columns=COMPLEMENTARITY_COLUMNS, fastchat_arena=args.arena)
+    votes = read_votes(
+        args.votes,
+        columns=COMPLEMENTARITY_COLUMNS,
+        fastchat_arena=fastchat_arena_of(args.votes, args.arena),
+    )
     require_votes_of(votes.table, "arena", args.arena)
     params = ComplementarityParams(min_overlap=args.min_overlap, rounds=args.rounds)
     report = complementarity_report(votes, args.arena, params,

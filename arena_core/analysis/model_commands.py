@@ -32,12 +32,14 @@ def add_commands(sub) -> None:
 def _model(args) -> int:
     from arena_core.analysis.model_report import MODEL_COLUMNS, model_report
     from arena_core.registry import load_registry
-    from arena_core.votes.read import read_votes
+    from arena_core.votes.read import fastchat_arena_of, read_votes
 
     if args.recent < 0:
         raise ValueError("--recent must be at least 0")
     arena = load_registry(args.registry).arena(args.arena) if args.registry else None
-    votes = read_votes(args.votes, columns=MODEL_COLUMNS, fastchat_arena=args.arena)
+    votes = read_votes(
+        args.votes, columns=MODEL_COLUMNS, fastchat_arena=fastchat_arena_of(args.votes, args.arena)
+    )
     report = model_report(votes, args.arena, args.model, arena=arena, recent=args.recent)
     if args.format == "json":
         out = report.to_json() | {"skipped": dict(sorted(votes.skipped.items()))}

@@ -67,6 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a missing file, --out naming a folder, a full disk
         message = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else exc
         return _error(message)
+    except MemoryError as exc:  # an option asking for more than the machine holds
+        # (``--bootstrap 100000000000``: numpy's own error names the array it could not make)
+        detail = " ".join(str(exc).split()) or "no detail"
+        return _error(
+            f"out of memory ({detail}); ask for less (fewer --bootstrap or --rounds, fewer files)"
+        )
 
 
 def _error(message) -> int:

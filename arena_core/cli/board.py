@@ -13,6 +13,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +34,7 @@ from arena_core.snapshots import source as snapshot_source
 from arena_core.snapshots.revision import Revision, revision_of
 from arena_core.votes.arrow import filled
 from arena_core.votes.kernels import cast, pc, unique
-from arena_core.votes.read import read_votes
+from arena_core.votes.read import fastchat_arena_of, read_votes
 from arena_core.votes.reasons import UNREADABLE
 from arena_core.window import Window
 
@@ -158,7 +159,8 @@ def _replayed_boards(args, params, window, registry) -> tuple[list[Board], Revis
     and the revision they were computed from."""
     columns = (*board_columns(params.voter_kind), "vote_id")
     votes = read_votes(args.votes, columns=columns, fastchat_all=args.fastchat_all,
-                       fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip
+                       fastchat_arena=fastchat_arena_of(args.votes, args.arena),
+                       now_us=args.now_us)  # fmt: skip
     arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = []
     for arena_id in arenas:
@@ -187,7 +189,8 @@ def _style_board(args, registry, params: BoardParams, window: Window) -> int:
                          "board lists only models its votes rate and does not take it")  # fmt: skip
     check_style_params(params)
     votes = read_votes(args.votes, columns=ANALYSIS_COLUMNS, fastchat_all=args.fastchat_all,
-                       fastchat_arena=args.arena or "fastchat", now_us=args.now_us)  # fmt: skip
+                       fastchat_arena=fastchat_arena_of(args.votes, args.arena),
+                       now_us=args.now_us)  # fmt: skip
     arenas = choose_arenas(votes.table, args, registry, votes.skipped)
     boards = [style_board(votes, registry.arena(a), category=args.category, params=params,
                           window=window) for a in arenas]  # fmt: skip
@@ -296,9 +299,32 @@ def _check_known(what: str, value: str, found: list[str], listed: list[str], whe
 def _nothing_valid(paths, skipped: Mapping[str, int]) -> str:
     where = " ".join(map(str, paths)) if isinstance(paths, list | tuple) else str(paths)
     if not skipped:
+        unread = _not_vote_files(paths)
+        if unread:  # a folder of FastChat exports, say: the folder looked empty of votes
+            return (f"no vote in {where}: a folder is read for its *.jsonl and *.parquet files "
+                    f"only, and it holds {', '.join(unread)}; name such a file itself (a "
+                    "FastChat export .json, a Parquet file under another name)")  # fmt: skip
         return f"no vote in {where}; pass --registry to print its arenas' empty boards"
     reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
     return f"no valid vote in {where} (skipped: {reasons}; the log above says why)"
+
+
+def _not_vote_files(paths, most: int = 3) -> list[str]:
+    """A few of the files in the folders of ``paths`` that a folder's reading leaves out
+    (not ``*.jsonl`` or ``*.parquet``, hidden ones aside), by their path."""
+    paths = paths if isinstance(paths, list | tuple) else [paths]
+    found = []
+    for folder in (Path(p) for p in paths if p and "://" not in str(p)):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            parts = path.relative_to(folder).parts
+            if (path.is_file() and path.suffix not in (".jsonl", ".parquet")
+                    and not any(part.startswith(".") for part in parts)):  # fmt: skip
+                found.append(str(path))
+            if len(found) > most:
+                return [*found[:most], "..."]
+    return found
 
 
 def _titles(registry, arena_id: str) -> dict[str, str]:

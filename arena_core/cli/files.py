@@ -58,6 +58,8 @@ def run_compact(args) -> int:
 
     # Checked before anything is read: with --repo, before the download.
     args.min_age = MIN_AGE_MINUTES if args.min_age is None else check_min_age(args.min_age)
+    if args.votes == "":  # Path("") is the current folder: its shards would be compacted
+        raise ValueError("compact --votes takes a vote folder; an empty path names none")
     if args.votes and not Path(args.votes).is_dir():
         what = "is a file" if Path(args.votes).exists() else "does not exist"
         raise ValueError(f"compact --votes takes a vote folder (it writes compacted/ inside it); "

@@ -121,6 +121,9 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         rel = path.relative_to(folder).as_posix()
         if rel.startswith(f"{COMPACTED}/"):
             continue
+        if not path.exists():  # a dangling link (vote_files lists it: readers count it)
+            report.kept[rel] = "a symbolic link to nothing"
+            continue
         age = ages.get(rel, 0.0) if ages is not None else now - path.stat().st_mtime
         if age < min_age_minutes * 60:
             report.kept[rel] = f"younger than {min_age_minutes:g} minutes"

@@ -23,7 +23,13 @@ import pyarrow as pa
 
 from arena_core.scale.cli_options import reader_clock
 from arena_core.scale.contract import CountsError, read_counts, skipped_of, write_counts
-from arena_core.scale.sources import SourceError, local_bytes, parquet_only_gap, resolve
+from arena_core.scale.sources import (
+    SourceError,
+    is_remote,
+    local_bytes,
+    parquet_only_gap,
+    resolve,
+)
 from arena_core.snapshots.revision import Revision
 from arena_core.votes.kernels import pc
 from arena_core.window import format_us
@@ -86,6 +92,8 @@ def run_manifest(args) -> int:
     from arena_core.dataset.compact import COMPACTED
     from arena_core.scale.manifest import build_manifest
 
+    if args.votes == "":  # Path("") is the current folder
+        raise SourceError("manifest --votes takes a vote folder; an empty path names none")
     folder = Path(args.votes)
     compacted = folder if folder.name == COMPACTED else folder / COMPACTED
     start = time.perf_counter()
@@ -118,12 +126,27 @@ def choose_engine(args, window) -> str:
     if needs_times or needs_battles or args.fastchat_all:
         return "python"
     try:
-        sources = resolve(args.votes)
+        sources = _local_or_parquet(args.votes)
     except SourceError:
         return "python"  # JSONL shards or a FastChat export
     if sources.patterns or local_bytes(sources) >= AUTO_BYTES:
         return "duckdb"
     return "python"
+
+
+def _local_or_parquet(votes):
+    """``resolve(votes)``; its :class:`SourceError` for local files (JSONL, a FastChat
+    export: the in-process reader takes them) is the caller's to catch. A remote path no
+    engine reads (``hf://models/...``, a remote JSONL file) is refused with the resolver's
+    own message, where the in-process path said "no vote file or folder at hf:/models/..."
+    and ``--engine duckdb`` "reads Parquet only"."""
+    try:
+        return resolve(votes)
+    except SourceError as exc:
+        paths = [votes] if isinstance(votes, str) else list(votes or ())
+        if any(is_remote(str(p)) for p in paths):
+            raise ValueError(str(exc)) from None  # not a SourceError: not caught as local
+        raise
 
 
 def scaled_boards(args, params, window, registry) -> tuple[list, Revision] | None:
@@ -161,7 +184,7 @@ def _stream_and_counts(args):
     if not votes:
         return None, read_counts(args.counts)
     try:
-        sources = resolve(votes)
+        sources = _local_or_parquet(votes)
     except SourceError:
         sources = None
     if sources is None:  # JSONL: the counts come from the file, the stream from the reader

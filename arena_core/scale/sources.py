@@ -191,4 +191,4 @@ def file_order(names) -> list[str]:
 
 def local_bytes(sources: Sources) -> int:
     """Bytes of the local files (patterns count as unknown: 0)."""
-    return sum(Path(f).stat().st_size for f in sources.files)
+    return sum(Path(f).stat().st_size for f in sources.files if Path(f).exists())

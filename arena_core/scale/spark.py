@@ -80,7 +80,11 @@ def session(master: str | None = None):
     builder = SparkSession.builder.appName("arena-counts").master(master or "local[*]")
     for key, value in SESSION_CONFIG.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # pyspark's PySparkRuntimeError when the JVM exits (a bad master)
+        raise ValueError(f"could not start Spark with master {master or 'local[*]'!r}: "
+                         f"{type(exc).__name__}: {exc}") from None  # fmt: skip
 
 
 def _normal(path: str) -> str:

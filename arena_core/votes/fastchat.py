@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.lines import encodable, field_value, readable
-from arena_core.votes.reasons import INVALID_JSON, NOT_ANONY, NOT_OBJECT, WRONG_TYPE
+from arena_core.votes.reasons import INVALID_JSON, NOT_ANONY, NOT_OBJECT, TRUNCATED, WRONG_TYPE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, SCHEMA_VERSION
 from arena_core.window import format_us
 
@@ -60,9 +60,9 @@ def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
                 arena: str = DEFAULT_ARENA) -> pa.Table:  # fmt: skip
     """Read one export into contract rows; rows that cannot map are left for validation."""
     # utf-8-sig: an export saved by a Windows editor starts with a byte-order mark.
-    battles = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    if not isinstance(battles, list):
-        raise ValueError("a FastChat export is a JSON list of battles")
+    battles, cut = _battle_list(Path(path).read_bytes().decode("utf-8-sig"))
+    if cut:  # a download or a copy stopped midway: the battles before the cut are whole
+        skipped[TRUNCATED] += 1
     rows, seen = [], Counter()
     for battle in battles:
         if not isinstance(battle, dict):
@@ -87,6 +87,55 @@ def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
         )  # our own exports keep their ids
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def _battle_list(text: str) -> tuple[list, bool]:
+    """The export's battles, and whether the file was cut short.
+
+    A list that does not end with ``]`` was cut (a download or copy that stopped): its
+    whole battles are read, as a JSONL file cut mid-line keeps its whole lines, and the
+    cut is one ``truncated_line``. Before, the first error refused the file whole, so a
+    half-downloaded export counted one ``unreadable_file`` and none of its battles. Damage
+    anywhere else (a list that ends with ``]``) still refuses the file.
+    """
+    try:
+        battles = json.loads(text)
+    except json.JSONDecodeError:
+        if text.rstrip().endswith("]"):
+            raise
+        return _whole_battles(text), True
+    if not isinstance(battles, list):
+        raise ValueError("a FastChat export is a JSON list of battles")
+    return battles, False
+
+
+def _whole_battles(text: str) -> list:
+    """The items of a JSON list cut short, up to the first one the cut damaged: an object
+    or list (closed by its bracket), or a value followed by a comma."""
+    decoder = json.JSONDecoder()
+    at = _after_space(text, 0)
+    if not text.startswith("[", at):
+        raise ValueError("a FastChat export is a JSON list of battles")
+    items, at = [], at + 1
+    while True:
+        at = _after_space(text, at)
+        try:
+            item, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            return items
+        after = _after_space(text, end)
+        if not isinstance(item, dict | list) and not text.startswith(",", after):
+            return items  # a number or string at the cut may itself be cut
+        items.append(item)
+        if not text.startswith(",", after):
+            return items
+        at = after + 1
+
+
+def _after_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def readable_text(battle: dict) -> bool:
@@ -117,7 +166,7 @@ def to_vote_row(battle: dict, arena: str) -> dict | None:
         "schema_version": SCHEMA_VERSION,
         "vote_id": json.dumps(battle, sort_keys=True, default=str),
         "battle_id": None,
-        "ts": _iso(tstamp) if tstamp is not None else None,
+        "ts": _ts(tstamp),
         "arena": battle["arena"] if isinstance(battle.get("arena"), str) else arena,
         "model_a": battle.get("model_a"),
         "model_b": battle.get("model_b"),
@@ -202,6 +251,16 @@ def to_battles(votes: VoteTable, *, include_flagged: bool = False,
             battle.update(stamp)
         battles.append(battle)
     return battles
+
+
+def _ts(tstamp: float | None) -> str | None:
+    """The battle's ``ts``: None when it has no ``tstamp`` (``missing_field``), else its
+    ISO form, or for a number no timestamp names (NaN, an infinity, beyond the years 1 to
+    9999) the number as written, which the reader skips as ``bad_ts``, as a JSONL line whose
+    ``ts`` is out of range: the field is there, its value is wrong."""
+    if tstamp is None:
+        return None
+    return _iso(tstamp) or f"tstamp {tstamp!r}"
 
 
 def _iso(tstamp: float) -> str | None:

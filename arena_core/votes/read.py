@@ -20,6 +20,7 @@ import codecs
 import glob
 import logging
 import mmap
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -87,6 +88,9 @@ def read_votes(
         try:
             if kind == "parquet":
                 table = _read_parquet(path, wanted)
+            elif kind == "compressed":
+                raise ValueError("a compressed file (gzip, zstd, bzip2 or xz): decompress it "
+                                 "and read the .jsonl or .parquet file inside")  # fmt: skip
             elif kind == "fastchat":
                 table = fastchat.read_export(
                     path, skipped, keep_all=fastchat_all, arena=fastchat_arena
@@ -144,10 +148,24 @@ def read_listed(
             votes = read_votes(files)
         except FileNotFoundError:
             continue
-        if all(Path(f).exists() for f in files):
+        if all(os.path.lexists(f) for f in files):  # a dangling link is not a vanished file
             return files, votes
     files = listing()
     return files, read_votes(files)
+
+
+def fastchat_arena_of(paths, arena: str | None) -> str:
+    """The arena FastChat battles under ``paths`` are read into, for a command given
+    ``--arena``: that arena when every file is a FastChat export (an export rated as one of
+    the registry's arenas), else :data:`~arena_core.votes.fastchat.DEFAULT_ARENA`, as
+    without ``--arena``. Beside an arena's own votes, relabelling the battles merged
+    another arena's models into that arena's board, which then differed from the one the
+    same files give without ``--arena``, and made any ``--arena`` name, a typo's too, look
+    known."""
+    if not arena or not paths:
+        return fastchat.DEFAULT_ARENA
+    kinds = {kind for _, kind in vote_files(paths)}
+    return arena if kinds == {"fastchat"} else fastchat.DEFAULT_ARENA
 
 
 def vote_files(paths) -> list[tuple[Path, str]]:
@@ -158,17 +176,21 @@ def vote_files(paths) -> list[tuple[Path, str]]:
         paths = [paths]
     found = []
     for raw in paths:
+        if str(raw) == "":
+            # Path("") is the current folder: an unset variable (--votes "$VOTES") would
+            # read whatever vote files happen to be below it.
+            raise FileNotFoundError("an empty path names no vote file or folder")
         path = Path(raw)
         if path.is_dir():
             inner = sorted(
                 p
                 for p in path.rglob("*")
                 if p.suffix in (".jsonl", ".parquet")
-                and p.is_file()
+                and (p.is_file() or _dangling(p))
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
             found.extend((p, _detect(p)) for p in inner)
-        elif path.is_file():
+        elif path.is_file() or _dangling(path):
             found.append((path, _detect(path)))
         elif _GLOB.search(str(raw)):
             # A pattern, as the counts engines take one: its files in a folder's order.
@@ -178,23 +200,55 @@ def vote_files(paths) -> list[tuple[Path, str]]:
             if not files:
                 raise FileNotFoundError(f"no vote file matches {raw}")
             found.extend((f, _detect(f)) for f in files)
+        elif "://" in str(raw):  # Path() would also print it as "hf:/datasets/..."
+            raise FileNotFoundError(
+                f"{raw}: this reader reads local files and folders; for a Hub dataset give "
+                "--repo <owner>/<repo> (every file) or --engine duckdb (its Parquet files), "
+                "or download it and pass the folder"
+            )
         else:
             raise FileNotFoundError(f"no vote file or folder at {path}")
     return found
+
+
+def _dangling(path: Path) -> bool:
+    """A symbolic link to nothing (a git-annex or datalad file whose content was not fetched,
+    a Hub cache whose blob was removed): listed, so that reading it counts an unreadable
+    file instead of leaving its votes out unsaid."""
+    return path.is_symlink() and not path.exists()
 
 
 #: Characters that make a path a glob pattern (when no file or folder has that name).
 _GLOB = re.compile(r"[*?\[]")
 
 
+#: The first bytes of a Parquet file, and of the compressed files a log may be shipped in
+#: (gzip, zstd, bzip2, xz): none of these starts a JSON line.
+_PARQUET_MAGIC = b"PAR1"
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ\x00")
+
+
 def _detect(path: Path) -> str:
+    """``parquet``, ``fastchat``, ``compressed`` or ``jsonl``. A ``.parquet`` or ``.jsonl``
+    name is believed (a folder's files, every shard the Space lists); any other file, named
+    on the command line, is told by its first bytes: a Parquet file named ``votes.pq`` or
+    ``VOTES.PARQUET`` is read as Parquet, and a ``.jsonl.gz`` is refused as compressed,
+    where both were read as JSONL, every line counted ``invalid_json``."""
     if path.suffix == ".parquet":
         return "parquet"
-    if path.suffix == ".json":
+    if path.suffix == ".jsonl":
+        return "jsonl"
+    try:
         with path.open("rb") as f:
-            head = f.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
-        if head.startswith(b"["):
-            return "fastchat"
+            head = f.read(4096)
+    except OSError:
+        return "jsonl"  # the reader counts it unreadable, with the reason
+    if head.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    if head.startswith(_COMPRESSED_MAGIC):
+        return "compressed"
+    if path.suffix == ".json" and head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
+        return "fastchat"
     return "jsonl"
 
 
