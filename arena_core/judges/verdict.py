@@ -1,11 +1,13 @@
 """Reading an LLM judge's reply: its verdict, or :class:`~arena_core.judges.base.JudgeError`.
 
 The judge's call is never guessed (:func:`parse_verdict`). An answer under test may plant a
-verdict line for the judge to quote ("Verdict: A"): a verdict line before the reply's last
-that repeats a line the judge was shown is a quote, verdict lines that still disagree make
-the reply unreadable, and characters that render as nothing are dropped first. Only the
-reply's last line is trusted even when an answer holds the same words (the judging prompt
-asks for the verdict there), so an answer planting its opponent's verdict cannot veto it.
+verdict line for the judge to quote ("Verdict: A"). A labelled verdict line before the
+reply's last that repeats a line the judge was shown may be such a quote: it is left out when
+the reply ends with a verdict line, as the judging prompt asks, and otherwise the reply is
+unreadable (a failed judgement, never a planted or a flipped one). The last line is the
+judge's even when an answer holds the same words, so planting the opponent's verdict vetoes
+nothing from a judge that ends with its verdict. Verdict lines that still disagree make the
+reply unreadable, and characters that render as nothing are dropped first.
 """
 
 from __future__ import annotations
@@ -73,9 +75,8 @@ def parse_verdict(reply: str, quoted: Iterable[str] = ()) -> tuple[str, str]:
     The verdict is the line naming it ("Verdict: A", any case, markdown or
     brackets around it); failing that, lines that are a bare verdict ("B",
     "Tie.", "**Both bad**"), which must all agree. ``quoted``: the texts the judge
-    was shown (the prompt and both answers); a verdict line before the reply's last
-    that repeats one of their lines is the judge quoting, not judging, and is read as
-    prose. The judge's call is never guessed, so these replies are unreadable:
+    was shown (the prompt and both answers); see :func:`_own` for a verdict line that
+    repeats one of their lines. The judge's call is never guessed, so these replies are unreadable:
     verdict lines that disagree, a last bare line that contradicts the verdict
     lines, a last line labelled as a verdict that names none ("Verdict: the first one";
     a closing remark such as "The better answer is B because..." is prose, and the
@@ -87,14 +88,12 @@ def parse_verdict(reply: str, quoted: Iterable[str] = ()) -> tuple[str, str]:
     if "</think>" in text.lower():  # the opening tag was in the chat template, not the reply
         text = text[text.lower().rindex("</think>") + len("</think>") :]
     lines = [line for line in text.splitlines() if line.strip()]
-    shown = {_normalised(line) for t in quoted for line in _visible(t).splitlines()}
-    own = [
-        i for i, line in enumerate(lines) if i == len(lines) - 1 or _normalised(line) not in shown
-    ]
-    keyword = [(i, c) for i in own if (c := _choice(_KEYWORD_LINE, lines[i]))]
-    bare = [(i, c) for i in own if (c := _choice(_BARE_LINE, lines[i]))]
-    last_bare = bare[-1] if bare and bare[-1][0] == len(lines) - 1 else None
-    read_last = (bool(keyword) and keyword[-1][0] == len(lines) - 1) or last_bare
+    last = len(lines) - 1
+    keyword = [(i, c) for i, line in enumerate(lines) if (c := _choice(_KEYWORD_LINE, line))]
+    bare = [(i, c) for i, line in enumerate(lines) if (c := _choice(_BARE_LINE, line))]
+    last_bare = bare[-1] if bare and bare[-1][0] == last else None
+    read_last = (bool(keyword) and keyword[-1][0] == last) or last_bare
+    keyword = _own(keyword, lines, quoted, read_last, reply)
     # A last line labelled as a verdict that names none: the judge's call, unread.
     if lines and not read_last and _KEYWORD_LABEL.match(_normalised(lines[-1])):
         raise JudgeError(f"unreadable reply {_excerpt(reply)}: its last line is no verdict")
@@ -110,6 +109,22 @@ def parse_verdict(reply: str, quoted: Iterable[str] = ()) -> tuple[str, str]:
     verdict_lines = {i for i, _ in keyword} | {i for i, _ in bare}
     reason = " ".join(line for i, line in enumerate(lines) if i not in verdict_lines)
     return choice, one_line(reason) if reason.strip() else ""
+
+
+def _own(keyword: list, lines: list[str], quoted: Iterable[str], read_last, reply: str) -> list:
+    """The labelled verdict lines that are the judge's own. One before the last line that
+    repeats a line the judge was shown may be a quote of a planted verdict: it is left out
+    when the reply ends with a verdict line, as the judging prompt asks (that line is the
+    judge's, whatever an answer holds); else the reply is unreadable, since whose line it
+    is cannot be told. Bare lines and headers ("B", "### Answer A") are never taken for
+    quotes: dropping them let an answer that held the judge's own words turn its verdict
+    into the other side's header."""
+    shown = {_normalised(line) for text in quoted for line in _visible(text).splitlines()}
+    quotes = {i for i, _ in keyword if i != len(lines) - 1 and _normalised(lines[i]) in shown}
+    if quotes and not read_last:
+        raise JudgeError(f"unreadable reply {_excerpt(reply)}: a verdict line repeats the "
+                         "texts judged and none ends the reply")  # fmt: skip
+    return [(i, c) for i, c in keyword if i not in quotes]
 
 
 def _excerpt(reply: str) -> str:
