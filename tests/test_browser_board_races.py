@@ -149,13 +149,19 @@ def test_an_arena_followed_from_the_arena_tab_is_kept_when_the_tab_opens(running
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "board-follow-then-tab")
     visit.arrive(running_app.url)
     page = visit.page
-    # The Leaderboard tab's arenas offered, sent with the tab's selection.
     calls = HeldCalls(
-        visit, opened=lambda b: (b.get("event_data") or {}).get("value") == "Leaderboard"
+        visit,
+        # The board's arena following the Arena tab's, where it is a call (until session
+        # 31): its only input was the arena, and it carried no event data.
+        follow=lambda b: b.get("data") == ["tts-multilingual"] and not b.get("event_data"),
+        # The Leaderboard tab's arenas offered, sent with the tab's selection.
+        opened=lambda b: (b.get("event_data") or {}).get("value") == "Leaderboard",
     )
     visit.pick("#arena-in", "Multilingual text-to-speech")
+    calls.held_within("follow", 5)  # held until the tab's call was sent (the stale order)
     page.get_by_role("tab", name="Leaderboard").click()
     calls.wait_held("opened")
+    calls.release_if_held("follow")
     arena = page.locator("#board-arena input")
     expect(arena).to_have_value("Multilingual text-to-speech")
     calls.release("opened")
@@ -251,22 +257,74 @@ def test_an_arena_picked_on_the_board_stays_when_the_arena_tabs_follows_late(run
     expect(caption).to_contain_text("Japanese text-to-speech")
 
 
+def prompt_categories(visit: Visit) -> set[str]:
+    """The Prompts filter's options as the visitor reads them (a language without its own
+    name in brackets)."""
+    page = visit.page
+    page.locator("#board-controls input").nth(1).click()  # the Prompts filter
+    expect(page.get_by_role("option").first).to_be_visible()
+    offered = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    return {o.split("\n")[-1].strip().split(" (")[0] for o in offered}
+
+
+#: The page's unqueued calls at load: none reads more of the page than the board's arena
+#: (the load's own categories until session 31, the shared link's answer, the About text).
+#: They carry no event data; each is held, under a name of its own.
+AT_LOAD = {f"load{k}": lambda b: b.get("data") in ([], ["tts-en"]) and not b.get("event_data")
+           for k in range(3)}  # fmt: skip
+
+
+def release_loads(calls: HeldCalls, *, reading_the_arena: bool) -> None:
+    """Release the held load calls that read the board's arena, or those that read nothing."""
+    for name, route in list(calls.held.items()):
+        if name.startswith("load") and bool(route.request.post_data_json["data"]) == (
+            reading_the_arena
+        ):
+            calls.release(name)
+
+
 def test_a_shared_link_lists_its_arenas_prompt_categories(running_app, browser):
     """A link to a Multilingual model's page: the Prompts filter offers that arena's
     languages. The page's load listed the first arena's categories in an answer of its own,
     which, landing after the link's arena was switched to, left them under Multilingual; the
-    link's answer now carries its arena's categories."""
+    link's answer now carries its arena's categories. The load's calls that read the board's
+    arena are held until the link's page is drawn."""
     multilingual = running_app.service.arena("tts-multilingual")
     visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "board-link-categories")
     page = visit.page
+    calls = HeldCalls(visit, **AT_LOAD)
     page.goto(f"{running_app.url}?model={multilingual.models[0].id}")
+    calls.wait_held("load0")
+    page.wait_for_timeout(1000)  # the load's other calls, sent with the first
+    release_loads(calls, reading_the_arena=False)  # the link's own, and the About text
     expect(page.locator("#board-table .model-view")).to_be_visible(timeout=30_000)
     expect(page.locator("#board-arena input")).to_have_value(multilingual.title)
-    page.locator("#board-controls input").nth(1).click()  # the Prompts filter
-    offered = set(page.get_by_role("option").all_inner_texts())
-    page.keyboard.press("Escape")
-    names = {o.split("\n")[-1].strip() for o in offered}
-    assert "All prompts" in names and {"German", "French"} <= {n.split(" (")[0] for n in names}, (
-        names
-    )
+    release_loads(calls, reading_the_arena=True)
+    page.unroute(HeldCalls.PATTERN)
+    names = prompt_categories(visit)
+    assert "All prompts" in names and {"German", "French"} <= names, names
+    visit.shot("categories")
+
+
+def test_an_arena_picked_while_the_page_loads_keeps_its_prompt_categories(running_app, browser):
+    """Japanese picked on the Arena tab while the page's load was answered: the load's
+    answer, the first arena's categories, landed after Japanese's and listed English's
+    under Japanese (Abbreviations, Tongue twisters instead of Polite, Onomatopoeia). The
+    categories are now the page's from the start, and only an arena's switch changes them."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "board-load-categories")
+    page = visit.page
+    calls = HeldCalls(visit, **AT_LOAD)
+    page.goto(running_app.url)
+    expect(page.locator("#arena-in input")).to_be_visible(timeout=30_000)
+    visit.pick("#arena-in", "Japanese text-to-speech")
+    page.get_by_role("tab", name="Leaderboard").click()
+    expect(page.locator("#board-arena input")).to_have_value("Japanese text-to-speech")
+    expect(page.locator("#board-table caption")).to_contain_text("Japanese", timeout=30_000)
+    release_loads(calls, reading_the_arena=False)
+    release_loads(calls, reading_the_arena=True)
+    page.unroute(HeldCalls.PATTERN)
+    names = prompt_categories(visit)
+    japanese = running_app.service.live["tts-ja"].categories
+    assert len(names) == len(japanese) + 1 and "Tongue twisters" not in names, names
     visit.shot("categories")

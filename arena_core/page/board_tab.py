@@ -41,7 +41,9 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         board_arena = gr.Dropdown([(a.title, a.id) for a in arenas if a.id in offered] or
                                   [(a.title, a.id) for a in arenas], value=first,
                                   label="Arena", scale=2, min_width=250, elem_id="board-arena")  # fmt: skip
-        category = gr.Dropdown([("All prompts", "")], value="", label="Prompts", scale=2)
+        # The first arena's categories from the start: a load's answer writing them landed
+        # after an arena picked meanwhile had listed its own, and put the first's back.
+        category = gr.Dropdown(**_category_choices(service, first), label="Prompts", scale=2)
         weights = gr.Radio([(label, key) for key, label in table.WEIGHTS.items()], value="all",
                            label="Weights", info=table.WEIGHTS_INFO, scale=3,
                            elem_id="board-weights")  # fmt: skip
@@ -157,9 +159,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         return analysis_html.judges_html(service.analyses.judges(arena_id), names, judge_names)
 
     def categories(arena_id):
-        live = service.live[arena_id]
-        choices = battle.category_choices(live.categories, service.languages(arena_id))
-        return gr.update(choices=[("All prompts", ""), *choices], value="", visible=bool(choices))
+        return gr.update(**_category_choices(service, arena_id))
 
     def switch(arena_id, model_id):
         """Another arena on the board (picked here, or followed from the Arena tab): its
@@ -202,15 +202,12 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     # On the visitor's own pick (input): the Arena tab's handlers of "change" do not delay it.
     arena_in.input(None, js="(arena) => arena || undefined", inputs=[arena_in],
                    outputs=[board_arena], api_visibility="private", queue=False)  # fmt: skip
-    if tabs is None:
-        demo.load(lambda: categories(first), outputs=[category], api_visibility="private",
-                  queue=False)  # fmt: skip
-    else:  # a shared link to a model's page: ?model=ID
+    if tabs is not None:  # a shared link to a model's page: ?model=ID
 
         def deep_link(request: gr.Request):
-            """The linked model's page, with its arena's categories; else the first arena's
-            categories. One answer for both: a load's own answer with the first arena's,
-            landing after the link's arena was switched to, listed them under the other."""
+            """The linked model's page, with its arena's categories in the same answer (the
+            load's own answer with the first arena's, landing after the link's arena was
+            switched to, listed them under the other); else no change."""
             wanted = request.query_params.get("model") if request is not None else None
             for arena in arenas if wanted else ():
                 if any(m.id == wanted for m in arena.models):
@@ -218,7 +215,7 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
                             gr.update(choices=_model_choices(service, arena.id), value=wanted,
                                       visible=True),
                             *[gr.update(visible=False)] * 3, categories(arena.id))  # fmt: skip
-            return (*(gr.update(),) * 7, categories(first))
+            return (gr.update(),) * 8
 
         demo.load(deep_link, outputs=[tabs, board_arena, view, model_pick, weights, period,
                                       provisional, category], api_visibility="private",
@@ -289,6 +286,14 @@ def _shown(heard, clips, names, own_name: str) -> list:
                     gr.update(value=(c.other.sample_rate, c.other.samples), visible=True,
                               label=opponent)]  # fmt: skip
     return updates
+
+
+def _category_choices(service, arena_id: str) -> dict:
+    """The Prompts filter's choices, value and visibility for an arena: all prompts, then its
+    categories (languages by name), shown only when it has some."""
+    live = service.live[arena_id]
+    choices = battle.category_choices(live.categories, service.languages(arena_id))
+    return {"choices": [("All prompts", ""), *choices], "value": "", "visible": bool(choices)}
 
 
 def _model_choices(service, arena_id: str) -> list[tuple[str, str]]:
