@@ -8,6 +8,7 @@ visitor's browser calls them. So whatever the Leaderboard tab draws is public to
 import json
 import re
 import uuid
+from dataclasses import replace
 
 import httpx
 from fakes import Clock
@@ -15,6 +16,8 @@ from gradio_client import Client
 
 from arena_core.backends.health import ModelHealth
 from arena_core.backends.pool import PoolSettings
+from arena_core.space.service import MAX_DRAWS
+from arena_core.space.startup import latency_delay
 
 
 def queued(http: httpx.Client, fn_index: int, data: list, session: str) -> list:
@@ -112,6 +115,20 @@ def test_a_generation_time_reaches_the_median_only_once_its_battle_is_closed():
     assert health.median_latency("m") == 2.0 and health.median_latency("n") is None
 
 
+def test_a_probes_time_counts_at_once():
+    """A probe (a paused model's check) serves no battle: its time names none."""
+    clock = Clock()
+    health = ModelHealth(["m"], PoolSettings(latency_delay=100.0), clock)
+    health.record_success("m", 2.0, probe=True)
+    assert health.median_latency("m") == 2.0
+
+
 def test_the_space_keeps_generation_times_off_the_board_for_a_battles_life(running_app):
+    """The delay covers the battle's life and its draws' waits (a model's output can wait
+    for its opponent's through every draw), whatever the timeout."""
+    settings = running_app.settings
     pool = running_app.service.pools["tts-en"]
-    assert pool.settings.latency_delay > running_app.settings.battle_ttl
+    assert pool.settings.latency_delay == latency_delay(settings)
+    for timeout in (30.0, 600.0):
+        longer = replace(settings, timeout=timeout)
+        assert latency_delay(longer) >= longer.battle_ttl + MAX_DRAWS * (timeout + 0.5) + 60

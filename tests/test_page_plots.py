@@ -1,10 +1,11 @@
 """The Leaderboard's charts (``arena_core.page.plots``): what they draw, their axes, and
 titles that fit a phone's chart."""
 
+import html
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_app_parts import small_board
 
@@ -60,22 +61,29 @@ def _title(fig) -> list[str]:
 
 
 def _shown(line: str) -> str:
-    """A title line's text as drawn (its small-type span stripped)."""
-    return line.removeprefix("<span style='font-size:13px'>").removesuffix("</span>")
+    """A title line's text as drawn (its small-type span stripped, its escapes read)."""
+    return html.unescape(line.removeprefix("<span style='font-size:13px'>").removesuffix("</span>"))
 
 
+@settings(max_examples=300)
 @given(st.text(st.characters(codec="utf-8", exclude_categories=["Cc", "Cs"]), max_size=120),
        st.text(st.characters(codec="utf-8", exclude_categories=["Cc", "Cs"]), max_size=120))  # fmt: skip
 def test_a_title_and_its_note_break_into_lines_that_fit_a_phone(title, note):
     """Plotly draws a title on one line: on a 370 px chart the rating chart's note on models
-    left out ran off the edge. Every word is kept, each line within its width (a single word
-    longer than a line is cut, as textwrap does), and the note's lines come last."""
+    left out ran off the edge. Every character is kept in order (a word longer than a line is
+    cut, as textwrap does), each line within its width, and the note's lines come last."""
     lines = plots.title_lines(title, note)
     words = [_shown(line) for line in lines]
-    assert " ".join(words).split() == f"{title} {note}".split()
+    assert "".join("".join(words).split()) == "".join(f"{title}{note}".split())
     n_title = len([w for w in lines if not w.startswith("<span")])
     assert all(len(w) <= plots.TITLE_CHARS for w in words[:n_title])
     assert all(len(w) <= plots.NOTE_CHARS for w in words[n_title:])
+
+
+def test_a_name_with_markup_is_drawn_as_written():
+    """Plotly reads a title as HTML: "<b>" in a name would have set the rest in bold."""
+    (line,) = plots.title_lines("Model <b> & co")
+    assert line == "Model &lt;b&gt; &amp; co" and _shown(line) == "Model <b> & co"
 
 
 def test_the_rating_charts_note_on_models_left_out_is_a_line_of_its_own():

@@ -136,14 +136,18 @@ class ModelHealth:
         if unverified:
             raise BackendUnavailable(model_id, f"paused: {CHECKING}")
 
-    def record_success(self, model_id: str, seconds: float) -> None:
-        """A generation (or probe) succeeded in ``seconds``: the model is healthy and checked."""
+    def record_success(self, model_id: str, seconds: float, *, probe: bool = False) -> None:
+        """A generation (or probe) succeeded in ``seconds``: the model is healthy and checked.
+        A probe's time counts at once: no battle is waiting for its output."""
         with self._lock:
             record = self._records[model_id]
             record.failures = 0
             record.paused_until = None
             record.unverified, record.last_error = False, ""
-            record.fresh.append((self._clock(), max(seconds, 0.0)))
+            if probe:
+                record.latencies.append(max(seconds, 0.0))
+            else:
+                record.fresh.append((self._clock(), max(seconds, 0.0)))
             self._settle(record)
 
     def record_failure(self, model_id: str, error: BackendError) -> None:

@@ -336,7 +336,7 @@ class ModelPool:
             error = BackendError(model_id, doubt)
             self._failed(started, error)
             raise error
-        self.health.record_success(model_id, self._clock() - started.began)
+        self.health.record_success(model_id, self._clock() - started.began, probe=started.probe)
         self._learn_rate(model_id, output)
         if started.key is not None:
             self._cache.put(started.key, output)  # a failed write is the cache's to log

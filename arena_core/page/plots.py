@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from html import escape
 
 import numpy as np
 import plotly.graph_objects as go
@@ -63,11 +64,16 @@ def _rated(board: Board) -> list[LeaderboardRow]:
 def title_lines(title: str, note: str = "") -> list[str]:
     """A chart's title broken into lines that fit a phone's chart, then ``note`` in smaller
     type, likewise: Plotly does not wrap a title, and one line ran off a 370 px chart (a long
-    model name, or the rating chart's note on models left out)."""
-    small = [
-        f"<span style='font-size:13px'>{line}</span>" for line in textwrap.wrap(note, NOTE_CHARS)
-    ]
-    return [*textwrap.wrap(title, TITLE_CHARS), *small]
+    model name, or the rating chart's note on models left out). A word longer than a line is
+    cut; each line is escaped after the cut (Plotly reads a title as HTML, and a name may
+    hold ``<`` or ``&``)."""
+
+    def wrap(text: str, width: int) -> list[str]:
+        return [escape(line, quote=False)
+                for line in textwrap.wrap(text, width, break_on_hyphens=False)]  # fmt: skip
+
+    small = [f"<span style='font-size:13px'>{line}</span>" for line in wrap(note, NOTE_CHARS)]
+    return [*wrap(title, TITLE_CHARS), *small]
 
 
 def frame(fig: go.Figure, title: str, rows: int, note: str = "") -> go.Figure:

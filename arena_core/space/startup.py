@@ -16,6 +16,7 @@ from arena_core.backends import (
     check_registry,
     engine_workload,
 )
+from arena_core.backends.pool import TIMEOUT_GRACE
 from arena_core.dataset.audio import VOTE_COLUMNS, AudioPublisher, cache_lookup
 from arena_core.dataset.hub import HubSync
 from arena_core.judges.factory import make_judge
@@ -25,15 +26,24 @@ from arena_core.snapshots.daily import DailySnapshots, SnapshotStore, hub_votes,
 from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
 from arena_core.space.pacing import Pacer
-from arena_core.space.service import ArenaService
+from arena_core.space.service import MAX_DRAWS, ArenaService
 from arena_core.space.warmup import Warmup
 from arena_core.votes.log import VoteLog, new_shard_name
 from arena_core.votes.read import read_votes
 
 log = logging.getLogger(__name__)
-#: Seconds past a battle's lifetime before its generation times reach the board (a battle is
-#: opened just after its outputs are made; the margin covers that gap and the typed hold).
+#: Seconds beyond the draws' own wait before a battle's generation times reach the board: the
+#: typed prompt's hold, and slack.
 LATENCY_MARGIN = 120.0
+
+
+def latency_delay(settings: Settings) -> float:
+    """Seconds a generation's time stays off the board (``PoolSettings.latency_delay``): past
+    the last moment its battle can take a vote. A time is recorded when its output is made;
+    the battle opens after its pair's other output, which may come from a later draw (up to
+    ``MAX_DRAWS`` of them, each waiting up to the timeout), and then lives ``battle_ttl``."""
+    draws = MAX_DRAWS * (settings.timeout + TIMEOUT_GRACE)
+    return settings.battle_ttl + draws + LATENCY_MARGIN
 
 
 def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
@@ -60,9 +70,7 @@ def build_service(settings: Settings, env: Mapping[str, str] = os.environ,
     cache = OutputCache(settings.cache_dir, max_bytes=settings.cache_mb * 1024 * 1024,
                         memory_bytes=memory)  # fmt: skip
     # A battle's generation times stay off the board until it can no longer take a vote.
-    pool_settings = PoolSettings(
-        timeout=settings.timeout, latency_delay=settings.battle_ttl + LATENCY_MARGIN
-    )
+    pool_settings = PoolSettings(timeout=settings.timeout, latency_delay=latency_delay(settings))
     # One for all arenas: the engines' locks are process-wide, and eSpeak NG speaks in several.
     workload = engine_workload(pool_settings)
     pools = {
