@@ -335,10 +335,7 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
     page.arena_in.change(page_idle, inputs=[session, page.arena_in],
                          outputs=[page.prompt_shown, *page.battle_outputs], queue=False,
                          api_visibility="private").then(None, js=assets.RESET)  # fmt: skip
-    # always_last: an arena picked while the last header was on its way (the page's load's,
-    # or the arena picked just before) was dropped (the default, "once", of an event that
-    # starts with the load): the header and languages of another arena stayed, and a battle
-    # asked for English with Multilingual's language was refused.
+    # always_last: "once" dropped an arena picked while the last header was on its way.
     gr.on([demo.load, page.arena_in.change], page.show_arena, inputs=[page.arena_in, session],
           outputs=[page.header_box, page.language_in], api_visibility="private", queue=False,
           trigger_mode="always_last")  # fmt: skip

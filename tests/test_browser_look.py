@@ -39,8 +39,10 @@ def low_contrast(page, selectors) -> dict:
     return {s: round(r, 2) for s, r in ratios.items() if r < AA}
 
 
-#: Every piece of text on the page that is shown and enabled (WCAG exempts controls that are
-#: disabled) and under AA against the first opaque background behind it: [ratio, what].
+#: Every HTML element with text of its own that is shown and enabled (WCAG exempts controls
+#: that are disabled) and under AA against the first background colour behind it: [ratio,
+#: what]. Not measured: SVG text (the charts' own), inputs' values and placeholders, and
+#: colours' transparency (a colour counts as opaque, an ancestor's opacity is ignored).
 UNREADABLE = """() => { const out = new Map();
   const rgb = c => c.match(/[\\d.]+/g).map(Number);
   const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };

@@ -88,9 +88,8 @@ class PoolSettings:
     pause_seconds: float = 300.0
     #: Recent successful generations the median latency is taken over.
     latency_window: int = 100
-    #: Seconds a generation's time is kept out of :meth:`ModelPool.median_latency`. The
-    #: Space sets it past a battle's lifetime: the two times a battle's generations add
-    #: named its two models, on the board, while the battle could still take its vote.
+    #: Seconds a generation's time stays out of :meth:`ModelPool.median_latency`: past a
+    #: battle's life in the Space, where the two times it added named its models on the board.
     latency_delay: float = 0.0
     #: Generations running at once (each battle uses two).
     max_workers: int = 8
@@ -243,8 +242,8 @@ class ModelPool:
         return self._backends[model_id].remote
 
     def median_latency(self, model_id: str) -> float | None:
-        """Median seconds of recent successful uncached generations, or None before the first
-        (those of the last ``settings.latency_delay`` seconds left out)."""
+        """Median seconds of recent successful uncached generations (but the last
+        ``settings.latency_delay`` seconds'), or None before the first."""
         return self.health.median_latency(model_id)
 
     # -- generation ----------------------------------------------------------------------
