@@ -125,17 +125,17 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     Models are listed by display name (``names``: id -> name, the registry's; the board's
     own names otherwise); notes name them the same way. JSON and CSV keep ids.
     """
-    names = names or {}
+    names = {r.model_id: _plain((names or {}).get(r.model_id, r.model)) for r in board.rows}
     cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
     head = [c.metadata["label"] for c in cols]
-    body = [[names.get(r.model_id, r.model) if c.name == "model" else
+    body = [[names[r.model_id] if c.name == "model" else
              _cell(getattr(r, c.name), c.metadata["digits"]) for c in cols] for r in board.rows]  # fmt: skip
     widths = [max(len(x) for x in column) for column in zip(head, *body, strict=False)]
     text_col = [c.name for c in cols].index("model")
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
                         enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
-    where = board.arena + (f" / {board.category}" if board.category else "")
+    where = _plain(board.arena) + (f" / {_plain(board.category)}" if board.category else "")
     window = board.window.to_json()
     if not board.window.all_time:
         where += f" (votes from {window['since'] or 'the start'} to {window['until'] or 'now'})"
@@ -143,12 +143,25 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     lines.append(
         f"\n{where}: {board.votes_used} votes used, method {board.method}; skipped: {skipped}"
     )
-    unrated = [names.get(r.model_id, r.model) for r in board.rows if r.provenance is None]
-    lines += [f"note: {names.get(r.model_id, r.model)}: {r.note}" for r in board.rows
-              if r.unbounded]  # fmt: skip
+    unrated = [names[r.model_id] for r in board.rows if r.provenance is None]
+    lines += [f"note: {names[r.model_id]}: {r.note}" for r in board.rows if r.unbounded]
     lines += [f"{UNRATED_NOTE}: {', '.join(unrated)}"] if unrated else []
     lines += [f"warning: {w}" for w in board.warnings]
-    return f"== {board.arena} ==\n" + "\n".join(lines)
+    return f"== {_plain(board.arena)} ==\n" + "\n".join(lines)
+
+
+def _plain(text: str) -> str:
+    """A name as the table prints it: as it is, unless a terminal would show it as something
+    else (a control character: a newline broke the table's rows, an escape sequence
+    recoloured the terminal; spaces at an end: "m1 " and " m1" looked the same), then
+    quoted with JSON's escapes."""
+    if text.strip() == text and text.isprintable():
+        return text
+    return f'"{"".join(_escaped(ch) for ch in text)}"'
+
+
+def _escaped(ch: str) -> str:
+    return json.dumps(ch)[1:-1] if not ch.isprintable() or ch in '"\\' else ch
 
 
 def _cell(value, digits) -> str:

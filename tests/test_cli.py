@@ -297,3 +297,22 @@ def test_read_at_judges_rows_from_the_future_by_the_clock_a_board_names(tmp_path
 
     counts = read_counts(tmp_path / "c.parquet")
     assert sum(counts.column("votes").to_pylist()) == 30
+
+
+@pytest.mark.parametrize("names", [
+    ("X\nnew row", "Y\x1b[31mred", "Z\tW", "V\r", "W\x00"),
+    ("m1 ", " m1", "m1", "m\u200b1", "Kokoro 82M（jf）"),
+])  # fmt: skip
+def test_the_table_prints_names_a_terminal_would_garble_quoted(log_dir, names):
+    """A model name with a newline broke the table's rows, an escape sequence recoloured the
+    terminal, and "m1 " and " m1" looked the same: such names are printed quoted, with
+    JSON's escapes; every other name as it is."""
+    entrants = [Entrant(i, n) for i, n in zip("xyzwv", names, strict=True)]
+    board = board_from_votes(read_votes(log_dir), "ar", entrants=entrants)
+    text = format_table(board)
+    assert all(ch.isprintable() or ch == "\n" for ch in text), repr(text)
+    table = text.split("\n\n")[0].splitlines()
+    assert len(table) == 2 + len(board.rows)  # the arena, the header, one line per model
+    for name in names:
+        plain = name.strip() == name and name.isprintable()
+        assert (name if plain else json.dumps(name)) in text
