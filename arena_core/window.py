@@ -8,6 +8,7 @@ exact ``--since`` that reproduces it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -68,6 +69,10 @@ def parse_instant(text: str) -> int:
     return _parse(text)
 
 
+#: The fraction of a second in an ISO-8601 time.
+_FRACTION = re.compile(r"\d:\d\d[.,](\d+)")
+
+
 def _parse(text: str | None) -> int | None:
     if text is None:
         return None
@@ -75,6 +80,10 @@ def _parse(text: str | None) -> int | None:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{text!r} is not an ISO-8601 date or time") from None
+    fraction = _FRACTION.search(text)
+    if fraction and len(fraction[1]) > 6:  # Python cut the rest: a vote a hair before was in
+        raise ValueError(f"{text!r} is more precise than a vote's time: at most 6 digits "
+                         "after the second (microseconds)")  # fmt: skip
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:  # e.g. 0001-01-01T00:00+01:00 is in year 0 in UTC, which no timestamp can name

@@ -310,6 +310,15 @@ def test_time_windows_pick_their_votes(tmp_path):
         Window.parse("last week")
     with pytest.raises(ValueError, match="after its start"):
         Window.parse("2026-11-05", "2026-11-01")
+    # Finer than a vote's microseconds: Python cut the digits, so a vote a hair before
+    # "since" was in; refused (six digits, the votes' own, still read).
+    assert (
+        Window.parse("2026-11-05T00:00:00.000001Z").since_us
+        == Window.parse("2026-11-05").since_us + 1
+    )
+    for finer in ("2026-11-05T00:00:00.0000005Z", "2026-11-05T00:00:00,1234567+01:00"):
+        with pytest.raises(ValueError, match="more precise than a vote's time"):
+            Window.parse(finer)
 
 
 def test_time_decay_weighs_recent_votes_more(tmp_path):
