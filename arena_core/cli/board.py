@@ -34,7 +34,7 @@ from arena_core.snapshots import source as snapshot_source
 from arena_core.snapshots.revision import Revision, revision_of
 from arena_core.votes.arrow import filled
 from arena_core.votes.kernels import cast, pc, unique
-from arena_core.votes.read import fastchat_arena_of, read_votes
+from arena_core.votes.read import fastchat_arena_of, read_votes, unread_in_folder
 from arena_core.votes.reasons import UNREADABLE
 from arena_core.window import Window
 
@@ -310,21 +310,11 @@ def _nothing_valid(paths, skipped: Mapping[str, int]) -> str:
 
 
 def _not_vote_files(paths, most: int = 3) -> list[str]:
-    """A few of the files in the folders of ``paths`` that a folder's reading leaves out
-    (not ``*.jsonl`` or ``*.parquet``, hidden ones aside), by their path."""
+    """A few of the files in the folders of ``paths`` that a folder's reading leaves out."""
     paths = paths if isinstance(paths, list | tuple) else [paths]
-    found = []
-    for folder in (Path(p) for p in paths if p and "://" not in str(p)):
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob("*")):
-            parts = path.relative_to(folder).parts
-            if (path.is_file() and path.suffix not in (".jsonl", ".parquet")
-                    and not any(part.startswith(".") for part in parts)):  # fmt: skip
-                found.append(str(path))
-            if len(found) > most:
-                return [*found[:most], "..."]
-    return found
+    folders = [Path(p) for p in paths if p and "://" not in str(p) and Path(p).is_dir()]
+    found = [str(f) for folder in folders for f in unread_in_folder(folder)]
+    return [*found[:most], "..."] if len(found) > most else found
 
 
 def _titles(registry, arena_id: str) -> dict[str, str]:

@@ -182,13 +182,7 @@ def vote_files(paths) -> list[tuple[Path, str]]:
             raise FileNotFoundError("an empty path names no vote file or folder")
         path = Path(raw)
         if path.is_dir():
-            inner = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in (".jsonl", ".parquet")
-                and (p.is_file() or _dangling(p))
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            inner = sorted(p for p in _visible_files(path) if p.suffix in _FOLDER_SUFFIXES)
             found.extend((p, _detect(p)) for p in inner)
         elif path.is_file() or _dangling(path):
             found.append((path, _detect(path)))
@@ -209,6 +203,26 @@ def vote_files(paths) -> list[tuple[Path, str]]:
         else:
             raise FileNotFoundError(f"no vote file or folder at {path}")
     return found
+
+
+#: The files a folder is read for (any other is named on the command line, by itself).
+_FOLDER_SUFFIXES = (".jsonl", ".parquet")
+
+
+def unread_in_folder(folder: Path) -> list[Path]:
+    """The files under ``folder`` that reading it leaves out (hidden ones aside), sorted: a
+    folder of FastChat exports, say, whose reading found no vote."""
+    return sorted(p for p in _visible_files(folder) if p.suffix not in _FOLDER_SUFFIXES)
+
+
+def _visible_files(folder: Path):
+    """Every file under ``folder`` (a symbolic link to nothing included, see :func:`_dangling`)
+    outside hidden folders and not hidden itself."""
+    for p in folder.rglob("*"):
+        if (p.is_file() or _dangling(p)) and not any(
+            part.startswith(".") for part in p.relative_to(folder).parts
+        ):
+            yield p
 
 
 def _dangling(path: Path) -> bool:
