@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from arena_core.cli.board import add_command as add_board_command
 from arena_core.cli.files import add_commands as add_file_commands
+from arena_core.cli.streams import spooled
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.scale.cli_options import add_counts_command
 from arena_core.simulation import SCENARIOS, scenario
@@ -55,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return args.run(args)
+        with spooled(args):
+            return args.run(args)
     except BrokenPipeError:  # e.g. `... | head -1` stopped reading: not an error of ours
         # Python would print a second BrokenPipeError flushing stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -105,7 +105,7 @@ def run_export(args) -> int:
         require_votes_of(votes.table, "arena", args.arena)
     # The whole log: the anomalous-voter test that leaves votes out judges every arena's.
     battles = to_battles(votes, include_flagged=args.include_flagged, arena=args.arena)
-    text = json.dumps(battles, ensure_ascii=False).encode("utf-8")
+    text = json.dumps(battles, ensure_ascii=False, allow_nan=False).encode("utf-8")
     try:
         write_atomically(args.out, lambda f: f.write(text))
     except OSError as exc:  # e.g. a full disk: the error has no file name of its own

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
@@ -246,11 +247,20 @@ def to_battles(votes: VoteTable, *, include_flagged: bool = False,
             "vote_id": data["vote_id"][k],
             "ts": format_us(ts_us),
         }  # fmt: skip
-        battle.update((key, data[name][k]) for name, key in extra)
+        battle.update((key, _finite(data[name][k])) for name, key in extra)
         if not include_flagged:
             battle.update(stamp)
         battles.append(battle)
     return battles
+
+
+def _finite(value):
+    """``value``, but a number JSON cannot hold (NaN, an infinity, which a log written by
+    other tools may carry in a measurement column) as null: ``json.dumps`` wrote the token
+    ``NaN``, which strict parsers (jq, a browser's ``JSON.parse``) refuse, so the whole
+    export was unreadable to them. Null is the schema's "no measurement", which the
+    readers and style control already treat a NaN as."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _ts(tstamp: float | None) -> str | None:
