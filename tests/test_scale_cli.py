@@ -133,3 +133,34 @@ def test_what_the_counts_alone_cannot_answer_is_refused(log_dir, tmp_path, capsy
 def test_a_board_needs_votes_a_repo_or_counts(capsys):
     assert main(["leaderboard"]) == 2
     assert "give --votes PATH, --repo ID or --counts FILE" in capsys.readouterr().err
+
+
+def test_a_board_from_a_counts_file_names_the_clock_its_votes_were_judged_by(
+    log_dir, tmp_path, capsys
+):
+    """A vote after the reader's clock is skipped as from the future, so the clock is part
+    of what a board was computed from. The counts file keeps the one ``counts`` used
+    (``--read-at``), and a board from the file alone reports it as ``revision.read_at``:
+    it was null, so a researcher could not tell which votes a file from elsewhere could
+    hold. A file without one (written before) still gives a board, with ``read_at`` null."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "counts.parquet"
+    clock = "2030-01-02T03:04:05.678901Z"
+    assert main(["counts", "--engine", "duckdb", "--votes", str(log_dir), "--out", str(out),
+                 "--read-at", clock]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["leaderboard", "--arena", "tts-en", "--format", "json", "--counts", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["revision"]["read_at"] == clock
+    older = tmp_path / "older.parquet"
+    table = pq.read_table(out)
+    meta = {k: v for k, v in table.schema.metadata.items() if k != b"arena.read_at_us"}
+    pq.write_table(table.replace_schema_metadata(meta), older)
+    assert (
+        main(["leaderboard", "--arena", "tts-en", "--format", "json", "--counts", str(older)]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)["revision"]["read_at"] is None
+    broken = tmp_path / "broken.parquet"
+    pq.write_table(table.replace_schema_metadata({**meta, b"arena.read_at_us": b"soon"}), broken)
+    assert main(["leaderboard", "--arena", "tts-en", "--counts", str(broken)]) == 2
+    assert "clock" in capsys.readouterr().err

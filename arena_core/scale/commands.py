@@ -22,7 +22,14 @@ import time
 import pyarrow as pa
 
 from arena_core.scale.cli_options import reader_clock
-from arena_core.scale.contract import CountsError, read_counts, skipped_of, write_counts
+from arena_core.scale.contract import (
+    CountsError,
+    read_at_of,
+    read_counts,
+    skipped_of,
+    stamped,
+    write_counts,
+)
 from arena_core.scale.sources import (
     SourceError,
     is_remote,
@@ -75,9 +82,9 @@ def warn_parquet_only(sources) -> None:
 def run_counts(args) -> int:
     """``python -m arena_core counts``."""
     start = time.perf_counter()
-    table = make_counts(args.engine, args.votes, spark_master=args.spark_master,
-                        now_us=reader_clock(args))  # fmt: skip
-    write_counts(table, args.out)
+    now_us = reader_clock(args)
+    table = make_counts(args.engine, args.votes, spark_master=args.spark_master, now_us=now_us)
+    write_counts(stamped(table, now_us), args.out)
     votes = int(pc.sum(table.column("votes")).as_py() or 0)
     sys.stderr.write(f"wrote {table.num_rows} count rows ({votes} votes) to {args.out} with "
                      f"{args.engine} in {time.perf_counter() - start:.1f} s\n")  # fmt: skip
@@ -172,7 +179,9 @@ def scaled_boards(args, params, window, registry) -> tuple[list, Revision] | Non
                                         entrants=entrants, params=params, window=window,
                                         available=dict.fromkeys(args.unavailable, False)))  # fmt: skip
     counted = pc.sum(counts.column("votes")).as_py() or 0
-    read_at = None if args.counts else format_us(args.now_us)  # a counts file's clock is its own
+    # A counts file's clock is its own: the one its votes were judged by, if it names one.
+    clock = read_at_of(counts) if args.counts else args.now_us
+    read_at = None if clock is None else format_us(clock)
     return boards, Revision(votes_read=counted, last_vote_id=None, read_at=read_at,
                             **getattr(args, "hub", {}))  # fmt: skip
 

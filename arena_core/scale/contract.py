@@ -30,6 +30,10 @@ COUNTS_VERSION = 1
 VERSION_KEY = b"arena.counts_version"
 #: Metadata key of the rows skipped at reading (JSON object: reason -> rows).
 SKIPPED_KEY = b"arena.skipped"
+#: Metadata key of the reader's clock the votes were judged by (microseconds since the
+#: epoch, as text: a vote after it was skipped as from the future). A board from the file
+#: reports it as its revision's ``read_at``; files written before it have none (null).
+READ_AT_KEY = b"arena.read_at_us"
 
 #: The counts table, column by column. Group columns first, then the measures.
 COUNTS_SCHEMA = pa.schema([
@@ -119,6 +123,24 @@ def skipped_of(table: pa.Table) -> Counter:
     return Counter(skipped)
 
 
+def stamped(table: pa.Table, read_at_us: int | None) -> pa.Table:
+    """``table`` with the clock its votes were judged by in its metadata (none: as it is)."""
+    if read_at_us is None:
+        return table
+    return table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                          READ_AT_KEY: str(int(read_at_us)).encode()})  # fmt: skip
+
+
+def read_at_of(table: pa.Table) -> int | None:
+    """The clock in a counts table's metadata (:data:`READ_AT_KEY`), or None without one."""
+    raw = (table.schema.metadata or {}).get(READ_AT_KEY)
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 17:  # beyond year 9999 in microseconds
+        raise CountsError(f"the reader's clock in a counts table's metadata is not a time: {raw!r}")
+    return int(raw)
+
+
 def write_counts(table: pa.Table, path: str | Path) -> Path:
     """Write a conformed counts table as one Parquet file (atomically: a failed write
     leaves the old file, and never deletes what the path named)."""
@@ -136,4 +158,4 @@ def read_counts(path: str | Path) -> pa.Table:
             f"{path} is not a counts file of layout {COUNTS_VERSION} (found {version!r}); "
             "write it with `python -m arena_core counts`"
         )
-    return conform(table, skipped_of(table))
+    return stamped(conform(table, skipped_of(table)), read_at_of(table))
