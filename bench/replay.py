@@ -11,7 +11,7 @@ times what a researcher runs: the whole CLI (``python -m arena_core leaderboard
 from the same shards with 0.2% of their lines damaged (median of ``--repeat``
 runs, wall and CPU seconds, with the load average, since the machine may be
 shared), and the sequential-Elo replay in a fresh process with the plain loop and
-with numba at 1M and 10M votes (what numba's start-up costs against what it saves).
+with the compiled one at 1M and 10M votes (what compiling costs against what it saves).
 Without ``--cli-only`` it also times each stage of a replay in-process and the
 peak memory of a whole replay. With fschat importable (see bench/requirements.txt),
 it times FastChat's ``compute_elo_mle_with_tie`` (one fit, and with the stages
@@ -77,7 +77,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DAMAGED_SHARE = 0.002
 #: Run in a fresh interpreter: one sequential-Elo replay of synthetic votes, the compiled
 #: loop forced on or off, timed from before the rating module is imported (its import, and
-#: numba's with it, is part of what a fresh process pays), after the votes are made.
+#: the compiler's with it, is part of what a fresh process pays), after the votes are made.
 ELO_PROBE = """
 import sys, time
 sys.path.insert(0, {root!r})
@@ -140,11 +140,12 @@ def cli_rows(data: Path, repeat: int, rows: list, jsonl: bool) -> dict:
 
 
 def elo_rows(sizes: list[int], repeat: int, rows: list) -> None:
-    """Sequential Elo in a fresh process, plain loop against numba (start-up included)."""
+    """Sequential Elo in a fresh process, plain loop against the compiled one (llvmlite's
+    import and the compile included)."""
     for votes in sizes:
         for label, threshold in (
             ("plain Python loop", 10**15),
-            ("numba (import, cache, BLAS check, loop)", 0),
+            ("compiled loop (llvmlite's import, the compile, the loop)", 0),
         ):
             code = ELO_PROBE.format(root=str(ROOT), votes=votes, threshold=threshold)
             times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True,

@@ -20,24 +20,24 @@ replay of its log.
 
 from __future__ import annotations
 
-import functools
 import math
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from arena_core.ratings import elo_kernel
 from arena_core.ratings.counts import SCORE_A
 from arena_core.ratings.scale import ANCHOR, NATURAL
 
-#: Replays of at least this many votes use the compiled loop. Numba's start-up in a fresh
-#: process (import, its on-disk cache, its BLAS check: 0.6 to 1.1 s on the 2-core bench
-#: machine) costs as much as the plain loop spends on about two million votes (0.3 to
-#: 0.5 s per million), so a one-off replay below this is done before numba would be ready.
-COMPILED_FROM = 2_000_000
-#: Once numba is imported (the anomalous-voter counting uses it too), loading the compiled
-#: loop from its cache takes milliseconds: from this many votes it is used then.
-COMPILED_WHEN_LOADED_FROM = 50_000
+#: Replays of at least this many votes use the compiled loop (:mod:`.elo_kernel`). Compiling
+#: it in a fresh process (llvmlite's import and the compile) takes 0.05 to 0.09 s on the
+#: 2-core bench machine, what the plain loop (0.25 to 0.3 s per million) spends on about
+#: 200,000 votes; measured in fresh processes, 100,000 votes: 0.05 s plain, 0.08 s compiled;
+#: 300,000: 0.09 s and 0.06 s; a million: 0.30 s and 0.05 s.
+COMPILED_FROM = 200_000
+#: Once the loop is compiled in this process (the Space replays again and again), a call
+#: costs microseconds: from this many votes it is used then.
+COMPILED_WHEN_LOADED_FROM = 1_000
 #: Votes converted to Python lists at a time by the plain-Python replay (bounds memory).
 _CHUNK = 1 << 20
 
@@ -150,15 +150,14 @@ def sequential_elo(
 
 # The replay loop is the hot path (ten million votes). Both versions run the same
 # IEEE operations in the same order as EloState.step, so the live app, a replay
-# with numba and one without all end with identical floats (tests check it).
+# compiled and one without all end with identical floats (tests check it).
 # K comes from a table built by EloParams.k on a numpy array, which rounds like
 # the Python int path of EloState.step.
 
 
-def replay_loop(
-    ratings, played, k_table, a, b, outcome, scores, natural
-):  # pragma: no cover, no mutate block - numba compiles it, not a mutmut trampoline
-    """Compiled by numba: a million votes in ~15 ms."""
+def replay_loop(ratings, played, k_table, a, b, outcome, scores, natural):
+    """The loop :mod:`.elo_kernel` compiles, in Python: its reference, and the streamed
+    replay's loop where llvmlite is missing."""
     for t in range(a.shape[0]):
         i = a[t]
         j = b[t]
@@ -172,25 +171,20 @@ def replay_loop(
 
 
 def _worth_compiling(votes: int) -> bool:
-    """Whether the compiled loop would finish first, its start-up included (both loops give
-    the same floats, so this decides speed only)."""
-    loaded = "numba" in sys.modules
-    return votes >= COMPILED_FROM or (loaded and votes >= COMPILED_WHEN_LOADED_FROM)
+    """Whether the compiled loop would finish first, its compilation included (both loops
+    give the same floats, so this decides speed only)."""
+    return votes >= COMPILED_FROM or (elo_kernel.compiled() and votes >= COMPILED_WHEN_LOADED_FROM)
 
 
-@functools.cache
 def compiled_replay():
-    """The numba-compiled loop (cached on disk after the first compile), or None without numba."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    return numba.njit(cache=True)(replay_loop)
+    """The compiled loop (:func:`.elo_kernel.replay`, compiled on first use), or None where
+    llvmlite cannot compile it: the plain loop then runs, to the same floats."""
+    return elo_kernel.replay if elo_kernel.available() else None
 
 
 def _replay_python(r: list, k_table: list, a, b, outcome) -> None:
-    """The same loop in plain Python (0.3 to 0.5 s per million votes): below
-    :data:`COMPILED_FROM`, or where numba is missing.
+    """The same loop in plain Python (0.25 to 0.5 s per million votes): below
+    :data:`COMPILED_FROM`, or where llvmlite is missing.
 
     Each model walks its own iterator over the K table, so the loop keeps no
     battle counters; votes become Python lists a chunk at a time.
