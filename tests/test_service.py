@@ -26,7 +26,8 @@ from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS, VOTES
 
 
-def make_service(tmp_path, *, failing=(), clock=None, lock=None, vote_clock=None, **kwargs):
+def make_service(tmp_path, *, failing=(), clock=None, lock=None, vote_clock=None, load=True,
+                 **kwargs):  # fmt: skip
     registry = parse_registry(REGISTRY)
     arena = registry.arenas[0]
     backends = {m.id: FakeBackend(m, fail=m.id in failing) for m in arena.models}
@@ -35,7 +36,8 @@ def make_service(tmp_path, *, failing=(), clock=None, lock=None, vote_clock=None
     votes = VoteLog(tmp_path / "votes", lock=lock, clock=vote_clock)
     service = ArenaService(registry, {"speech": pool}, votes, clock=clock,
                            rng=np.random.default_rng(0), **kwargs)  # fmt: skip
-    service.load()
+    if load:  # else the start-up replay has not run yet (the caller runs it)
+        service.load()
     return service, backends
 
 

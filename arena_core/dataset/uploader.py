@@ -210,8 +210,11 @@ class VoteUploader(CommitScheduler):
             if skipped:  # Parquet cannot hold them: the lines go as they are, beside it
                 operations.append(damaged_file(f"{name}{DAMAGED_SUFFIX}", data, skipped))
             votes += table.num_rows
-        if adopted:
-            table = pa.concat_tables(adopted)
+        # One file per adoption, named by its own votes: a retry after a lost answer rewrites
+        # the file that landed. Named by every queued vote, a retry that also carried a later
+        # adoption (a neighbour's shard let go meanwhile) had a new name, and the landed
+        # file's votes were in the dataset twice.
+        for table in adopted:
             ids = "\n".join(table.column("vote_id").to_pylist())
             digest = hashlib.sha256(ids.encode()).hexdigest()[:16]  # same votes, same file name
             operations.append(CommitOperationAdd(path_in_repo=f"{DATA_DIR}/adopted-{digest}.parquet",

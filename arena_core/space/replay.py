@@ -47,7 +47,7 @@ from arena_core.space.views import LoadProgress
 from arena_core.space.voting import RATE_LIMITED
 from arena_core.votes.clean import FUTURE_SLACK_US, VoteTable
 from arena_core.votes.log import VoteLog
-from arena_core.votes.read import read_listed, vote_files
+from arena_core.votes.read import read_listed, read_votes, vote_files
 from arena_core.votes.schema import Vote
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,8 @@ class VoteReplay:
         self._pending: list[Vote] = []
         self._replaying = threading.Lock()  # one replay at a time: load, then any reload
         self._future_timer: threading.Timer | None = None
+        #: Ids of the replayed votes the rate limiter was given (:meth:`_restore_limiter`).
+        self._restored: set[str] = set()
 
     def load(self) -> LoadProgress:
         """Replay the votes already in the log folder (all shards but this process's own)."""
@@ -109,7 +111,7 @@ class VoteReplay:
             self._restore_limiter(votes)  # votes cast meanwhile are waiting for it
             self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
             used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
-            self._restore_sessions(votes)
+            self._restore_sessions(votes, add=True)  # this run's own shard was not read
             self._replay_when_due(votes.future_from_us)
         except Exception as exc:  # the app must come up, showing what went wrong
             log.exception("vote replay failed")
@@ -151,6 +153,13 @@ class VoteReplay:
             with self.vote_log.lock:
                 files, votes, used = self._rebuild()
                 self._restore_sessions(votes)
+                # The Hub's votes of a run before a restart during an outage arrive only now:
+                # without them a voter who had spent the quota just before the restart got
+                # a fresh one. This process's own votes took their places as they were cast.
+                own = self.vote_log.path
+                mine = read_votes(own, columns=["vote_id"]) if own.exists() else None
+                known = set(mine.column("vote_id").to_pylist()) if mine is not None else set()
+                self._restore_limiter(votes, known=known | self._restored)
                 if len(votes):  # later votes are stamped after the newest one replayed
                     self.vote_log.advance_to(int(votes.ts_us.max()))
                 self.progress.files, self.progress.votes_used = len(files), used
@@ -160,27 +169,32 @@ class VoteReplay:
                  self.progress.seconds, used)  # fmt: skip
         return self.progress
 
-    def _restore_limiter(self, votes: VoteTable) -> None:
-        """Give the rate limiter the votes each voter had counted in the last window."""
+    def _restore_limiter(self, votes: VoteTable, known: set[str] = frozenset()) -> None:
+        """Give the rate limiter the votes each voter had counted in the last window, but
+        those of ``known`` (votes it has already: restored before, or cast in this run)."""
         if "voter" not in votes.table.column_names or not len(votes):
             self.limiter.release()
             return
         now_us = int(self._wall_clock().timestamp() * 1_000_000)
         recent = np.flatnonzero(votes.ts_us > now_us - int(self.limiter.window * 1_000_000))
-        rows = votes.table.take(pa.array(recent)).select(["voter", "flags", "voter_kind"])
-        counted = [
-            (row["voter"], (now_us - int(ts)) / 1_000_000)
-            for row, ts in zip(rows.to_pylist(), votes.ts_us[recent], strict=True)
-            if row["voter"] and (row["voter_kind"] or "human") == "human"
-            and RATE_LIMITED not in (row["flags"] or ())
-        ]  # fmt: skip
+        rows = votes.table.take(pa.array(recent)).select(["vote_id", "voter", "flags",
+                                                          "voter_kind"])  # fmt: skip
+        counted, ids = [], []
+        for row, ts in zip(rows.to_pylist(), votes.ts_us[recent], strict=True):
+            if (row["voter"] and row["vote_id"] not in known
+                    and (row["voter_kind"] or "human") == "human"
+                    and RATE_LIMITED not in (row["flags"] or ())):  # fmt: skip
+                counted.append((row["voter"], (now_us - int(ts)) / 1_000_000))
+                ids.append(row["vote_id"])
+        self._restored.update(ids)
         log.info("rate limiter restored with %d recent votes", self.limiter.restore(counted))
 
-    def _restore_sessions(self, votes: VoteTable) -> None:
-        """Give the session counter every session's votes in the log (``sessions.py``)."""
+    def _restore_sessions(self, votes: VoteTable, *, add: bool = False) -> None:
+        """Give the session counter every session's votes in the log (``sessions.py``);
+        ``add``: ``votes`` hold none of this run's (see :meth:`SessionCounter.restore`)."""
         now_us = int(self._wall_clock().timestamp() * 1_000_000)
         log.info("session order restored for %d sessions",
-                 self.sessions.restore(session_counts(votes, now_us)))  # fmt: skip
+                 self.sessions.restore(session_counts(votes, now_us), add=add))  # fmt: skip
 
     def sessions_ready(self) -> bool:
         """Whether every earlier vote has been replayed: the start-up replay is done, and the

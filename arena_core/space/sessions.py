@@ -74,17 +74,21 @@ class SessionCounter:
             if count == rank:
                 self._counts[session] = (count - 1, last)
 
-    def restore(self, counts: dict[str, tuple[int, float]]) -> int:
+    def restore(self, counts: dict[str, tuple[int, float]], *, add: bool = False) -> int:
         """Re-enter sessions from the log: ``session -> (votes in the log, seconds since its
         last vote)``. A session counted here already keeps the larger count (its votes being
-        written now are not in the files yet). Returns the sessions remembered."""
+        written now are not in the files yet); with ``add`` the two are added, for counts read
+        from files that hold none of the votes counted here (the start-up replay reads every
+        shard but this run's own: a session that voted during it was ranked by the larger
+        count, short of the votes it cast meanwhile, for good). Returns the sessions remembered."""
         now = self._clock()
         with self._lock:
             for session, (votes, age) in counts.items():
                 if age >= self.memory:
                     continue
                 have, last = self._counts.get(session, (0, now - max(age, 0.0)))
-                self._counts[session] = (max(have, votes), max(last, now - max(age, 0.0)))
+                count = have + votes if add else max(have, votes)
+                self._counts[session] = (count, max(last, now - max(age, 0.0)))
             return len(self._counts)
 
     def __len__(self) -> int:

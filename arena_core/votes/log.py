@@ -155,6 +155,11 @@ class VoteLog:
         self._held: int | None = None  # fd whose flock marks the shard as in use
         #: A write failed and could not be cut back: the shard may end in half a line.
         self._unfinished = False
+        #: The shard's directory entry was fsynced after a write that succeeded. Not merely
+        #: "this write created the file": a failed first write (a full disk, the folder's
+        #: fsync failing) leaves the file behind, empty, and the next vote, finding it, was
+        #: acknowledged with the entry never synced (a power cut could take the shard).
+        self._entry_durable = False
         self._queue: list[_Request] = []  # votes waiting for the next batch
         self._queue_lock = threading.Lock()
         self.written = 0
@@ -301,7 +306,8 @@ class VoteLog:
         I/O error at fsync) becomes a :class:`VoteWriteError`, so the caller never
         acknowledges a vote that is not durably in the file.
         """
-        created = not self.path.exists()
+        if not self.path.exists():  # created now (or again, if something removed it)
+            self._entry_durable = False
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -319,7 +325,7 @@ class VoteLog:
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
-                if created:  # make the new directory entry durable too
+                if not self._entry_durable:  # make the shard's directory entry durable too
                     _fsync_folder(self.folder)
             except OSError as exc:
                 rolled_back = _cut(fd, size)
@@ -328,6 +334,7 @@ class VoteLog:
                     f"could not write the vote: {exc}", rolled_back=rolled_back
                 ) from exc
             self._unfinished = False
+            self._entry_durable = True
         finally:
             os.close(fd)
 
