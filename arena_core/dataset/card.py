@@ -114,9 +114,11 @@ the newer fields null.
 ### Who decided each column, and when
 
 - **The server, from its own records** (never from the client): the models, prompt,
-  `prompt_origin` (from its battle record), `session_id` (an HMAC of the session key the
-  server issued, under the voter salt) and `session_order`, `clip_a_s`/`clip_b_s` and the
+  `prompt_origin` (from its battle record), `session_order`, `clip_a_s`/`clip_b_s` and the
   style fields (measured on the files it delivered), `flags`.
+- **The visitor's client, hashed by the server**: `session_id`, an HMAC under the voter
+  salt of the session key Gradio's client makes for a page load or an API client (a client
+  may choose or change it: it groups a visit's votes, and is never an identity).
 - **The visitor's browser**: `vote`, and `listen_a_s`/`listen_b_s`, the seconds of each
   clip the page's script saw play (played intervals summed, so replays count and seeks
   do not). Client-reported and not verified: a modified client can send any number in
@@ -186,8 +188,9 @@ No raw IP address, user name or OAuth identity is ever stored. `voter` is an HMA
 of the voter's identity (user name when logged in, else the client address) under a secret
 salt that is not published, truncated to 80 bits: it tells votes of one voter apart,
 and cannot be turned back into the person without the salt. `session_id` is the same
-HMAC of the session key the server issued for a page load (or an API client): it links
-the votes of one visit, nothing more; the key itself is never stored.
+HMAC of the session key Gradio's client makes for a page load (or an API client): it links
+the votes of one visit, nothing more (a client may change it at will); the key itself is
+never stored.
 
 ## Licence and citation
 

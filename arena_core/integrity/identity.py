@@ -145,8 +145,10 @@ def voter_hash(salt: str, identity: str) -> str:
 
 def session_hash(salt: str, session: str | None) -> str | None:
     """The published form of a visitor's session: the HMAC of :func:`voter_hash`, under the
-    same salt, of the session key the server issued (Gradio's ``request.session_hash``:
-    one per page load, one per API client). None without one.
+    same salt, of the session key Gradio's client sends (``request.session_hash``: a random
+    key per page load, one per API client). The client makes it and may choose or change
+    it, so it groups a visit's votes (``session_order``) and identifies no one. None
+    without one.
 
     The identity is prefixed (``session:``), so a session's hash can never equal a
     voter's even if a session key happened to read like an address.

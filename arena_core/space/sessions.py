@@ -1,7 +1,8 @@
 """A vote's place in its session, and the listening times the browser reports.
 
 **Session order.** Each human vote carries ``session_id`` (the salted hash of the
-session the server issued) and ``session_order``, its 1-based rank among that
+session key Gradio's client sends: the client makes it, so it groups a visit, never
+identifies one) and ``session_order``, its 1-based rank among that
 session's votes in replay order, the rank a researcher would compute by sorting
 the dataset by ``ts`` within a session. The server counts it, and the count
 survives a restart: :meth:`SessionCounter.restore` re-enters every session's votes

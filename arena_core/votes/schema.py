@@ -92,7 +92,7 @@ FIELDS: tuple[Field, ...] = (
     Field("model_b_lufs", pa.float64(), False, "The same for model_b. Since version 3."),
     Field("model_a_sample_rate", pa.int64(), False, "Sample rate of model_a's engine output (Hz), before delivery resampled both clips to one rate; null when not speech. Since version 3."),
     Field("model_b_sample_rate", pa.int64(), False, "The same for model_b. Since version 3."),
-    Field("session_id", pa.string(), False, "Salted hash (HMAC, as voter) of the visitor's session as the server issued it (a page load, or one API client); never chosen by the client. Null for judges. Since version 4."),
+    Field("session_id", pa.string(), False, "Salted hash (HMAC, as voter) of the session key the visitor's client sent (Gradio's random key per page load, or per API client); the client makes the key and may change it, so it groups a visit's votes and is never an identity. Null for judges. Since version 4."),
     Field("session_order", pa.int64(), False, "1-based order of the vote among its session's votes (by ts), counted by the server across restarts; null when the server could not know it yet (a vote cast while a restarted Space was still reading the earlier votes). Since version 4."),
     Field("listen_a_s", pa.float64(), False, "Seconds of clip A the visitor's browser played before the vote (played intervals summed, replays included, at any speed), as the browser reported it: client-reported, not verified. Null when not reported (API votes, text arenas) or beyond 10 times the clip's length. Since version 4."),
     Field("listen_b_s", pa.float64(), False, "The same for clip B. Since version 4."),
