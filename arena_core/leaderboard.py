@@ -261,28 +261,34 @@ def _rows(entrants, elo: EloState | None, counts: PairCounts, fit: BoardFit, par
                    else np.full(len(entrants), np.nan))  # fmt: skip
     bt = params.method == "bt"
     shown = fit.rating if bt else elo_ratings
-    ranked = (battles > 0) & (fit.side == graph.FITTED)
+    # An infinite maximum-likelihood rating is the Bradley-Terry fit's: sequential Elo is
+    # finite for every model that played, so an Elo board ranks them all by it (with
+    # --prior-weight 0 its best model, unbeaten, was left unranked and noted "no finite
+    # rating" beside its Elo, and the model below it ranked first).
+    sides = np.where(battles > 0, fit.side, graph.FITTED) if bt else np.full(len(battles),
+                                                                              graph.FITTED)  # fmt: skip
+    ranked = (battles > 0) & (sides == graph.FITTED)
     with_ci = bt and fit.intervals
     compared = np.where(ranked, shown, np.nan)
-    if bt:  # a model unbounded above (below) is above (below) the rest of its group
-        compared = np.where((battles > 0) & (fit.side == graph.ABOVE), np.inf, compared)
-        compared = np.where((battles > 0) & (fit.side == graph.BELOW), -np.inf, compared)
+    # a model unbounded above (below) is above (below) the rest of its group
+    compared = np.where((battles > 0) & (sides == graph.ABOVE), np.inf, compared)
+    compared = np.where((battles > 0) & (sides == graph.BELOW), -np.inf, compared)
     best, worst = rank_bands(compared, fit.low if with_ci else None, fit.high if with_ci else None,
                              np.where(battles > 0, fit.component, -1))  # fmt: skip
     keyed = []
     for i, e in enumerate(entrants):
         here = bool(available.get(e.id, True))
         if here or battles[i] > 0:
+            side = int(sides[i])
             row = _row(i, e, tally, fit, params, (shown[i], elo_ratings[i]), (best[i], worst[i]),
-                       (weights[0][i], weights[1]))  # fmt: skip
-            side = int(fit.side[i]) if battles[i] else graph.FITTED
+                       (weights[0][i], weights[1]), side)  # fmt: skip
             keyed.append((_order(row, side), row if here else replace(row, available=False)))
     keyed.sort(key=lambda pair: pair[0])
     return [row for _, row in keyed]
 
 
 def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values, band,
-         weights) -> LeaderboardRow:  # fmt: skip
+         weights, side: int) -> LeaderboardRow:  # fmt: skip
     battles = int(tally["battles"][i])
     shown, elo = values
     rating = float(shown) if np.isfinite(shown) else None
@@ -292,7 +298,6 @@ def _row(i, e: Entrant, tally, fit: BoardFit, params: BoardParams, values, band,
     width = high - low if low is not None and high is not None else np.inf
     settled = width <= params.established_ci_width and battles >= params.established_min_battles
     decided = int(tally["wins"][i] + tally["losses"][i])
-    side = int(fit.side[i]) if battles else graph.FITTED
     status = PRIOR if not battles else ESTABLISHED if settled else PROVISIONAL
     origin = _provenance(e, battles, rating, status, *weights)
     return LeaderboardRow(
@@ -361,15 +366,29 @@ def _warnings(
         out.append(f"{len(unbounded)} model(s) have no finite maximum-likelihood rating: "
                    f"{', '.join(unbounded)}. They are listed without a rating, with the bound "
                    "their votes support; a prior weight above 0 rates every model.")  # fmt: skip
-    if fit.dropped and fit.dropped > MAX_DROPPED_SHARE * fit.rounds:
-        out.append(f"{fit.dropped} of {fit.rounds} bootstrap replicates could not be fitted (a "
-                   "rating was infinite, or the decayed votes add up to less than half a vote): "
-                   "too few to give intervals, so none are given; a prior weight above 0 gives "
-                   "them.")  # fmt: skip
-    elif fit.dropped:
-        out.append(f"{fit.dropped} of {fit.rounds} bootstrap replicates had infinite ratings and "
-                   f"were left out; the intervals rest on the other {fit.rounds - fit.dropped}.")  # fmt: skip
+    # Bootstrap replicates make the intervals of a Bradley-Terry board; an Elo board shows none.
+    if params.method == "bt" and fit.dropped and fit.group_dropped is not None:
+        out += _dropped_warnings(fit, sorted(groups))
     return tuple(out)
+
+
+def _dropped_warnings(fit: BoardFit, groups: list[int]) -> list[str]:
+    """Per comparison group, the bootstrap replicates left out of its intervals (a replicate
+    infinite in one group is left out of that group's only)."""
+    out = []
+    for k in groups:
+        dropped = int(fit.group_dropped[fit.component == k - 1].max(initial=0))
+        where = f" in group {k}" if len(groups) > 1 else ""
+        if dropped > MAX_DROPPED_SHARE * fit.rounds:
+            out.append(f"{dropped} of {fit.rounds} bootstrap replicates could not be fitted"
+                       f"{where} (a rating was infinite, or the decayed votes add up to less "
+                       "than half a vote): too few to give intervals, so none are given"
+                       f"{' there' if where else ''}; a prior weight above 0 gives them.")  # fmt: skip
+        elif dropped:
+            out.append(f"{dropped} of {fit.rounds} bootstrap replicates had infinite ratings"
+                       f"{where} and were left out; the intervals{where and ' there'} rest on "
+                       f"the other {fit.rounds - dropped}.")  # fmt: skip
+    return out
 
 
 def make_board(arena: str, category: str | None, params: BoardParams, result: Standings, *,

@@ -99,18 +99,31 @@ class BTParams:
 class Bootstrap:
     """Bootstrap replicates of the ratings.
 
-    ``samples`` has one row per replicate that could be fitted; ``dropped``
-    counts replicates whose maximum-likelihood ratings were infinite (possible
-    only with ``prior_weight = 0``).
+    ``samples`` has one row per replicate that could be fitted in some comparison
+    group; ``dropped`` counts replicates whose maximum-likelihood ratings were
+    infinite in some group (possible only with ``prior_weight = 0``). A replicate
+    is left out of a group's intervals only: the ratings of a group whose
+    replicate was infinite are NaN in that row, the other groups' are kept
+    (``kept`` counts, per model, the rows that rate it).
     """
 
     samples: np.ndarray
     dropped: int
 
+    @property
+    def kept(self) -> np.ndarray:
+        """Per model, the replicates that rate it (finite in its group)."""
+        return np.isfinite(self.samples).sum(axis=0)
+
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Percentile interval of each model's rating: the (1 - level)/2 and (1 + level)/2 quantiles."""
+        """Percentile interval of each model's rating: the (1 - level)/2 and (1 + level)/2
+        quantiles of the replicates that rate it (NaN for a model none rates)."""
         tail = 50.0 * (1.0 - level)
-        low, high = np.percentile(self.samples, [tail, 100.0 - tail], axis=0)
+        rated = self.kept > 0
+        low, high = np.full(self.samples.shape[1], np.nan), np.full(self.samples.shape[1], np.nan)
+        if rated.any():
+            low[rated], high[rated] = np.nanpercentile(self.samples[:, rated],
+                                                       [tail, 100.0 - tail], axis=0)  # fmt: skip
         return low, high
 
 
@@ -180,8 +193,11 @@ def bootstrap_bradley_terry(
     (e.g. the point estimate, in rating points) warm-starts Newton.
 
     With ``prior_weight`` 0, a replicate whose ratings would be infinite within
-    one of the log's comparison components is dropped and counted, and each
-    component is centred on 1000 as in :func:`bradley_terry`.
+    one of the log's comparison components is dropped from that component's
+    ratings (NaN) and counted, and each component is centred on 1000 as in
+    :func:`bradley_terry`. Only from that component's: two models that never met
+    the rest and split two votes lost both in most replicates, and with them the
+    intervals of every model of the board (four models of 1,250 battles each).
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
@@ -200,16 +216,26 @@ def bootstrap_bradley_terry(
     p = pairs.n_pairs
     win_i, win_j = half_wins(draws[:, :p], draws[:, p : 2 * p], draws[:, 2 * p :])
     theta0 = np.tile(to_theta(np.asarray(initial, float)), (rounds, 1))
-    gauge, dropped = None, 0
+    gauge, dropped, finite = None, 0, None
     if params.prior_weight == 0:
         connected = graph.reachability(graph.met(n_items, pairs))[0]
-        keep = graph.strongly_connected(n_items, pairs, win_i, win_j, connected)
-        dropped = int((~keep).sum())
-        win_i, win_j, theta0 = win_i[keep], win_j[keep], theta0[keep]
+        finite = graph.strongly_connected_models(n_items, pairs, win_i, win_j, connected)
+        played = connected.sum(axis=1) > 1
+        broken = ~finite[:, played]
+        dropped = int(broken.any(axis=1).sum())
+        keep = ~broken.all(axis=1) if played.any() else np.ones(rounds, dtype=bool)
+        # A group infinite in a replicate is fitted on a stand-in (one win each way per
+        # pair: finite) so that the batch converges, then blanked.
+        stand_in = ~finite[:, pairs.i]
+        win_i, win_j = np.where(stand_in, 1.0, win_i), np.where(stand_in, 1.0, win_j)
+        win_i, win_j, theta0, finite = win_i[keep], win_j[keep], theta0[keep], finite[keep]
         gauge = np.broadcast_to(component_gauge(connected), (len(win_i), n_items, n_items))
     precision = params.precision or None
     theta = newton(pairs, win_i, win_j, theta0, prior_theta, precision, params, gauge)
-    return Bootstrap(to_rating(theta), dropped=dropped)
+    samples = to_rating(theta)
+    if finite is not None:
+        samples = np.where(finite, samples, np.nan)
+    return Bootstrap(samples, dropped=dropped)
 
 
 def prepare(n_items: int, counts: PairCounts, prior) -> tuple[PairData, np.ndarray]:
@@ -254,10 +280,13 @@ def information(pairs: PairData, win_i, win_j, theta, inc=None) -> tuple[np.ndar
     """
     batch, n = theta.shape
     inc = incidence(pairs, n) if inc is None else inc
-    p = sigmoid(theta[:, pairs.i] - theta[:, pairs.j])
+    p, q = win_probabilities(theta[:, pairs.i] - theta[:, pairs.j])
     total = win_i + win_j
-    h_pair = total * p * (1.0 - p)
-    grad = (win_i - total * p) @ inc
+    h_pair = total * p * q
+    # ``win_i * q - win_j * p``, not ``win_i - total * p``: with millions of votes in a
+    # lopsided pair the latter lost the gradient to rounding (5 million wins to one loss:
+    # steps of 1e-9 forever, and the board failed with ConvergenceError).
+    grad = (win_i * q - win_j * p) @ inc
     info = np.zeros((batch, n, n))
     info[:, pairs.i, pairs.j] = -h_pair
     info[:, pairs.j, pairs.i] = -h_pair
@@ -287,7 +316,12 @@ def newton(pairs, win_i, win_j, theta, prior_theta, precision, params: BTParams,
             grad -= prec[active] * (th - prior_theta)
             hess[:, diag, diag] += prec[active]
         if gauge is not None:
-            hess += gauge[active]
+            # Scaled to each component's curvature (its mean diagonal): the step is the same
+            # in every other direction, but a group whose votes all decayed to 1e-18 of a
+            # vote kept its Hessian block, 0.5 + 1e-18 rounding to 0.5: a singular matrix,
+            # and with --prior-weight 0 --half-life the board failed with LinAlgError.
+            level = np.einsum("bij,bj->bi", gauge[active], hess[:, diag, diag])
+            hess += gauge[active] * np.where(level > 0, level, 1.0)[:, :, None]
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         p_act = None if prec is None else prec[active]
         theta[active] = _halve_until_better(pairs, wi, wj, th, step, prior_theta, p_act)
@@ -327,6 +361,16 @@ def _halve_until_better(pairs, wi, wj, theta, step, prior_theta, prec) -> np.nda
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def win_probabilities(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sigma(d)`` and ``sigma(-d)``, each to full relative precision: the smaller one is
+    ``e / (1 + e)`` with ``e = exp(-|d|)``, never ``1 -`` a number near 1 (:func:`sigmoid`
+    gives it with an absolute error of 1e-16, a relative one of 1e-9 at 1e-7)."""
+    e = np.exp(-np.abs(d))
+    large, small = 1.0 / (1.0 + e), e / (1.0 + e)
+    ahead = d >= 0
+    return np.where(ahead, large, small), np.where(ahead, small, large)
 
 
 def component_gauge(connected: np.ndarray) -> np.ndarray:

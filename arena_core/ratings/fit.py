@@ -58,9 +58,11 @@ class BoardFit:
     spread: float | None = None
     #: Dispersion of the votes (posterior modes).
     dispersion: float | None = None
-    #: Bootstrap replicates drawn and dropped (maximum-likelihood mode).
+    #: Bootstrap replicates drawn and dropped from some group (maximum-likelihood mode).
     rounds: int = 0
     dropped: int | None = None
+    #: Per model, the replicates dropped from its own group (maximum-likelihood mode).
+    group_dropped: np.ndarray | None = None
 
 
 def fit_board(n_items: int, counts: PairCounts, prior=None, *, prior_weight: float | None = None,
@@ -86,15 +88,17 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
     params = BTParams(prior_weight=0)
     rating = bradley_terry(n_items, kept, None, params)
     low = high = None
-    dropped = None
+    dropped = group_dropped = None
     if rounds:
         boot = bootstrap_bradley_terry(n_items, kept, None, params, rounds=rounds, rng=rng,
                                        initial=rating)  # fmt: skip
         dropped = boot.dropped
-        if len(boot.samples) and dropped <= MAX_DROPPED_SHARE * rounds:
-            low, high = boot.interval(level)
-        else:
-            low, high = np.full(n_items, np.nan), np.full(n_items, np.nan)
+        # Per model: a group whose replicates were mostly infinite loses its intervals, the
+        # others keep theirs (``group_dropped`` says how many each model's group lost).
+        group_dropped = rounds - boot.kept
+        low, high = boot.interval(level)
+        enough = group_dropped <= MAX_DROPPED_SHARE * rounds
+        low, high = np.where(enough, low, np.nan), np.where(enough, high, np.nan)
     # A fitted group of one model has nothing to be compared with: no interval.
     sizes = np.bincount(np.maximum(component, 0), weights=split.fitted * (component >= 0),
                         minlength=n_items)  # fmt: skip
@@ -107,8 +111,10 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
         bound = unbounded_bound(counts, rating, i, split.side[i], tail)
         low[i] = bound if split.side[i] == graph.ABOVE else np.nan
         high[i] = bound if split.side[i] == graph.BELOW else np.nan
+    if group_dropped is not None:  # a model without battles is in no group
+        group_dropped = np.where(component >= 0, group_dropped, 0)
     return BoardFit(rating, low, high, split.side, component, intervals=bool(rounds),
-                    rounds=rounds, dropped=dropped)  # fmt: skip
+                    rounds=rounds, dropped=dropped, group_dropped=group_dropped)  # fmt: skip
 
 
 def unbounded_bound(counts: PairCounts, rating: np.ndarray, i: int, side: int,

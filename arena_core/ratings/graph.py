@@ -148,3 +148,14 @@ def strongly_connected(n_items: int, pairs: PairData, win_i, win_j, connected) -
     """
     reach = reachability(beats(n_items, pairs, win_i, win_j))
     return (reach | ~connected[None]).all(axis=(1, 2))
+
+
+def strongly_connected_models(n_items: int, pairs: PairData, win_i, win_j,
+                              connected) -> np.ndarray:  # fmt: skip
+    """Per replicate and model, whether the model's comparison component is strongly
+    connected by "beat" edges (``(batch, n)``; ``connected`` as in
+    :func:`strongly_connected`): the model reaches every model of its component and every
+    one reaches it, which holds for one model of a component exactly when for all."""
+    reach = reachability(beats(n_items, pairs, win_i, win_j))
+    out = (reach | ~connected[None]).all(axis=2)
+    return out & (reach | ~connected[None]).all(axis=1)
