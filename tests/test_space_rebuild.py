@@ -23,10 +23,10 @@ def held_reads(monkeypatch):
     """read_votes in the rebuild waits for ``release``; ``reading`` is set when one started."""
     reading, release = threading.Event(), threading.Event()
 
-    def held(files):
+    def held(files, **kwargs):
         reading.set()
         assert release.wait(60)
-        return read_votes(files)
+        return read_votes(files, **kwargs)
 
     monkeypatch.setattr(rebuild_module, "read_votes", held)
     return reading, release

@@ -181,8 +181,9 @@ class HubSync:
                 withdrawn = self._download()
             except Exception as exc:  # refused, offline, timed out, 5xx: all mean "later"
                 return self._failed("download", exc)
+            base = self._publish_registry()
             try:  # CommitScheduler's constructor calls create_repo too
-                uploader = _CommitTracking(base=self.commit, before_push=self._adopt_released,
+                uploader = _CommitTracking(base=base, before_push=self._adopt_released,
                                         repo_id=self.repo_id, folder_path=self.votes_dir,
                                         shard_name=self._shard, every=self.every, hf_api=self.api,
                                         lock=self.lock, clock=self._clock)  # fmt: skip
@@ -200,12 +201,26 @@ class HubSync:
             self.uploader = uploader
             self._error = self._since = None
         log.info("connected to %s: pushing votes every %g minutes", self.repo_id, self.every)
-        if self.registry is not None:
-            try:
-                self.publish_card(self.registry)
-            except Exception as exc:  # the card can wait for the next start; votes cannot
-                log.error("could not update the dataset card: %s", exc)
         return True
+
+    def _publish_registry(self) -> str | None:
+        """Publish the card and the registry before the first push; the commit the boards
+        name until then: the card's commit when one was made, else the downloaded one.
+
+        The boards are rated with this run's registry, and ``leaderboard --repo --revision``
+        replays with the registry the commit holds. Published after the pushes started (as
+        before session 32), the card's commit was never the boards' revision: they named the
+        downloaded commit, which holds the previous deploy's registry (or none), until this
+        run's first push, and the printed command replayed other models and priors. The
+        card's commit holds the downloaded votes and nothing of this run yet.
+        """
+        if self.registry is None:
+            return self.commit
+        try:
+            return self.publish_card(self.registry) or self.commit
+        except Exception as exc:  # the card can wait for the next start; votes cannot
+            log.error("could not update the dataset card: %s", exc)
+            return self.commit
 
     def _download(self) -> set[str]:
         """Make :attr:`mirror` the repo's vote files and card at its current commit; the ids
@@ -284,8 +299,9 @@ class HubSync:
             fetched = Path(tmp) / DATA_DIR
             return vote_ids(fetched) if fetched.is_dir() else set()
 
-    def publish_card(self, registry: Registry) -> None:
-        """Create or update the dataset card and the registry snapshot, if they changed."""
+    def publish_card(self, registry: Registry) -> str | None:
+        """Create or update the dataset card and the registry snapshot, if they changed; the
+        commit made (None when nothing changed)."""
         card = dataset_card(self.repo_id, license_id=self.license_id, space_id=self.space_id,
                             arenas=tuple(a.id for a in registry.arenas))  # fmt: skip
         files = {"README.md": card.encode()}
@@ -301,9 +317,11 @@ class HubSync:
             for name, data in files.items()
             if not (self.mirror / name).is_file() or (self.mirror / name).read_bytes() != data
         ]
-        if changed:
-            self.api.create_commit(repo_id=self.repo_id, repo_type="dataset", operations=changed,
-                                   commit_message="Update dataset card and registry snapshot")  # fmt: skip
+        if not changed:
+            return None
+        info = self.api.create_commit(repo_id=self.repo_id, repo_type="dataset", operations=changed,
+                                      commit_message="Update dataset card and registry snapshot")  # fmt: skip
+        return info.oid
 
     def flush(self, timeout: float = FLUSH_TIMEOUT) -> None:
         """Close the vote log, push what is waiting, then stop (a stopped scheduler would skip

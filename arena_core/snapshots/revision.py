@@ -232,7 +232,9 @@ class LiveRevisions:
     ``files`` lists the vote files (the Space's own folder and the Hub's copy); ``lock`` is
     the vote log's lock (votes are written and applied under it); ``hub`` returns the Hub
     fields of :class:`Revision` (``repo``, ``commit``, ``unpushed``), read under that lock;
-    ``clock`` the reader's clock in microseconds since the epoch (default: the wall clock).
+    ``clock`` the reader's clock in microseconds since the epoch (default: the wall clock);
+    ``epoch`` names the boards' last full replay (a board computed across one is computed
+    again, as when a vote arrives meanwhile).
 
     Each read counts exactly the votes ``read_votes`` finds in the same files with its
     ``now_us`` at the revision's ``read_at``, which is what ``leaderboard --read-at``
@@ -243,15 +245,18 @@ class LiveRevisions:
 
     def __init__(self, files: Callable[[], list[Path]], lock,
                  hub: Callable[[], dict] | None = None, *,
-                 clock: Callable[[], int] = _now_us):  # fmt: skip
+                 clock: Callable[[], int] = _now_us,
+                 epoch: Callable[[], object] = lambda: None):  # fmt: skip
         self.files, self.lock, self.hub, self.clock = files, lock, hub or dict, clock
+        self.epoch = epoch
         self._seen: dict[Path, _Seen] = {}
         self._firsts = _Firsts()
         self._judged_at: int | None = None  # the latest clock a file was read by
         self._mutex = threading.Lock()
 
     def position(self) -> tuple:
-        """Every vote file's size and identity, and the Hub fields, read under the vote lock."""
+        """Every vote file's size and identity, the Hub fields and the boards' epoch, read
+        under the vote lock."""
         with self.lock:
             stats = []
             for path in self.files():
@@ -260,12 +265,12 @@ class LiveRevisions:
                 except FileNotFoundError:  # compacted away meanwhile
                     continue
                 stats.append((path, st.st_ino, st.st_size, st.st_mtime_ns))
-            return tuple(stats), tuple(sorted(self.hub().items()))
+            return tuple(stats), tuple(sorted(self.hub().items())), self.epoch()
 
     def read(self, position: tuple) -> Revision:
         """The revision of the files as listed in ``position`` (those changed since, or
         holding a row from the future that has come due, are re-read)."""
-        stats, hub = position
+        stats, hub = position[:2]
         with self._mutex:
             now_us = self.clock()
             if self._judged_at is not None and now_us < self._judged_at:
@@ -334,4 +339,8 @@ def service_revisions(service) -> LiveRevisions:
     def files() -> list[Path]:
         return [p for folder in folders for p, _ in vote_files(folder)]
 
-    return LiveRevisions(files, service.vote_log.lock, sync.revision if sync is not None else None)
+    # The boards' clock, not the wall clock: a row from the future that has come due since
+    # the boards' last full replay counts only once they are replayed again (VoteReplay).
+    replay = service.replay
+    return LiveRevisions(files, service.vote_log.lock, sync.revision if sync is not None else None,
+                         clock=replay.boards_clock_us, epoch=lambda: replay.epoch)  # fmt: skip

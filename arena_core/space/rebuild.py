@@ -47,8 +47,12 @@ class BackgroundRebuild:
     """
 
     def __init__(self, live: Mapping[str, LiveArena], lock, files: Callable[[], list],
-                 is_flagged: Callable[[str | None], bool]):  # fmt: skip
+                 is_flagged: Callable[[str | None], bool], *,
+                 clock: Callable[[], int | None] = lambda: None):  # fmt: skip
         self.live, self.lock, self.files, self.is_flagged = live, lock, files, is_flagged
+        #: The reader's clock (microseconds; None: the wall clock): the boards' own, so a
+        #: rebuild counts no row from the future that the last full replay skipped.
+        self.clock = clock
         self._catchup: list[Vote] | None = None
         self._again = False
         self._generation = 0
@@ -88,7 +92,7 @@ class BackgroundRebuild:
     def _run(self, files: list, generation: int) -> None:
         start = time.perf_counter()
         try:
-            votes = read_votes(files)
+            votes = read_votes(files, now_us=self.clock())
             with self.lock:
                 if generation != self._generation:
                     return

@@ -83,7 +83,8 @@ class VoteReplay:
         self.limiter, self.sessions, self.sync = limiter, sessions, sync
         self.detector = AnomalyDetector()
         self.rebuilds = BackgroundRebuild(self.live, vote_log.lock, self._vote_files,
-                                          lambda voter: self.detector.is_flagged(voter))  # fmt: skip
+                                          lambda voter: self.detector.is_flagged(voter),
+                                          clock=self.boards_clock_us)  # fmt: skip
         self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self.progress = LoadProgress()
         self._pending: list[Vote] = []
@@ -91,6 +92,13 @@ class VoteReplay:
         self._future_timer: threading.Timer | None = None
         #: Ids of the replayed votes the rate limiter was given (:meth:`_restore_limiter`).
         self._restored: set[str] = set()
+        #: When the earliest row the last full replay skipped as from the future counts
+        #: (microseconds; None: it skipped none): until the next full replay, the boards
+        #: are a replay run at any clock before it (:meth:`boards_clock_us`).
+        self._due_us: int | None = None
+        #: Full replays of the boards so far (the revision of a board computed across one
+        #: is read again: ``LiveRevisions.epoch``). Changed under the vote log's lock.
+        self.epoch = 0
 
     def load(self) -> LoadProgress:
         """Replay the votes already in the log folder (all shards but this process's own)."""
@@ -132,6 +140,7 @@ class VoteReplay:
             self.progress.skipped = Counter(votes.skipped) if votes is not None else Counter()
             self.progress.seconds = time.perf_counter() - start
             self.progress.done = True
+            self.epoch += 1
         log.info("replayed %d vote files in %.2f s: used %s, skipped %s; anomalous voters: %d",
                  len(files), self.progress.seconds, used, dict(self.progress.skipped),
                  len(self.detector.flagged))  # fmt: skip
@@ -218,6 +227,7 @@ class VoteReplay:
         self.detector = AnomalyDetector.from_detection(detection_of(votes, every_voter=True))
         used = {arena_id: live.replay(votes) for arena_id, live in self.live.items()}
         self.progress.skipped = Counter(votes.skipped)
+        self.epoch += 1
         self.rebuilds.cancel()  # this one is newer than any running in the background
         log.info("anomalous voters now %d; boards rebuilt from %d votes in %.2f s",
                  len(self.detector.flagged), len(votes), time.perf_counter() - start)  # fmt: skip
@@ -231,6 +241,7 @@ class VoteReplay:
         if self._future_timer is not None:
             self._future_timer.cancel()
             self._future_timer = None
+        self._due_us = None if future_from_us is None else future_from_us - FUTURE_SLACK_US
         if future_from_us is None:
             return
         now_us = int(self._wall_clock().timestamp() * 1_000_000)
@@ -240,6 +251,17 @@ class VoteReplay:
         timer.daemon = True
         self._future_timer = timer
         timer.start()
+
+    def boards_clock_us(self) -> int:
+        """The clock the live boards are a replay at (microseconds since the epoch): the
+        wall clock, but short of the moment a row the last full replay skipped as from the
+        future counts. That row counts from then on, and the boards count it once every
+        file is replayed again, a second later or more (:meth:`_future_due`): until then,
+        a revision read by the wall clock named a clock at which ``leaderboard --read-at``
+        counted a row the board did not. Background rebuilds read by it too."""
+        now_us = time.time_ns() // 1000
+        due = self._due_us
+        return now_us if due is None else min(now_us, due - 1)
 
     def _future_due(self, future_from_us: int) -> None:
         now_us = int(self._wall_clock().timestamp() * 1_000_000)

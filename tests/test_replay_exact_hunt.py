@@ -1,0 +1,113 @@
+"""Hunt: the Space's board against the replay a researcher runs with the command printed
+under it, to the last digit.
+
+The real Hub cannot be reached from the test machine: the dataset repo is
+``HistoryHubApi`` (tests/hubhistory.py), which keeps every commit's files, injected into
+the Space and into ``leaderboard --repo`` (``arena_core.snapshots.source.API_FACTORY``).
+"""
+
+import json
+import os
+import shlex
+import time
+from datetime import UTC, datetime, timedelta
+
+from fakes import Clock, build_steady_service
+from hubfake import PROMPTS, REGISTRY, REPO, row, seed_repo
+from hubhistory import HistoryHubApi
+from huggingface_hub import CommitOperationAdd
+from test_service import make_service
+
+from arena_core import cli
+from arena_core.leaderboard import Entrant, board_from_votes
+from arena_core.snapshots import source
+from arena_core.snapshots.live import LiveBoards
+from arena_core.snapshots.page import reproduce_command
+from arena_core.snapshots.source import board_part
+from arena_core.space.config import Settings
+from arena_core.votes.read import read_votes
+from arena_core.window import parse_instant
+
+#: The registry of the Space's previous deploy: the new one (``REGISTRY``) adds Klatt.
+OLD_REGISTRY = REGISTRY.replace(
+    "      - {id: espeak/en+klatt, name: Klatt, backend: {type: espeak, voice: en+klatt}}\n", ""
+)
+
+
+def printed(capsys, command: str) -> dict:
+    """What the printed ``python -m arena_core leaderboard ...`` command prints."""
+    capsys.readouterr()
+    assert cli.main(shlex.split(command)[3:]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_board_right_after_a_restart_names_a_commit_holding_the_registry_it_was_rated_with(
+    tmp_path, monkeypatch, capsys
+):
+    """A restart with a changed registry (a model added, a prior changed) publishes it in a
+    commit of its own, after downloading the repo. The board's revision named the
+    downloaded commit until the first vote was pushed, and that commit holds the previous
+    registry (or none, on a first start): the printed ``--repo --revision`` command
+    replayed the votes with other models, names and priors than the Space's board (here the
+    new model's row was missing, and every name was another), and its
+    ``settings.registry_sha256`` differed from the board's. The same for a daily snapshot
+    written before this run's first push. The board must name a commit whose registry is
+    the one it was rated with."""
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    api = HistoryHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, 5)])
+    api.create_commit(REPO, [CommitOperationAdd("registry/registry.yaml", OLD_REGISTRY.encode()),
+                             CommitOperationAdd("registry/prompts.yaml", PROMPTS.encode())],
+                      commit_message="the previous deploy's registry", repo_type="dataset")  # fmt: skip
+    settings = Settings(registry=tmp_path / "registry.yaml", data_dir=tmp_path / "data",
+                        voter_salt="s", dataset_repo=REPO, push_minutes=60, listen_share=0.0)  # fmt: skip
+    service = build_steady_service(settings, env={"PATH": os.environ.get("PATH", "")}, hf_api=api)
+    try:
+        service.load()
+        monkeypatch.setattr(source, "API_FACTORY", lambda: api)
+        boards = LiveBoards(service)
+        board, revision = boards.board("speech")
+        settings_shown = boards.settings("speech")
+        assert revision.exact_commit  # no vote of this run yet: the commit alone is the board
+        doc = printed(capsys, reproduce_command(revision, settings_shown))
+        assert doc["settings"]["registry_sha256"] == settings_shown["registry_sha256"]
+        assert board_part(doc) == json.loads(json.dumps(board.to_json()))
+    finally:
+        service.sync.flush(timeout=5)
+        service.close()
+
+
+def test_a_board_shown_after_a_row_from_the_future_came_due_names_the_clock_it_was_read_by(
+    tmp_path,
+):
+    """A replica whose clock runs fast wrote a row dated ahead: the start-up replay skips it
+    as ``future_ts`` and replays every file again once it comes due, a second after (plus
+    the replay's own time, seconds at a million votes). In between, the board still skipped
+    the row, but its revision was read by the wall clock, which counts it, and named that
+    clock as ``read_at``: ``leaderboard --read-at <read_at>`` counted a vote the board did
+    not. The replay's wall clock is held back here, which widens that gap to make it
+    certain; the revision must name a clock the board's rows were judged by."""
+    folder = tmp_path / "votes"
+    folder.mkdir()
+    ahead = datetime.now(UTC) + timedelta(minutes=10, seconds=1)
+    line = {"schema_version": 4, "vote_id": "00000000-0000-4000-8000-000000000001",
+            "ts": ahead.isoformat().replace("+00:00", "Z"), "arena": "speech",
+            "model_a": "m0", "model_b": "m1", "vote": "a"}  # fmt: skip
+    (folder / "votes-replica.jsonl").write_text(json.dumps(line) + "\n")
+    # The timer that replays every file again looks at this clock: 30 s behind, it fires late.
+    service, _ = make_service(tmp_path, clock=Clock(),
+                              wall_clock=lambda: datetime.now(UTC) - timedelta(seconds=30))  # fmt: skip
+    try:
+        assert service.board("speech").skipped["future_ts"] == 1
+        while datetime.now(UTC) < ahead - timedelta(minutes=10) + timedelta(seconds=0.05):
+            time.sleep(0.05)  # the row is due now; the replay of every file has not run yet
+        board, revision = LiveBoards(service).board("speech")
+        read_at = parse_instant(revision.read_at)
+        replay = board_from_votes(read_votes(folder, now_us=read_at), "speech",
+                                  entrants=Entrant.from_arena(service.registry.arena("speech")))  # fmt: skip
+        assert replay.to_json() == board.to_json()
+        assert revision.votes_read == board.votes_used
+    finally:
+        service.close()
