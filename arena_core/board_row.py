@@ -125,7 +125,8 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     Models are listed by display name (``names``: id -> name, the registry's; the board's
     own names otherwise); notes name them the same way. JSON and CSV keep ids.
     """
-    names = {r.model_id: _plain((names or {}).get(r.model_id, r.model)) for r in board.rows}
+    names = {r.model_id: terminal_safe((names or {}).get(r.model_id, r.model))
+             for r in board.rows}  # fmt: skip
     cols = [c for c in COLUMNS if c.name in _TABLE_COLUMNS]
     head = [c.metadata["label"] for c in cols]
     body = [[names[r.model_id] if c.name == "model" else
@@ -135,7 +136,8 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) if i != text_col else v.ljust(w) for i, (v, w) in
                         enumerate(zip(row, widths, strict=True))) for row in body]  # fmt: skip
-    where = _plain(board.arena) + (f" / {_plain(board.category)}" if board.category else "")
+    where = terminal_safe(board.arena)
+    where += f" / {terminal_safe(board.category)}" if board.category else ""
     window = board.window.to_json()
     if not board.window.all_time:
         where += f" (votes from {window['since'] or 'the start'} to {window['until'] or 'now'})"
@@ -147,10 +149,10 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     lines += [f"note: {names[r.model_id]}: {r.note}" for r in board.rows if r.unbounded]
     lines += [f"{UNRATED_NOTE}: {', '.join(unrated)}"] if unrated else []
     lines += [f"warning: {w}" for w in board.warnings]
-    return f"== {_plain(board.arena)} ==\n" + "\n".join(lines)
+    return f"== {terminal_safe(board.arena)} ==\n" + "\n".join(lines)
 
 
-def _plain(text: str) -> str:
+def terminal_safe(text: str) -> str:
     """A name as the table prints it: as it is, unless a terminal would show it as something
     else (a control character: a newline broke the table's rows, an escape sequence
     recoloured the terminal; spaces at an end: "m1 " and " m1" looked the same), then

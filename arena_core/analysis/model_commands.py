@@ -12,6 +12,7 @@ import math
 import sys
 
 from arena_core.analysis.model_report import RECENT
+from arena_core.board_row import terminal_safe
 
 
 def add_commands(sub) -> None:
@@ -69,17 +70,25 @@ def _rate(r) -> str:
     return "-" if r.rate is None else f"{r.rate:.2f} [{r.low:.2f}, {r.high:.2f}]"
 
 
+def _text(value, missing: str = "-") -> str:
+    """A name, id, prompt or registry text as the table prints it: quoted with JSON's escapes
+    when a terminal would garble it, as the ``leaderboard`` table prints names (without
+    ``--registry`` the names are the votes' ids, which may be any string: a newline in one
+    broke its row in two, an escape sequence recoloured the terminal)."""
+    return missing if value is None or value == "" else terminal_safe(str(value))
+
+
 def model_table(report) -> str:
     """The report as plain-text sections, as the CLI prints it."""
     row, reg = report.board_row, report.registry or {}
     prior = reg.get("prior") or {}
     lines = [
-        f"{report.name} ({report.model}) in {report.arena}: {report.votes_used} counted "
-        "votes in the arena",
-        f"licence {reg.get('license') or '-'}, source {reg.get('url') or '-'}, family "
-        f"{reg.get('family') or '-'}",
-        f"prior {_num(prior.get('rating'))} ({prior.get('benchmark') or 'none'} "
-        f"{prior.get('value', '')}, {prior.get('source') or 'no source'})",
+        f"{_text(report.name)} ({_text(report.model)}) in {_text(report.arena)}: "
+        f"{report.votes_used} counted votes in the arena",
+        f"licence {_text(reg.get('license'))}, source {_text(reg.get('url'))}, family "
+        f"{_text(reg.get('family'))}",
+        f"prior {_num(prior.get('rating'))} ({_text(prior.get('benchmark'), 'none')} "
+        f"{prior.get('value', '')}, {_text(prior.get('source'), 'no source')})",
     ]
     if row is not None:
         lines.append(f"rating {_num(row.rating)} [{_num(row.ci_low)}, {_num(row.ci_high)}], "
@@ -87,11 +96,12 @@ def model_table(report) -> str:
                      f"{_num(row.votes_share, 3)}, shift from prior {_num(row.prior_shift)}")  # fmt: skip
     lines.append("available: unknown offline; median generation time: unknown offline")
     lines += ["", "opponent | battles | win | tie | loss | both bad"]
-    lines += [f"{o.opponent} | {o.battles} | {_rate(o.win)} | {_rate(o.tie)} | {_rate(o.loss)} | "
-              f"{_rate(o.both_bad)}" for o in report.opponents]  # fmt: skip
+    lines += [f"{_text(o.opponent)} | {o.battles} | {_rate(o.win)} | {_rate(o.tie)} | "
+              f"{_rate(o.loss)} | {_rate(o.both_bad)}" for o in report.opponents]  # fmt: skip
     lines += ["", "category | battles | win rate (decided) | rating [95% CI]"]
-    lines += [f"{c.category or '(none)'} | {c.battles} | {_rate(c.win_rate)} | {_num(c.rating)} "
-              f"[{_num(c.low)}, {_num(c.high)}]" for c in report.categories]  # fmt: skip
+    lines += [f"{_text(c.category, '(none)')} | {c.battles} | {_rate(c.win_rate)} | "
+              f"{_num(c.rating)} [{_num(c.low)}, {_num(c.high)}]"
+              for c in report.categories]  # fmt: skip
     lines += ["", "style | model median | arena median | votes"]
     lines += [f"{s.field} | {_num(s.model_median, 2)} | {_num(s.arena_median, 2)} | {s.votes}"
               for s in report.style]  # fmt: skip
@@ -99,6 +109,6 @@ def model_table(report) -> str:
     lines += [f"{p.arena_votes} | {p.battles} | {_num(p.rating)} [{_num(p.low)}, {_num(p.high)}]"
               for p in report.bt_history]  # fmt: skip
     lines += ["", "recent battles: when | opponent | side | result | prompt"]
-    lines += [f"{b.ts} | {b.opponent} | {b.side} | {b.result} | {b.prompt or b.prompt_id or '-'}"
-              for b in report.recent]  # fmt: skip
+    lines += [f"{b.ts} | {_text(b.opponent)} | {b.side} | {b.result} | "
+              f"{_text(b.prompt or b.prompt_id)}" for b in report.recent]  # fmt: skip
     return "\n".join(lines)

@@ -161,18 +161,22 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
     def categories(arena_id):
         return gr.update(**_category_choices(service, arena_id))
 
-    def switch(arena_id, model_id):
+    def switch(arena_id, model_id, request: gr.Request):
         """Another arena on the board (picked here, or followed from the Arena tab): its
         categories, and its models in the Model view's picker, keeping the model picked when
-        it belongs to that arena (a shared link's) and else its first. One update with the
-        choices, before the board is drawn: the picker never holds a model of the last arena,
-        which Gradio refused with an error naming ids, and the view never shows another."""
+        it belongs to that arena, else the shared link's (``?model=``) when it does, else its
+        first. One update with the choices, before the board is drawn: the picker never holds
+        a model of the last arena, which Gradio refused with an error naming ids, and the
+        view never shows another.
+
+        The link's model is read from the link itself: the switch its arena causes reads the
+        picker before the link's answer has set it (the first arena's model is sent), so a
+        link to any model of another arena but its first opened that first model's page."""
         choices = _model_choices(service, arena_id)
         ids = [model for _, model in choices]
-        pick = gr.update(
-            choices=choices, value=model_id if model_id in ids else next(iter(ids), None)
-        )
-        return categories(arena_id), pick
+        linked = request.query_params.get("model") if request is not None else None
+        keep = next((m for m in (model_id, linked) if m in ids), next(iter(ids), None))
+        return categories(arena_id), gr.update(choices=choices, value=keep)
 
     def arenas_shown(arena_id):
         return _arenas_shown(service, offered, arena_id)
@@ -207,11 +211,16 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
         def deep_link(request: gr.Request):
             """The linked model's page, with its arena's categories in the same answer (the
             load's own answer with the first arena's, landing after the link's arena was
-            switched to, listed them under the other); else no change."""
+            switched to, listed them under the other); else no change. The Arena picker gets
+            the arena among its choices: one not offered here (a hosted arena without its
+            token) was set as a value the picker did not list, and every later event failed
+            on it in Gradio, the pickers and the board showing "Error"."""
             wanted = request.query_params.get("model") if request is not None else None
             for arena in arenas if wanted else ():
                 if any(m.id == wanted for m in arena.models):
-                    return (gr.Tabs(selected="leaderboard"), arena.id, "model",
+                    shown = _arena_choices(service, offered, arena.id)
+                    return (gr.Tabs(selected="leaderboard"),
+                            gr.update(choices=shown, value=arena.id), "model",
                             gr.update(choices=_model_choices(service, arena.id), value=wanted,
                                       visible=True),
                             *[gr.update(visible=False)] * 3, categories(arena.id))  # fmt: skip
@@ -238,11 +247,16 @@ def _arenas_shown(service, offered: set[str], arena_id: str):
     and the one on the board (a shared link's). The choices only, never the value:
     ``arena_id`` is read when the tab opens, and an arena followed from the Arena tab in the
     meantime (its answer landing first) was set back to the one read."""
+    return gr.update(choices=_arena_choices(service, offered, arena_id))
+
+
+def _arena_choices(service, offered: set[str], arena_id: str) -> list[tuple[str, str]]:
+    """The Arena picker's choices (see :func:`_arenas_shown`), ``arena_id`` always among them."""
     arenas = service.registry.arenas
     others = [a for a in arenas if a.id not in offered
               and (a.id == arena_id or service.board(a.id).votes_used)]  # fmt: skip
     shown = [a for a in arenas if a.id in offered] + others
-    return gr.update(choices=[(a.title, a.id) for a in shown])
+    return [(a.title, a.id) for a in shown]
 
 
 def _heard_players() -> tuple:

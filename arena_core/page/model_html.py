@@ -65,8 +65,11 @@ def summary_html(report, names: dict[str, str]) -> str:
 
 def model_html(report, names: dict[str, str]) -> str:
     """Everything but the chart, as HTML."""
-    if not report.votes_used and report.board_row is None:
-        return summary_html(report, names) + '<p class="board-empty">No votes for it yet.</p>'
+    # The model's own battles, not the arena's votes (``votes_used``): a model added to an
+    # arena with votes showed its opponents' table empty, headers and no row.
+    if not report.opponents:
+        return ('<div class="model-view">' + summary_html(report, names)
+                + '<p class="board-empty">No votes for it yet.</p></div>')  # fmt: skip
     opponents = [[escape(names.get(o.opponent, o.opponent)), str(o.battles), _pct(o.win),
                   _pct(o.tie), _pct(o.loss), _pct(o.both_bad)] for o in report.opponents]  # fmt: skip
     categories = [[escape(c.category or "none"), str(c.battles), _pct(c.win_rate),
