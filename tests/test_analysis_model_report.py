@@ -4,10 +4,11 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
+from arena_core.analysis import model_stats
 from arena_core.analysis.model_report import MODEL_COLUMNS, model_report
 from arena_core.analysis.model_stats import MAX_SNAPSHOTS, bt_history, elo_history, wilson_interval
 from arena_core.cli import main
@@ -102,6 +103,30 @@ def test_the_elo_history_by_hand():
     assert points[0].rating == pytest.approx(r0) and points[1].rating == pytest.approx(r0_after)
     final = sequential_elo(3, (a, b, outcome)).ratings[0]
     assert points[-1].rating == final  # the same arithmetic as the board's replay, to the bit
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 6).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, n - 1), st.integers(0, 3)),
+             min_size=1, max_size=400),
+    st.integers(0, n - 1), st.integers(1, 40),
+    st.lists(st.floats(800, 1200), min_size=n, max_size=n))))  # fmt: skip
+def test_the_compiled_history_equals_stepping_the_votes_bit_for_bit(case):
+    """From 30,000 votes (or once compiled) the history comes from the compiled loop run
+    segment by segment; each point must be the live app's step-by-step Elo to the bit."""
+    n, votes, model, points, prior = case
+    a = [i for i, _, _ in votes]
+    b = [(i + d) % n for i, d, _ in votes]
+    outcome = [o for _, _, o in votes]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model_stats, "COMPILED_HISTORY_FROM", 0)
+        compiled = elo_history(n, (a, b, outcome), model, prior, points=points)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model_stats, "COMPILED_HISTORY_FROM", 10**12)
+        patch.setattr(model_stats.elo_kernel, "compiled", lambda: False)
+        stepped = elo_history(n, (a, b, outcome), model, prior, points=points)
+    assert compiled == stepped
 
 
 def test_the_histories_are_downsampled_and_end_at_the_board(log):
