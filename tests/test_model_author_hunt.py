@@ -59,6 +59,22 @@ def test_a_model_without_votes_says_so_instead_of_an_empty_table(tmp_path):
     assert "Against each opponent" in model_html.model_html(played, {})
 
 
+def test_the_model_view_says_the_rank_and_what_the_rating_rests_on_in_words(tmp_path):
+    """An author's first question is the rank, which the view left out (only the CLI's JSON
+    had it), and the view named the rating's provenance by its internal key ("provenance:
+    arena_thin") where the board's badge says "provisional"."""
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    arena = load_registry(tmp_path / "registry.yaml").arena("speech")
+    votes = [row(k, "x", "y", "a") for k in range(6)] + [row(6, "z", "y", "b")]
+    log = write(tmp_path / "votes.jsonl", votes)
+    report = model_report(read_votes(log, columns=MODEL_COLUMNS), "speech", "x", arena=arena)
+    html = model_html.summary_html(report, {})
+    row_ = report.board_row
+    band = str(row_.rank) if row_.rank == row_.rank_worst else f"{row_.rank}–{row_.rank_worst}"
+    assert f"rank <b>{band}</b>" in html
+    assert "arena_thin" not in html and "provisional: the arena&#x27;s votes only" in html
+
+
 def test_the_model_table_prints_names_a_terminal_would_garble_quoted(tmp_path, capsys):
     """Without ``--registry`` the report names models by the ids in the votes, which any
     string may be. The ``leaderboard`` table prints an id with a control character quoted

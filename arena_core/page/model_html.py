@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 
 from arena_core.page.analysis_html import html_table
 from arena_core.page.plots import ACCENT, MUTED, frame
+from arena_core.page.presenters import rank_text
+from arena_core.page.table import LEGEND, PROVENANCE_WORDS
 from arena_core.registry.fields import http_url
 
 #: The style measures, as named on the page.
@@ -44,8 +46,14 @@ def summary_html(report, names: dict[str, str]) -> str:
         interval = (f" (95%: {row.ci_low:.0f}–{row.ci_high:.0f})"
                     if row.ci_low is not None and row.ci_high is not None else "")  # fmt: skip
         facts.append(f"Rating <b>{row.rating:.0f}</b>{interval}, {row.battles} battles")
-        if row.provenance:
-            facts.append(f"provenance: {escape(row.provenance)}")
+        if row.battles and row.rank is not None:
+            # An author's first question; the page showed every number of the row but it.
+            facts.append(f"rank <b>{escape(rank_text(row, groups=(row.component or 1) > 1))}</b>")
+        if row.provenance in LEGEND:
+            # The board's badge word and its meaning, not the internal key ("arena_thin").
+            facts.append(
+                f"{escape(PROVENANCE_WORDS[row.provenance])}: {escape(LEGEND[row.provenance])}"
+            )
         if row.prior_shift is not None:
             facts.append(f"{row.prior_shift:+.0f} points from its published prior")
     else:

@@ -115,8 +115,11 @@ LEGEND = {
     ARENA_THIN: "the arena's votes only, too few to trust yet: it may still move a lot",
     ARENA: "the arena's votes only, enough to trust",
 }
-#: The word each rung shows as (an established arena rating carries no badge).
-_LEGEND_WORDS = {PRIOR: "prior", BLENDED: "blended", ARENA_THIN: "provisional", ARENA: "no badge"}
+#: The word for each rung, in a sentence (the Model view's summary).
+PROVENANCE_WORDS = {PRIOR: "prior", BLENDED: "blended", ARENA_THIN: "provisional",
+                    ARENA: "established"}  # fmt: skip
+#: The word each rung shows as in the table (an established arena rating carries no badge).
+_LEGEND_WORDS = {**PROVENANCE_WORDS, ARENA: "no badge"}
 
 
 def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
