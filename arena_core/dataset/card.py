@@ -109,7 +109,8 @@ unique per vote and readers keep its first row.
 
 `ts` is ISO-8601 UTC. Rows with a non-empty `flags` (for example `rate_limited`) are
 kept for transparency but left out of the ratings. Rows of versions 1 to 3 read with
-the newer fields null.
+the newer fields null, but for `counted` and `count_reason`: compaction stamps every
+row it rolls into a monthly file, of any version, with the replay's verdict.
 
 ### Who decided each column, and when
 

@@ -67,7 +67,7 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("schema_version", pa.int64(), True, "Version of this record layout; 4 (rows of versions 1 to 3 are still read, their newer fields null)."),
+    Field("schema_version", pa.int64(), True, "Version of this record layout; 4 (rows of versions 1 to 3 are still read, their newer fields null, but for `counted` and `count_reason`, which compaction stamps on every row it rolls up)."),
     Field("vote_id", pa.string(), True, "Unique id of the vote (UUID); duplicates are dropped."),
     Field("battle_id", pa.string(), False, "Id of the battle the vote closes (UUID)."),
     Field("ts", pa.string(), True, "When the server recorded the vote, ISO-8601 UTC, e.g. 2026-11-29T17:34:36.123Z."),
