@@ -201,6 +201,18 @@ def test_the_compiled_loop_refuses_what_it_would_read_past():
     with pytest.raises(ValueError, match="float64"):
         elo_kernel.replay(ratings.astype(np.float32), played, k_table, np.array([0]),
                           np.array([1]), np.array([0]), scores, 0.01)  # fmt: skip
+    for a, b, o, match in (([0], [0], [0], "itself"), ([0.9], [1], [0], "integer")):
+        with pytest.raises(ValueError, match=match):
+            call(a, b, o)
+    frozen = np.full(3, 1000.0)
+    frozen.flags.writeable = False  # e.g. np.frombuffer over bytes: it would be written to
+    with pytest.raises(ValueError, match="writeable"):
+        elo_kernel.replay(frozen, played, k_table, np.array([0]), np.array([1]), np.array([0]),
+                          scores, 0.01)  # fmt: skip
+    huge = np.array([2**63 - 1, 0, 0], np.int64)  # the sum with the votes' counts would wrap
+    with pytest.raises(ValueError, match="K table"):
+        elo_kernel.replay(ratings, huge, k_table, np.array([0]), np.array([1]), np.array([0]),
+                          scores, 0.01)  # fmt: skip
     assert ratings.tolist() == [1000.0] * 3 and played.tolist() == [0] * 3
     call([0] * 4, [1] * 4, [0] * 4)  # exactly as many battles as the table has entries
     assert played.tolist() == [4, 4, 0]

@@ -204,3 +204,18 @@ def test_a_shared_link_opens_the_linked_model_not_its_arenas_first(three_arenas,
     expect(table).to_contain_text("Second One (n1)")
     expect(page.locator("#board-model input")).to_have_value("Second One")
     visit.shot("opened")
+
+
+def test_the_model_view_names_the_group_of_a_rank_when_the_board_has_several(tmp_path):
+    """A rank compares only within a comparison group: the board's table says "1 (group 1)"
+    when the votes form several, and the view said "1" for group 1 (review of session 32)."""
+    votes = [row(k, "x", "y", "a") for k in range(4)] + [
+        row(4 + k, "p", "q", "b") for k in range(3)
+    ]
+    log = write(tmp_path / "votes.jsonl", votes)
+    report = model_report(read_votes(log, columns=MODEL_COLUMNS), "speech", "x")
+    assert report.groups == 2 and report.board_row.component == 1
+    assert "(group 1)" in model_html.summary_html(report, {})
+    alone = write(tmp_path / "alone.jsonl", votes[:4])
+    single = model_report(read_votes(alone, columns=MODEL_COLUMNS), "speech", "x")
+    assert single.groups == 1 and "(group" not in model_html.summary_html(single, {})

@@ -111,3 +111,50 @@ def test_a_board_shown_after_a_row_from_the_future_came_due_names_the_clock_it_w
         assert revision.votes_read == board.votes_used
     finally:
         service.close()
+
+
+def test_a_failed_replay_of_a_row_come_due_is_retried_and_never_freezes_the_clock(
+    tmp_path, monkeypatch
+):
+    """The boards' clock is held short of a future row's due time until a full replay counts
+    it. When that replay failed (an I/O error in the timer's thread), the thread ended, no
+    retry came, and the clock stayed held for good: once ten minutes behind, every new
+    vote looked as if from the future to the revisions and to the background rebuilds,
+    which left it out of the live boards (found by the session's review). Now the replay is
+    retried, and the clock is held at most :data:`replay._HOLD_MAX_US` past the due time."""
+    from arena_core.space import replay as replay_module
+
+    monkeypatch.setattr(replay_module, "_RETRY_S", 0.2)
+    monkeypatch.setattr(replay_module, "_HOLD_MAX_US", 1_500_000)
+    folder = tmp_path / "votes"
+    folder.mkdir()
+    ahead = datetime.now(UTC) + timedelta(minutes=10, seconds=1)
+    line = {"schema_version": 4, "vote_id": "00000000-0000-4000-8000-000000000002",
+            "ts": ahead.isoformat().replace("+00:00", "Z"), "arena": "speech",
+            "model_a": "m0", "model_b": "m1", "vote": "a"}  # fmt: skip
+    (folder / "votes-replica.jsonl").write_text(json.dumps(line) + "\n")
+    service, _ = make_service(tmp_path, clock=Clock())
+    replay = service.replay
+    reload, calls = replay.reload, []
+
+    def failing_once():
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return reload()
+
+    replay.reload = failing_once
+    try:
+        assert service.board("speech").skipped["future_ts"] == 1
+        due = ahead - timedelta(minutes=10)
+        while datetime.now(UTC) < due + timedelta(seconds=1.1) or len(calls) < 2:
+            assert datetime.now(UTC) < due + timedelta(seconds=20), "no retry came"
+            time.sleep(0.05)
+        time.sleep(0.5)  # the retry's replay runs
+        assert service.board("speech").skipped.get("future_ts", 0) == 0  # counted now
+        assert abs(replay.boards_clock_us() - time.time_ns() // 1000) < 1_000_000
+        # Held at most that long even if every replay failed.
+        replay._due_us = time.time_ns() // 1000 - 2_000_000
+        assert abs(replay.boards_clock_us() - time.time_ns() // 1000) < 1_000_000
+    finally:
+        service.close()

@@ -137,6 +137,9 @@ class ModelReport:
     available: bool | None = None
     median_latency_s: float | None = None
     notes: tuple[str, ...] = field(default=(AVAILABILITY_NOTE,))
+    #: Comparison groups on the board (a rank compares only within its group: named when
+    #: there are several, as the board's table does).
+    groups: int = 1
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -177,7 +180,7 @@ def model_report(votes, arena_id: str, model_id: str, *, arena=None, recent: int
         opponents=tuple(_opponents(mine)),
         categories=tuple(_categories(votes, arena_id, model_id, mine, entrants, params)),
         style=tuple(StyleRow(f, *v) for f, v in style_medians(frame, model_id).items()),
-        recent=tuple(_recent(mine, recent)), votes_used=len(sel.a),
+        recent=tuple(_recent(mine, recent)), votes_used=len(sel.a), groups=board.components,
     )  # fmt: skip
 
 

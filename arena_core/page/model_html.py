@@ -48,7 +48,8 @@ def summary_html(report, names: dict[str, str]) -> str:
         facts.append(f"Rating <b>{row.rating:.0f}</b>{interval}, {row.battles} battles")
         if row.battles and row.rank is not None:
             # An author's first question; the page showed every number of the row but it.
-            facts.append(f"rank <b>{escape(rank_text(row, groups=(row.component or 1) > 1))}</b>")
+            groups = report.groups > 1  # "(group 1)" too, as the board table says
+            facts.append(f"rank <b>{escape(rank_text(row, groups=groups))}</b>")
         if row.provenance in LEGEND:
             # The board's badge word and its meaning, not the internal key ("arena_thin").
             facts.append(

@@ -130,8 +130,11 @@ def replay(ratings, played, k_table, a, b, outcome, scores, natural) -> None:
     n_items = len(ratings)
     if ratings.dtype != np.float64 or played.dtype != np.int64 or len(played) != n_items:
         raise ValueError("ratings must be float64 and played int64, one per model")
-    if not (ratings.flags.c_contiguous and played.flags.c_contiguous):
-        raise ValueError("ratings and played must be contiguous: they are updated in place")
+    if not all(x.flags.c_contiguous and x.flags.writeable for x in (ratings, played)):
+        raise ValueError("ratings and played must be contiguous and writeable: they are "
+                         "updated in place")  # fmt: skip
+    if not all(np.issubdtype(np.asarray(x).dtype, np.integer) for x in (a, b, outcome)):
+        raise ValueError("a, b and outcome must be integer arrays")
     a, b, outcome = (np.ascontiguousarray(x, dtype=np.int64) for x in (a, b, outcome))
     k_table = np.ascontiguousarray(k_table, dtype=np.float64)
     scores = np.ascontiguousarray(scores, dtype=np.float64)
@@ -143,6 +146,10 @@ def replay(ratings, played, k_table, a, b, outcome, scores, natural) -> None:
         raise ValueError(f"model index out of range 0..{n_items - 1}")
     if outcome.max() >= len(scores):
         raise ValueError(f"outcome code out of range 0..{len(scores) - 1}")
+    if np.any(a == b):  # replay_loop would count the battle twice, the machine code once
+        raise ValueError("a model cannot battle itself")
+    if played.max() >= len(k_table):  # checked alone first: the sum below cannot wrap then
+        raise ValueError("the K table is shorter than a model's battles")
     battles = np.bincount(a, minlength=n_items) + np.bincount(b, minlength=n_items) + played
     if battles.max() > len(k_table):  # a model's n-th battle reads entry n - 1
         raise ValueError("the K table is shorter than a model's battles")

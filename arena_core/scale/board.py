@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arena_core.leaderboard import Board, BoardParams, make_board, standings
+from arena_core.ratings import elo
 from arena_core.ratings.counts import OUTCOME_NAMES, SCORE_A, PairCounts
-from arena_core.ratings.elo import EloParams, EloState, compiled_replay, replay_loop
+from arena_core.ratings.elo import EloParams, EloState
 from arena_core.ratings.scale import NATURAL
 from arena_core.scale.contract import CountsError, skipped_of
 from arena_core.selection import Entrant
@@ -141,7 +142,7 @@ def streaming_elo(n_items: int, batches: Iterable[tuple[np.ndarray, np.ndarray, 
     ratings = np.array(state.ratings, dtype=float)
     played = np.zeros(n_items, dtype=np.int64)
     k_table = state.params.k(np.arange(max_battles + 1, dtype=float))
-    loop = compiled_replay() or replay_loop
+    loop = elo.compiled_replay() or elo.replay_loop  # the plain loop where llvmlite is missing
     scores = np.array(SCORE_A)
     for a, b, outcome in batches:
         if len(a) and (np.any(a < 0) or np.any(b < 0) or np.any(outcome < 0) or np.any(a == b)):

@@ -54,6 +54,11 @@ log = logging.getLogger(__name__)
 
 #: The longest a timer waits before it looks again (a row dated years ahead).
 _DAY_S = 86_400.0
+#: Seconds before a failed replay of rows come due is tried again.
+_RETRY_S = 60.0
+#: How long past a row's due time the boards' clock is held short of it at most (the
+#: replay that counts it normally runs a second after; 5 minutes, half the reader's slack).
+_HOLD_MAX_US = FUTURE_SLACK_US // 2
 
 
 class VoteReplay:
@@ -246,8 +251,10 @@ class VoteReplay:
             return
         now_us = int(self._wall_clock().timestamp() * 1_000_000)
         wait = (future_from_us - FUTURE_SLACK_US - now_us) / 1_000_000
-        timer = threading.Timer(min(max(wait, 0.0) + 1.0, _DAY_S), self._future_due,
-                                args=(future_from_us,))  # fmt: skip
+        self._schedule(min(max(wait, 0.0) + 1.0, _DAY_S), future_from_us)
+
+    def _schedule(self, delay_s: float, future_from_us: int) -> None:
+        timer = threading.Timer(delay_s, self._future_due, args=(future_from_us,))
         timer.daemon = True
         self._future_timer = timer
         timer.start()
@@ -261,7 +268,12 @@ class VoteReplay:
         counted a row the board did not. Background rebuilds read by it too."""
         now_us = time.time_ns() // 1000
         due = self._due_us
-        return now_us if due is None else min(now_us, due - 1)
+        if due is None or now_us > due + _HOLD_MAX_US:
+            # Held no longer than that: a replay that keeps failing (retried every minute)
+            # must not freeze the clock, or every vote cast since would look as if from the
+            # future to the revisions and the background rebuilds, which then left them out.
+            return now_us
+        return min(now_us, due - 1)
 
     def _future_due(self, future_from_us: int) -> None:
         now_us = int(self._wall_clock().timestamp() * 1_000_000)
@@ -269,7 +281,14 @@ class VoteReplay:
             self._replay_when_due(future_from_us)  # not yet: look again later
         else:
             log.info("a vote row skipped as from the future is due now: replaying again")
-            if self.reload() is None:  # the start-up replay is still running: once it is done
+            try:
+                done = self.reload()
+            except Exception:  # an I/O error, memory: the timer's thread would end silently
+                log.exception("replaying the rows now due failed; trying again in %g s",
+                              _RETRY_S)  # fmt: skip
+                self._schedule(_RETRY_S, future_from_us)
+                return
+            if done is None:  # the start-up replay is still running: once it is done
                 self._replay_when_due(future_from_us)
 
     def _vote_files(self) -> list:
