@@ -286,3 +286,23 @@ def test_replay_refuses_what_is_not_a_vote(votes, message):
 def test_an_arena_without_models_replays_to_nothing():
     empty = np.array([], dtype=np.int64)
     assert sequential_elo(0, (empty, empty, empty)).ratings == []
+
+
+def test_the_compiled_loop_is_used_only_where_it_gives_the_plain_loops_floats(monkeypatch):
+    """Both loops call the C library's exp; where math.exp were another implementation that
+    rounds differently, the compiled loop would break the bit-identity of a replay with the
+    live app's steps. A one-time check on fixed votes decides, and it can say no."""
+    assert elo_module._compiled_agrees()
+    real = elo_kernel.replay
+
+    def off_by_a_bit(ratings, *args):
+        real(ratings, *args)
+        ratings[0] = np.nextafter(ratings[0], np.inf)
+
+    monkeypatch.setattr(elo_kernel, "replay", off_by_a_bit)
+    elo_module._compiled_agrees.cache_clear()
+    try:
+        assert not elo_module._compiled_agrees()
+        assert elo_module.compiled_replay() is None
+    finally:
+        elo_module._compiled_agrees.cache_clear()

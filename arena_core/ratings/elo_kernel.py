@@ -12,13 +12,15 @@ Python, and runs the same IEEE operations in the same order: the same subtractio
 multiplication, ``exp`` (the C library's, which Python's ``math.exp`` calls too),
 addition and division, with no fused multiply-add (LLVM fuses only instructions flagged
 ``contract``, and none is). So the ratings are bit-identical to the plain loop's; the
-tests check it with hypothesis. The wrapper checks every index before the call: the
-machine code reads memory unchecked, as numba's did.
+tests check it with hypothesis, and :func:`~.elo.compiled_replay` checks it once per
+process on fixed votes before the loop is used. The wrapper checks every index before the
+call: the machine code reads memory unchecked, as numba's did.
 """
 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import functools
 import logging
 
@@ -95,6 +97,10 @@ def _machine_code():
     try:
         import llvmlite.binding as llvm
 
+        # The C library's exp, named to the compiler by its address: left to LLVM's own
+        # lookup, a process that does not export it (a statically linked Python) ends in
+        # LLVM's fatal error, which no ``except`` catches.
+        llvm.add_symbol("exp", _c_exp())
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         module = llvm.parse_assembly(_IR)
@@ -108,6 +114,16 @@ def _machine_code():
         log.info("sequential Elo runs the plain loop: llvmlite could not compile it (%s)", exc)
         return None
     return engine, function
+
+
+def _c_exp() -> int:
+    """The address of the C maths library's ``exp``, the one ``math.exp`` calls on the
+    platforms Python is built for here (glibc, macOS); ``elo.compiled_replay`` checks that
+    both give the same floats before the compiled loop is used."""
+    name = ctypes.util.find_library("m")
+    if name is None:  # e.g. Windows, whose C runtime llvmlite would need named otherwise
+        raise OSError("no C maths library found")
+    return ctypes.cast(ctypes.CDLL(name).exp, ctypes.c_void_p).value
 
 
 def available() -> bool:
