@@ -20,7 +20,6 @@ call: the machine code reads memory unchecked, as numba's did.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import logging
 
@@ -120,6 +119,8 @@ def _c_exp() -> int:
     """The address of the C maths library's ``exp``, the one ``math.exp`` calls on the
     platforms Python is built for here (glibc, macOS); ``elo.compiled_replay`` checks that
     both give the same floats before the compiled loop is used."""
+    import ctypes.util  # imported here: it imports subprocess, and most runs never compile
+
     name = ctypes.util.find_library("m")
     if name is None:  # e.g. Windows, whose C runtime llvmlite would need named otherwise
         raise OSError("no C maths library found")
