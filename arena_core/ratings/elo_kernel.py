@@ -118,13 +118,23 @@ def _machine_code():
 def _c_exp() -> int:
     """The address of the C maths library's ``exp``, the one ``math.exp`` calls on the
     platforms Python is built for here (glibc, macOS); ``elo.compiled_replay`` checks that
-    both give the same floats before the compiled loop is used."""
-    import ctypes.util  # imported here: it imports subprocess, and most runs never compile
+    both give the same floats before the compiled loop is used. The library is opened by
+    its usual name first: ``ctypes.util.find_library`` runs ``ldconfig`` (0.08 s here)."""
+    for name in _LIBM_NAMES:
+        try:
+            return ctypes.cast(ctypes.CDLL(name).exp, ctypes.c_void_p).value
+        except OSError:
+            continue
+    from ctypes.util import find_library
 
-    name = ctypes.util.find_library("m")
+    name = find_library("m")
     if name is None:  # e.g. Windows, whose C runtime llvmlite would need named otherwise
         raise OSError("no C maths library found")
     return ctypes.cast(ctypes.CDLL(name).exp, ctypes.c_void_p).value
+
+
+#: The C maths library's names on glibc and on macOS.
+_LIBM_NAMES = ("libm.so.6", "libm.dylib")
 
 
 def available() -> bool:
@@ -143,7 +153,10 @@ def replay(ratings, played, k_table, a, b, outcome, scores, natural) -> None:
 
     Raises ValueError (before any rating moves) for an index the arrays do not hold, which
     the machine code would read past its arrays for."""
-    _, function = _machine_code()
+    compiled = _machine_code()
+    if compiled is None:  # callers ask available() first
+        raise RuntimeError("the compiled Elo loop is not available here (see the log)")
+    function = compiled[1]
     n_items = len(ratings)
     if ratings.dtype != np.float64 or played.dtype != np.int64 or len(played) != n_items:
         raise ValueError("ratings must be float64 and played int64, one per model")
