@@ -276,19 +276,35 @@ def style_covariates(votes: SideVotes) -> tuple[np.ndarray, tuple[str, ...], np.
         if not ok.any():
             not_fitted[name] = "no values"
             continue
+        # A feature that is the same wherever it is known is not fitted, so where it is
+        # unknown must not cost a vote: an arena whose engines all ran at 24 kHz, one of
+        # them with its rate unknown, lost every vote of that model (and left it unrated)
+        # for a covariate the fit then dropped as "no variation".
+        if not _varies(diff[ok]):
+            not_fitted[name] = "no variation"
+            continue
         columns.append(np.where(ok, diff, 0.0))
         valid.append(ok)
         names.append(name)
     keep = np.logical_and.reduce(valid) if valid else np.ones(n, dtype=bool)
     x = np.column_stack(columns)[keep] if columns else np.zeros((int(keep.sum()), 0))
     rms = np.sqrt((x * x).mean(axis=0)) if len(x) else np.zeros(x.shape[1])
-    scale = np.abs(x).max(axis=0, initial=0.0) if len(x) else rms
-    varies = rms > _CONSTANT * np.maximum(scale, 1.0)
+    # Checked again on the votes kept: a feature may vary only where another is unknown.
+    varies = np.array([_varies(column) for column in x.T], dtype=bool)
     for name, v in zip(names, varies, strict=True):
         if not v:
             not_fitted[name] = "no variation"
     names = tuple(nm for nm, v in zip(names, varies, strict=True) if v)
     return x[:, varies] / rms[varies], names, keep, rms[varies], missing, not_fitted
+
+
+def _varies(diff: np.ndarray) -> bool:
+    """Whether a covariate's differences vary beyond floating noise (root mean square above
+    :data:`_CONSTANT` of the largest magnitude, or of 1)."""
+    if not len(diff):
+        return False
+    rms = float(np.sqrt((diff * diff).mean()))
+    return rms > _CONSTANT * max(float(np.abs(diff).max()), 1.0)
 
 
 def style_bradley_terry(n_items: int, votes: SideVotes, prior=None,
