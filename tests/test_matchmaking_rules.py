@@ -218,3 +218,21 @@ def test_no_model_gets_over_cap_times_its_share_however_much_its_votes_are_worth
     for start in range(1000, 4000 - params.window + 1, 50):
         per = _battles(arena, start, start + params.window)
         assert per.max() <= params.cap * due + 1, (start, per)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_weight_heavier_than_all_others_together_leaves_the_others_their_floor(seed):
+    """Weights 100, 1, 1, 1 (the registry allows up to 100): the heavy model can be in every
+    battle at most, so the three others share the other side, a third of the battles each.
+    The exposure rules took each one's share as ``2 w / sum w``, 0.019 battles a vote, so
+    their floor was 0.012 (3 battles in 250 votes) and a model of weight 1 fell to 13-23
+    battles in a 250-vote window (0.05-0.09 a vote) beside peers of the same weight at 0.3
+    to 0.5, in 5 of 6 seeds (truth 900-1,100 points). Their floor is 0.6 of a third: over
+    every full window after the first 500 votes each keeps at least 0.15 a vote, and the
+    heavy model is still in nearly every battle."""
+    arena = _simulated(np.linspace(900, 1100, 4), 2500, seed, Rules.build(4, [100, 1, 1, 1]))
+    window = arena.setup.match.window
+    fewest = np.min([_battles(arena, s, s + window) for s in range(500, 2500 - window + 1, 50)],
+                    axis=0)  # fmt: skip
+    assert fewest[1:].min() >= 0.15 * window, fewest
+    assert _battles(arena, 500)[0] >= 0.85 * 2000

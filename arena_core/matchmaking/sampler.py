@@ -318,7 +318,7 @@ def _held_back(member, weight, rules: Rules, recent: Recent | None, params: Matc
     """
     if recent is None or recent.votes < params.window:
         return member
-    due = 2.0 * weight / weight.sum()  # battles per vote a model is due
+    due = _due(weight)
     kept = member & (recent.battles + 1 <= params.cap * due * recent.votes)
     kept &= rules.pair_weight @ kept > 0  # someone it may meet among the others
     return kept if kept.sum() >= 2 else member
@@ -364,7 +364,7 @@ def _first_odds(odds, weight, recent: Recent | None, params: MatchParams) -> np.
     """
     if recent is None or recent.votes <= 0:
         return odds.sum(axis=1)
-    due = 2.0 * weight / weight.sum()  # battles per vote a model is due
+    due = _due(weight)
     seen = recent.battles / recent.votes
     hold = (
         np.where(due > 0, np.minimum(1.0, params.cap * due / np.maximum(seen, TINY_VAR)), 1.0) ** 2
@@ -388,6 +388,25 @@ def _first_odds(odds, weight, recent: Recent | None, params: MatchParams) -> np.
     first[~starved] *= room / rest if rest > 0 else 0.0
     first[starved] = lifted
     return first
+
+
+def _due(weight: np.ndarray) -> np.ndarray:
+    """Battles per vote each model is due: ``2 w / sum w``, but at most 1 (a model is in
+    every battle at most), the rest of the two sides shared by the others by weight.
+
+    ``2 w / sum w`` promised a model of weight 100 beside three of weight 1 1.94 battles a
+    vote and each other 0.019, where 1 and 1/3 are what those weights can give: the floor of
+    the others was 0.012 battles a vote, so one of three equal models could fall to a fifth
+    of its peers' share and stay there. Only the heaviest model can be over 1 (two would
+    weigh more than all), and then every other one is under it.
+    """
+    total = weight.sum()
+    due = 2.0 * weight / total
+    top = int(np.argmax(due))
+    if due[top] > 1.0:
+        due = weight / (total - weight[top])
+        due[top] = 1.0
+    return due
 
 
 def _pick(odds: np.ndarray, rng: np.random.Generator) -> int:

@@ -111,7 +111,10 @@ class Pairing:
         else:
             battles = self.live.battles()
         recent = self._recent(category, battles)
-        if int(battles.sum()) // 2 - self._fitted_votes >= self.params.refit_votes:
+        # A pair with fewer battles than the fit saw: the boards were rebuilt without some
+        # votes (a flagged voter's), whose fit must not go on choosing the pairs.
+        if (int(battles.sum()) // 2 - self._fitted_votes >= self.params.refit_votes
+                or (battles < self._snap.battles).any()):  # fmt: skip
             self._refresh_soon()
         return draw_pair(self._snap, battles, candidates, rng, recent=recent, rules=self.rules,
                          params=self.params, scores=scores)  # fmt: skip

@@ -282,19 +282,23 @@ class ArenaService:
 
     def _pairable(self, arena: Arena) -> tuple:
         """The arena's set prompts, and its categories, in which two models that may meet
-        (the registry's ``never_paired``) both speak, paused or not; computed once.
+        (the registry's ``never_paired``) and can run here both speak, paused or not;
+        computed once.
 
         A language spoken by one model only, or only by one never-paired group, can never
         give a battle: it was offered to visitors and its prompts drawn, and every such
-        battle failed with "try again in a minute", which would never be true.
+        battle failed with "try again in a minute", which would never be true. Nor can one
+        whose second speaker cannot run here (availability is decided once per process: an
+        engine not installed, a hosted model without a token); a pause ends, so it counts.
         """
         drawable = self._drawable.get(arena.id)
         if drawable is None:
             pool, live = self.pools[arena.id], self.live[arena.id]
             blocked = self.pairing[arena.id].rules.blocked
+            here = [m for m, s in pool.status().items() if s.available]
             categories = set()
             for category in (None, *live.categories):
-                speakers = [live.index[m] for m in pool.status() if pool.serves(m, category)]
+                speakers = [live.index[m] for m in here if pool.serves(m, category)]
                 if (~blocked[np.ix_(speakers, speakers)]).any():
                     categories.add(category)
                 else:
@@ -311,6 +315,11 @@ class ArenaService:
         if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
             prompts, _ = self._pairable(arena)
             if not prompts:
+                runs = sum(s.available for s in self.pools[arena.id].status().values())
+                if runs < 2:  # the usual case: a hosted arena without its provider's token
+                    raise ArenaError(f"Fewer than two models of arena {arena.id!r} can run on "
+                                     "this server (a hosted model needs its provider's token): "
+                                     "it has no battles here.")  # fmt: skip
                 raise ArenaError(f"No two models of arena {arena.id!r} can meet on its prompts.")
             with self._rng_lock:
                 chosen = prompts[int(self._rng.integers(len(prompts)))]
