@@ -55,6 +55,18 @@ def test_the_background_refit_publishes_a_new_fit():
     assert pairing.snap.ratings[2] > 1000.0 and pairing.snap.battles[0, 2] == 5
 
 
+def test_the_exposure_window_starts_over_when_a_rebuild_left_the_total_as_it_was():
+    """A rebuild took a flagged voter's 5 votes between models 0 and 1 out, and 5 new votes
+    between 1 and 2 came in before the next draw: the total was unchanged, the window kept
+    its marks, and model 0's recent battles came out at -5 (session 32's pairing hunt)."""
+    window = _Window(votes=100)
+    window.update(np.array([0, 0, 0]))
+    window.update(np.array([10, 10, 0]))
+    seen = window.update(np.array([5, 10, 5]))  # 10 votes before and after
+    assert (seen.battles >= 0).all()
+    assert seen.battles.tolist() == [0, 0, 0] and seen.votes == 0  # the rebuilt counts start it
+
+
 def test_the_exposure_window_counts_only_its_last_votes():
     window = _Window(votes=10)
     cum = np.array([0, 0, 0])

@@ -57,7 +57,10 @@ class _Window:
 
     def update(self, per_model: np.ndarray) -> Recent:
         total = int(per_model.sum()) // 2
-        if self._marks and self._marks[-1][0] > total:  # the counts were rebuilt: start over
+        # The counts were rebuilt (a flagged voter's votes taken out): start over. Known by
+        # any model's count falling, not only the total: as many new votes as were taken
+        # out, before the next draw, left the total as it was and a model's window negative.
+        if self._marks and np.any(per_model < self._marks[-1][1]):
             self._marks.clear()
         if not self._marks or self._marks[-1][0] != total:
             self._marks.append((total, per_model))
