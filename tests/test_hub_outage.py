@@ -44,8 +44,12 @@ from arena_core.votes.log import VoteLog
 from arena_core.votes.read import read_votes
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Seconds a test waits for a background sync before failing.
-PATIENCE = 30.0
+#: Seconds a test waits for a background sync, or for `python app.py` to answer, before
+#: failing. 30 s was short at load 8-9 on two cores (the app alone took 12 s to serve at
+#: load 7-8, and its start-up replay and warm-up share the cores with the other workers):
+#: a slow start failed the test once in a run beside three helpers (session 32). A hang
+#: still fails it.
+PATIENCE = 90.0
 
 
 @pytest.fixture
