@@ -3,17 +3,19 @@
 :class:`LeaderboardRow`'s field order is the column order; each field's metadata
 gives its label, its rounding and what it means. :mod:`arena_core.leaderboard`
 fills the rows; the CLI's table, CSV and JSON (:func:`write_board`, :func:`format_table`)
-and the Space's table read them.
+and the Space's table read them, with the board's warnings (:func:`board_warnings`).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from arena_core.provenance import UNRATED_NOTE
+from arena_core.ratings.fit import MAX_DROPPED_SHARE, BoardFit
 
 if TYPE_CHECKING:  # the leaderboard imports this module
     from arena_core.leaderboard import Board
@@ -172,3 +174,57 @@ def _cell(value, digits) -> str:
     if digits is not None:
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def board_warnings(rows: Sequence[LeaderboardRow], fit: BoardFit, *, prior_weight, method: str,
+                   flat: Sequence[str] = ()) -> tuple[str, ...]:  # fmt: skip
+    """What a reader of a board must know: groups that never met, unbounded ratings, dropped
+    replicates, intervals the bootstrap could not measure (``flat``: those models' ids).
+    ``prior_weight`` and ``method`` are the board's
+    (:class:`~arena_core.leaderboard.BoardParams`)."""
+    out = []
+    groups: dict[int, list[str]] = {}
+    for r in rows:
+        if r.component is not None:
+            groups.setdefault(r.component, []).append(r.model_id)
+    if len(groups) > 1:
+        listed = "; ".join(f"group {k}: {', '.join(ids)}" for k, ids in sorted(groups.items()))
+        across = ("with no prior each group is centred on 1000 on its own, so ratings of different "
+                  "groups cannot be compared" if prior_weight == 0 else
+                  "ratings of different groups are related by the prior alone")  # fmt: skip
+        out.append(f"The votes form {len(groups)} groups of models that never met, directly or "
+                   f"through others ({listed}). Ranks compare models within a group only; "
+                   f"{across}.")  # fmt: skip
+    unbounded = [r.model_id for r in rows if r.unbounded]
+    if unbounded:
+        out.append(f"{len(unbounded)} model(s) have no finite maximum-likelihood rating: "
+                   f"{', '.join(unbounded)}. They are listed without a rating, with the bound "
+                   "their votes support; a prior weight above 0 rates every model.")  # fmt: skip
+    # Bootstrap replicates make the intervals of a Bradley-Terry board; an Elo board shows none.
+    if method == "bt" and fit.dropped and fit.group_dropped is not None:
+        out += _dropped_warnings(fit, sorted(groups))
+    if flat and method == "bt":
+        out.append(f"{len(flat)} model(s) have no interval: every bootstrap resample of the "
+                   f"votes gave them the same rating ({', '.join(flat)}), which says the votes "
+                   "are too few to measure how sure it is, not that it is certain; a prior "
+                   "weight above 0 gives intervals.")  # fmt: skip
+    return tuple(out)
+
+
+def _dropped_warnings(fit: BoardFit, groups: list[int]) -> list[str]:
+    """Per comparison group, the bootstrap replicates left out of its intervals (a replicate
+    infinite in one group is left out of that group's only)."""
+    out = []
+    for k in groups:
+        dropped = int(fit.group_dropped[fit.component == k - 1].max(initial=0))
+        where = f" in group {k}" if len(groups) > 1 else ""
+        if dropped > MAX_DROPPED_SHARE * fit.rounds:
+            out.append(f"{dropped} of {fit.rounds} bootstrap replicates could not be fitted"
+                       f"{where} (a rating was infinite, or the decayed votes add up to less "
+                       "than half a vote): too few to give intervals, so none are given"
+                       f"{' there' if where else ''}; a prior weight above 0 gives them.")  # fmt: skip
+        elif dropped:
+            out.append(f"{dropped} of {fit.rounds} bootstrap replicates had infinite ratings"
+                       f"{where} and were left out; the intervals{where and ' there'} rest on "
+                       f"the other {fit.rounds - dropped}.")  # fmt: skip
+    return out

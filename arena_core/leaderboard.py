@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from arena_core.board_row import COLUMNS, LeaderboardRow, rounded
+from arena_core.board_row import COLUMNS, LeaderboardRow, board_warnings, rounded
 from arena_core.provenance import (
     UNRATED_NOTE,
     prior_precision,
@@ -37,7 +37,7 @@ from arena_core.provenance import (
 from arena_core.ratings import graph
 from arena_core.ratings.counts import PairCounts
 from arena_core.ratings.elo import EloParams, EloState
-from arena_core.ratings.fit import MAX_DROPPED_SHARE, BoardFit, fit_board
+from arena_core.ratings.fit import BoardFit, fit_board
 from arena_core.ratings.ranks import rank_bands
 from arena_core.selection import Entrant, Selection, select_votes
 from arena_core.votes.read import VoteTable
@@ -240,7 +240,9 @@ def standings(entrants: Sequence[Entrant], elo: EloState | None, counts: PairCou
     if elo is None and params.method != "bt":
         raise ValueError("a sequential-Elo board needs the votes in time order, not counts alone")
     rows = _rows(entrants, elo, counts, fit, params, available or {}, weights)
-    warnings = _warnings(rows, fit, params) + ((NO_VOTE_ORDER,) if elo is None else ())
+    warnings = board_warnings(rows, fit, prior_weight=params.prior_weight, method=params.method,
+                              flat=[entrants[i].id for i in sorted(fit.flat)])  # fmt: skip
+    warnings += (NO_VOTE_ORDER,) if elo is None else ()
     summary = FitSummary(prior=params.prior_label, spread=fit.spread, dispersion=fit.dispersion,
                          bootstrap_rounds=fit.rounds if params.prior_weight == 0 else None,
                          bootstrap_dropped=fit.dropped, half_life_days=params.half_life_days)  # fmt: skip
@@ -342,53 +344,6 @@ def _order(row: LeaderboardRow, side: int) -> tuple:
         return (1, 0, 0, 0, -row.rating if row.rating is not None else 0.0, 0, row.model_id)
     value = row.rating if row.rating is not None else row.ci_low or row.ci_high or 0.0
     return (0, row.component, _SECTION[side], row.rank or 0, -value, -row.battles, row.model_id)
-
-
-def _warnings(
-    rows: Sequence[LeaderboardRow], fit: BoardFit, params: BoardParams
-) -> tuple[str, ...]:
-    """What a reader of this board must know: groups that never met, unbounded ratings, dropped replicates."""
-    out = []
-    groups: dict[int, list[str]] = {}
-    for r in rows:
-        if r.component is not None:
-            groups.setdefault(r.component, []).append(r.model_id)
-    if len(groups) > 1:
-        listed = "; ".join(f"group {k}: {', '.join(ids)}" for k, ids in sorted(groups.items()))
-        across = ("with no prior each group is centred on 1000 on its own, so ratings of different "
-                  "groups cannot be compared" if params.prior_weight == 0 else
-                  "ratings of different groups are related by the prior alone")  # fmt: skip
-        out.append(f"The votes form {len(groups)} groups of models that never met, directly or "
-                   f"through others ({listed}). Ranks compare models within a group only; "
-                   f"{across}.")  # fmt: skip
-    unbounded = [r.model_id for r in rows if r.unbounded]
-    if unbounded:
-        out.append(f"{len(unbounded)} model(s) have no finite maximum-likelihood rating: "
-                   f"{', '.join(unbounded)}. They are listed without a rating, with the bound "
-                   "their votes support; a prior weight above 0 rates every model.")  # fmt: skip
-    # Bootstrap replicates make the intervals of a Bradley-Terry board; an Elo board shows none.
-    if params.method == "bt" and fit.dropped and fit.group_dropped is not None:
-        out += _dropped_warnings(fit, sorted(groups))
-    return tuple(out)
-
-
-def _dropped_warnings(fit: BoardFit, groups: list[int]) -> list[str]:
-    """Per comparison group, the bootstrap replicates left out of its intervals (a replicate
-    infinite in one group is left out of that group's only)."""
-    out = []
-    for k in groups:
-        dropped = int(fit.group_dropped[fit.component == k - 1].max(initial=0))
-        where = f" in group {k}" if len(groups) > 1 else ""
-        if dropped > MAX_DROPPED_SHARE * fit.rounds:
-            out.append(f"{dropped} of {fit.rounds} bootstrap replicates could not be fitted"
-                       f"{where} (a rating was infinite, or the decayed votes add up to less "
-                       "than half a vote): too few to give intervals, so none are given"
-                       f"{' there' if where else ''}; a prior weight above 0 gives them.")  # fmt: skip
-        elif dropped:
-            out.append(f"{dropped} of {fit.rounds} bootstrap replicates had infinite ratings"
-                       f"{where} and were left out; the intervals{where and ' there'} rest on "
-                       f"the other {fit.rounds - dropped}.")  # fmt: skip
-    return out
 
 
 def make_board(arena: str, category: str | None, params: BoardParams, result: Standings, *,

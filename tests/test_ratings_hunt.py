@@ -180,3 +180,19 @@ def test_plain_maximum_likelihood_rates_a_group_whose_votes_all_decayed():
     assert abs(rows["m3"].rating - (1000 - half)) < 1e-6
     assert abs(rows["m0"].rating - (1000 + 200 * np.log10(1.5))) < 1e-6
     assert rows["m0"].ci_low is not None and rows["m2"].ci_low is None
+
+
+def test_a_bootstrap_that_cannot_vary_gives_no_interval_and_says_why():
+    """``--prior-weight 0`` on one tie (or a hundred ties): every resample is the same votes,
+    so every replicate rates both models 1000 and the percentile interval was
+    "1000 [1000, 1000]", a certainty no vote gives. Now no interval, with a warning naming
+    the models; a board whose resamples vary keeps its intervals (session 32)."""
+    params = BoardParams(prior_weight=0, bootstrap_rounds=200)
+    for ties in (1, 100):
+        result = _board(2, [0] * ties, [1] * ties, [2] * ties, params)
+        assert all(r.ci_low is None and r.ci_high is None for r in result.rows)
+        assert all(r.rating == 1000.0 for r in result.rows)
+        assert any("no interval" in w and "m0, m1" in w for w in result.warnings)
+    mixed = _board(2, [0] * 30, [1] * 30, [0, 1, 2] * 10, params)
+    assert all(r.ci_low < r.rating < r.ci_high for r in mixed.rows)
+    assert not any("no interval" in w for w in mixed.warnings)

@@ -29,6 +29,9 @@ from arena_core.ratings.scale import to_rating, to_theta
 #: are dropped (a handful of votes, or decayed votes worth a few), their spread is an
 #: artefact (a zero-width "95%" interval at 1000 once), so no interval is given.
 MAX_DROPPED_SHARE = 0.5
+#: Widest interval (rating points) taken as zero width: every bootstrap replicate gave the
+#: same rating, up to the fit's rounding (its tolerance moves ratings by far less).
+FLAT_WIDTH = 1e-6
 #: Bisection steps for an unbounded model's bound (natural units; 60 halvings of
 #: a 100-unit bracket reach 1e-16).
 _BOUND_STEPS = 60
@@ -63,6 +66,9 @@ class BoardFit:
     dropped: int | None = None
     #: Per model, the replicates dropped from its own group (maximum-likelihood mode).
     group_dropped: np.ndarray | None = None
+    #: Models whose bootstrap replicates all gave one rating, so no interval is given
+    #: (maximum-likelihood mode): e.g. two models and one tie, every resample that tie.
+    flat: frozenset[int] = frozenset()
 
 
 def fit_board(n_items: int, counts: PairCounts, prior=None, *, prior_weight: float | None = None,
@@ -89,6 +95,7 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
     rating = bradley_terry(n_items, kept, None, params)
     low = high = None
     dropped = group_dropped = None
+    flat: frozenset[int] = frozenset()
     if rounds:
         boot = bootstrap_bradley_terry(n_items, kept, None, params, rounds=rounds, rng=rng,
                                        initial=rating)  # fmt: skip
@@ -98,6 +105,11 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
         group_dropped = rounds - boot.kept
         low, high = boot.interval(level)
         enough = group_dropped <= MAX_DROPPED_SHARE * rounds
+        # A zero-width percentile interval says the resamples could not vary, not that the
+        # rating is certain: one tie gave "1000 [1000, 1000]". No interval instead.
+        flat_models = np.isfinite(low) & (high - low <= FLAT_WIDTH)
+        flat = frozenset(np.flatnonzero(flat_models & enough).tolist())
+        enough &= ~flat_models
         low, high = np.where(enough, low, np.nan), np.where(enough, high, np.nan)
     # A fitted group of one model has nothing to be compared with: no interval.
     sizes = np.bincount(np.maximum(component, 0), weights=split.fitted * (component >= 0),
@@ -114,7 +126,8 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
     if group_dropped is not None:  # a model without battles is in no group
         group_dropped = np.where(component >= 0, group_dropped, 0)
     return BoardFit(rating, low, high, split.side, component, intervals=bool(rounds),
-                    rounds=rounds, dropped=dropped, group_dropped=group_dropped)  # fmt: skip
+                    rounds=rounds, dropped=dropped, group_dropped=group_dropped,
+                    flat=frozenset(i for i in flat if not alone[i]))  # fmt: skip
 
 
 def unbounded_bound(counts: PairCounts, rating: np.ndarray, i: int, side: int,
