@@ -273,11 +273,17 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
             return stale()
         try:
             view, values = await battles.open(arena_id, prompt, language)
-        except gr.Error as exc:
+        except Exception as exc:
+            # A refusal says why; anything else (a bug, a full disk) was shown by Gradio as
+            # a bare "Error" over every player, under a gate still "Making both outputs…":
+            # the visitor reads that it failed and that New battle tries again.
+            if not isinstance(exc, gr.Error):
+                log.exception("a battle failed on the server")
             if visit.battle_number(state) != asked:  # a newer battle was asked for meanwhile
                 return stale()
-            gr.Warning(exc.message, duration=WARNING_SECONDS)
-            return state, gr.update(value="", visible=False), *page.refused(exc.message)
+            message = exc.message if isinstance(exc, gr.Error) else ui_text.BATTLE_FAILED
+            gr.Warning(message, duration=WARNING_SECONDS)
+            return state, gr.update(value="", visible=False), *page.refused(message)
         if visit.battle_number(state) != asked:  # left before it arrived: the newer one is shown
             return stale()
         visit.claim(state, view.handle, view.arena, view.modality)
@@ -304,6 +310,14 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
                 return state, *page.vote_refused(wait=exc.wait, number=number, choice=choice)
             gr.Warning(str(exc), duration=WARNING_SECONDS)
             return state, *page.vote_refused(str(exc))
+        except Exception:
+            # Not a refusal (a bug, a full disk): Gradio showed a bare "Error" over the
+            # players, which vanished, and nothing said whether the vote was taken.
+            log.exception("a vote failed on the server")
+            gr.Warning(ui_text.VOTE_FAILED, duration=WARNING_SECONDS)
+            if not (handle and on_screen and state.get("handle") == handle):
+                return gr.skip(), *unchanged
+            return state, *page.vote_refused(ui_text.VOTE_FAILED)
         visit.counted(state, handle)  # the vote counts for the session anyway
         # The board of the reveal, read only if there is one to show.
         board = await battles.board(state["arena"]) if state.get("handle") == handle else None

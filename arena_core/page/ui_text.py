@@ -21,6 +21,11 @@ LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it an
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
+#: Where a battle or a vote failed on the server for a reason of its own (not a refusal).
+BATTLE_FAILED = ("Something went wrong on the server while making this battle. "
+                 "Press New battle to try again.")  # fmt: skip
+VOTE_FAILED = ("Something went wrong on the server while recording your vote. "
+               "Press your choice again, or start a new battle.")  # fmt: skip
 #: Under the buttons while the server's listening gate holds a pressed vote back (the gate
 #: above counts down and names it; the page script sends it when the count ends).
 HELD_VOTE = ("Your vote is **not recorded yet**: the server takes votes once the clips' "

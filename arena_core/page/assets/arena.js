@@ -12,7 +12,7 @@
   const HEARD_SHARE = 0.9;
   const LABELS = { idle: "not heard yet", playing: "playing…", heard: "heard ✓" };
   const LOCK = '<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V11a1 1 0 0 1 1-1h1zm2 0h8V8a4 4 0 1 0-8 0v2z"/></svg>';
-  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "", shownBattle: "", typed: 0 };
+  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "", shownBattle: "", typed: 0, leftNext: false };
   // Seconds of each clip played since the battle opened: the media time advanced while
   // playing, summed over played intervals (a replay counts again, a seek does not, and
   // at double speed ten seconds of clip count ten). Sent with the vote; the server keeps
@@ -111,6 +111,20 @@
       });
     }
     audio.addEventListener("play", () => { audio.arenaFresh = false; });
+    // A clip asked to play before its player was ready: Gradio's waveform player stops it
+    // (a pause and a seek to 0) once it has loaded the clip, so on a slow network "Play A
+    // then B" said "playing…" while the clip loaded, then nothing played. The stop's seek
+    // ends paused at 0 while the wish stands: the clip is started again then. The visitor's
+    // own pause (no seek under way), the clip's end or another clip drops the wish.
+    audio.addEventListener("seeked", () => {
+      if (audio.arenaWanted && audio.paused && audio.currentTime === 0) {
+        audio.arenaWanted = false;
+        audio.play();
+      }
+    });
+    audio.addEventListener("pause", () => { if (!audio.seeking) audio.arenaWanted = false; });
+    audio.addEventListener("ended", () => { audio.arenaWanted = false; });
+    audio.addEventListener("emptied", () => { audio.arenaWanted = false; });
     for (const kind of ["timeupdate", "pause", "ended"]) {
       audio.addEventListener(kind, () => advance(side, audio));
     }
@@ -160,8 +174,10 @@
     const audio = media(side);
     watch(side);
     rewind(audio);
-    if (audio) audio.play();
-    else {
+    if (audio) {
+      audio.arenaWanted = true; // until it plays past its player's own stop (see watch)
+      audio.play();
+    } else {
       const button = $(`#audio-${side} button.play-pause-button`);
       if (button) button.click();
     }
@@ -169,6 +185,7 @@
 
   function pause(side) {
     const audio = media(side);
+    if (audio) audio.arenaWanted = false;
     if (audio && !audio.paused) audio.pause();
   }
 
@@ -239,7 +256,23 @@
     }
     bringIntoView(g);
     focusNext(g);
+    focusNew();
     countPrompt();
+  }
+
+  function focusNew() {
+    // Next battle hides as soon as it is pressed, and the focus fell to the page's body:
+    // the keyboard's next Tab went to the footer, past the battle. It goes to New battle,
+    // which takes Next battle's part (the focus stays where the visitor put it elsewhere).
+    if (!st.leftNext) return;
+    const next = $("#next-battle");
+    if (visible(next)) return;
+    st.leftNext = false;
+    const now = document.activeElement;
+    const fresh = $("#new-battle");
+    if ((!now || now === document.body || now === next) && visible(fresh)) {
+      fresh.focus({ preventScroll: true });
+    }
   }
 
   function focusNext(g) {
@@ -287,7 +320,9 @@
     st.shownBattle = g.dataset.battle;
     if (!window.matchMedia(NARROW).matches) return;
     const target = [$("#prompt-shown"), $("#col-A")].find(visible);
-    if (target) target.scrollIntoView({ behavior: "smooth", block: "start" });
+    // At once for a visitor who asked for less motion (the system's setting).
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    if (target) target.scrollIntoView({ behavior: still ? "auto" : "smooth", block: "start" });
   }
 
   function sendHeld(g, locked) {
@@ -454,6 +489,7 @@
   document.addEventListener("click", (event) => {
     const t = event.target;
     if (t && t.closest && t.closest('#new-battle, #next-battle, #arena-in, [role="tab"]')) dropHeld();
+    if (t && t.closest && t.closest("#next-battle")) st.leftNext = true; // see focusNew
   }, true);
   document.addEventListener("keydown", (event) => {
     const t = event.target;
