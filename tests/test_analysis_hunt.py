@@ -55,6 +55,20 @@ def test_a_feature_that_varies_only_where_another_is_unknown_is_still_not_fitted
     assert x.shape == (3, 1)
 
 
+def test_a_vote_left_out_only_by_a_covariate_dropped_later_comes_back():
+    """Review of session 32: lufs is unknown on vote 4 and varies only on vote 3, where the
+    duration is unknown. Dropped on the second check, it had already left vote 4 out."""
+    nan = np.nan
+    votes = SideVotes(
+        np.array([0, 1, 2, 0, 1]), np.array([1, 2, 0, 2, 0]), np.zeros(5, dtype=int),
+        {"duration_s": (np.array([3.0, 1.0, 2.0, nan, 2.5]), np.array([1.0, 3.0, 1.0, 2.0, 1.0])),
+         "lufs": (np.array([-23.0, -23.0, -23.0, -20.0, nan]), np.full(5, -23.0))},
+    )  # fmt: skip
+    x, names, keep, _, _, not_fitted = style_covariates(votes)
+    assert names == ("duration_s",) and not_fitted["lufs"] == "no variation"
+    assert keep.tolist() == [True, True, True, False, True] and x.shape == (4, 1)
+
+
 def _null_flag_rate(voters: int, votes_each: int, pairs: int, runs: int, seed: int) -> float:
     """Share of voters the anomalous-voter test flags when every voter votes alike (the
     null): outcomes drawn from one law per arena, voters interleaved at random."""
@@ -89,7 +103,8 @@ def test_light_voters_are_flagged_at_most_alpha_under_the_null():
 def test_heavy_honest_voters_of_a_small_arena_are_flagged_at_most_alpha():
     """10 identical voters casting 320 votes each over 10 pairs: a pair's reference holds at
     most 9 votes (one per other voter), and every later vote of a voter is compared with
-    those same 9. Measured: 3.3% of honest voters flagged (33 of 1000) against alpha = 1%
+    those same 9. Measured: 3.3% of honest voters flagged on this seed (33 of 1000; 3.2-6.3%
+    on seeds 0-13, mean 4.7%) against alpha = 1%
     (10 x 1280 votes: 8% and 16% on two seeds). Including a voter's own earlier votes in its reference makes
     the p-values independent (0.6%, 0.0%) but drops the TPR of a 5 x 160 campaign from 0.98
     to 0.19, so the rule is kept and the limit is stated instead."""

@@ -64,6 +64,46 @@ def test_a_rebuild_that_takes_votes_out_is_followed_by_the_fit_the_draws_use(tmp
     assert stale == 0
 
 
+def test_a_rebuild_hidden_by_new_votes_and_a_failing_refit_are_both_handled(tmp_path):
+    """Review of session 32: (1) 8 stuffed votes "m0 beats m1" were fitted, then 10 honest
+    m0-m1 ties arrived and the stuffed votes were taken out: no pair's count fell below the
+    fit's, so the rebuild went unnoticed and the stuffed fit stayed; (2) a refit that kept
+    failing after a rebuild was started again on every draw. The boards' generation tells a
+    rebuild, and a failed refit waits for ``refit_votes`` more votes as before."""
+    arena = parse_registry(REGISTRY).arenas[0]
+    live = LiveArena(arena)
+    pairing = Pairing(live, arena, background=False)
+    rng = np.random.default_rng(1)
+    honest = [_vote("m0", "m2", "tie", "honest"), _vote("m1", "m2", "tie", "honest")]
+    for v in honest + [_vote("m0", "m1", "a", "bot") for _ in range(8)]:
+        live.apply(v)
+    pairing.refresh()
+    stuffed = pairing.snap.ratings[0] - pairing.snap.ratings[1]
+    assert stuffed > 0
+    later = [_vote("m0", "m1", "tie", "honest") for _ in range(10)]
+    for v in later:
+        live.apply(v)
+    (tmp_path / "votes.jsonl").write_bytes(b"".join(v.to_json_line() for v in honest + later))
+    live.replay(read_votes(tmp_path))  # the bot's votes out, the honest ones in
+    assert not (live.battles() < pairing.snap.battles).any()  # the fall is hidden
+    pairing.draw([0, 1, 2], None, rng)
+    assert abs(pairing.snap.ratings[0] - pairing.snap.ratings[1]) < stuffed / 4
+    # A refit that fails is not started again on every draw.
+    calls = []
+
+    def failing():
+        calls.append(1)
+        raise RuntimeError("fit failed")
+
+    pairing.refresh = failing
+    pairing.background = True
+    pairing._refresh_soon = lambda: pairing._refresh_logged()
+    live.replay(read_votes(tmp_path))  # another rebuild
+    for _ in range(10):
+        pairing.draw([0, 1, 2], None, rng)
+    assert len(calls) == 1
+
+
 class _Unavailable(FakeBackend):
     """A model that cannot run here (a hosted voice without a token, an engine not installed)."""
 
@@ -113,5 +153,19 @@ def test_a_language_only_models_that_cannot_run_here_could_pair_is_not_offered(t
         assert failed == 0
         with pytest.raises(ArenaError, match="no prompts in language 'de'"):
             service.new_battle("speech", "Wie spät ist es?", language="de")
+    finally:
+        service.close()
+
+
+def test_an_arena_with_one_model_that_runs_here_says_so_for_typed_prompts_too(tmp_path):
+    """Review of session 32: with one model able to run here, an empty prompt was told the
+    truth (no battles here) but a typed one still "Try again in a minute", never true."""
+    document = REGISTRY["arenas"][0]
+    service = _service(tmp_path, {m["id"] for m in document["models"]} - {"m0"})
+    try:
+        for prompt in ("", "Hello world, typed."):
+            with pytest.raises(ArenaError, match="can run on this server") as refused:
+                service.new_battle("speech", prompt)
+            assert "minute" not in str(refused.value)
     finally:
         service.close()

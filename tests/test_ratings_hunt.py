@@ -196,3 +196,8 @@ def test_a_bootstrap_that_cannot_vary_gives_no_interval_and_says_why():
     mixed = _board(2, [0] * 30, [1] * 30, [0, 1, 2] * 10, params)
     assert all(r.ci_low < r.rating < r.ci_high for r in mixed.rows)
     assert not any("no interval" in w for w in mixed.warnings)
+    # An unbeaten model is outside the replicates' fits (its bound is its interval): it is
+    # "no finite rating", never also "no interval" (review of session 32).
+    unbeaten = _board(3, [0] * 10 + [1] * 20, [1] * 10 + [2] * 20, [0] * 10 + [0, 1] * 10, params)
+    assert any("no finite" in w for w in unbeaten.warnings)
+    assert not any("no interval" in w for w in unbeaten.warnings)

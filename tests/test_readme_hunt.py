@@ -43,6 +43,8 @@ REPO_DIRS = ("arena_core/", "tests/", "bench/", "docs/", "scripts/", "prompts/",
 SOURCE_ENDINGS = (".py", ".yaml", ".toml", ".txt", ".md", ".sh", ".tsv", ".css", ".js")
 #: Folders the tests and tools create (git-ignored), cited as where to look.
 MADE_BY_RUNS = ("tests/output/", "mutants/")
+#: How an example names a file of the reader's own (``my_arenas.yaml``), not the repo's.
+USERS_OWN = ("my_", "my-", "your_", "your-", "example")
 
 
 def _cited_paths() -> set[str]:
@@ -52,7 +54,7 @@ def _cited_paths() -> set[str]:
             word = word.removesuffix("'s").strip("(),;:.'\"")
             if not word or "<" in word or "…" in word or "..." in word or "://" in word:
                 continue
-            if word.startswith(MADE_BY_RUNS):
+            if word.startswith(MADE_BY_RUNS) or word.startswith(USERS_OWN):
                 continue
             if word.startswith(REPO_DIRS) or (
                 re.fullmatch(r"[\w.+-]+(/[\w.+-]+)*\.\w+", word) and word.endswith(SOURCE_ENDINGS)
@@ -135,15 +137,17 @@ def _options_of(command: str, words: list[str]) -> set[str]:
     return _options(parser)
 
 
-INVOCATION = re.compile(r"python -m\s+arena_core\s+(\w+)((?:[ \t\n]+(?!python\b)[^\s#|;&`]+)*)")
+INVOCATION = re.compile(r"python -m\s+arena_core\s+(\w+)((?:[ \t]+(?!python\b)[^\s#|;&`]+)*)")
 
 
 def _invocations() -> list[tuple[str, str]]:
-    found = []
-    for span in SPANS:
-        for m in INVOCATION.finditer(span.replace("\\\n", " ")):
-            found.append((m.group(1), m.group(2)))
-    return found
+    """Each command with its words: in a fenced block a command ends with its line (unless
+    the line ends in a backslash), so the next line's command is not read as its options;
+    an inline span may wrap a line, so there a newline is a space."""
+    blocks = FENCED.findall(README)
+    inline = re.findall(r"`([^`]+)`", FENCED.sub("", README))
+    texts = [b.replace("\\\n", " ") for b in blocks] + [t.replace("\n", " ") for t in inline]
+    return [(m.group(1), m.group(2)) for text in texts for m in INVOCATION.finditer(text)]
 
 
 def test_every_command_the_readme_runs_takes_the_options_it_is_given():

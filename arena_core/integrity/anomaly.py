@@ -106,7 +106,8 @@ class AnomalyParams:
     #: while the voter's votes on a pair are few beside that pair's reference. A voter casting
     #: many votes on pairs few others voted on is compared again and again with the same few
     #: reference votes (one per other voter): its p-values are then dependent, and honest heavy
-    #: voters are flagged more often (10 alike voters x 320 votes over 10 pairs: 3.3%; see
+    #: voters are flagged more often (10 alike voters x 320 votes over 10 pairs: about 5%,
+    #: 3-6% across seeds; see
     #: ``tests/test_analysis_hunt.py`` and the README).
     alpha: float = 0.01
     #: The voter's vote counts at which the test is made (each at level alpha / len(checks)).

@@ -107,7 +107,8 @@ def _maximum_likelihood(n_items, counts, level, rounds, rng, component) -> Board
         enough = group_dropped <= MAX_DROPPED_SHARE * rounds
         # A zero-width percentile interval says the resamples could not vary, not that the
         # rating is certain: one tie gave "1000 [1000, 1000]". No interval instead.
-        flat_models = np.isfinite(low) & (high - low <= FLAT_WIDTH)
+        # Fitted models only: one without a finite rating is outside the replicates' fits.
+        flat_models = split.fitted & np.isfinite(low) & (high - low <= FLAT_WIDTH)
         flat = frozenset(np.flatnonzero(flat_models & enough).tolist())
         enough &= ~flat_models
         low, high = np.where(enough, low, np.nan), np.where(enough, high, np.nan)

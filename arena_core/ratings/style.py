@@ -286,16 +286,22 @@ def style_covariates(votes: SideVotes) -> tuple[np.ndarray, tuple[str, ...], np.
         columns.append(np.where(ok, diff, 0.0))
         valid.append(ok)
         names.append(name)
-    keep = np.logical_and.reduce(valid) if valid else np.ones(n, dtype=bool)
-    x = np.column_stack(columns)[keep] if columns else np.zeros((int(keep.sum()), 0))
+    # Checked again on the votes kept, until every feature left varies there: a feature may
+    # vary only where another is unknown, and once it is dropped the votes only it left
+    # out come back (they were lost to a covariate the fit did not use).
+    while True:
+        keep = np.logical_and.reduce(valid) if valid else np.ones(n, dtype=bool)
+        x = np.column_stack(columns)[keep] if columns else np.zeros((int(keep.sum()), 0))
+        varies = [_varies(column) for column in x.T]
+        if all(varies):
+            break
+        for name, v in zip(names, varies, strict=True):
+            if not v:
+                not_fitted[name] = "no variation"
+        columns, valid, names = ([item for item, v in zip(group, varies, strict=True) if v]
+                                 for group in (columns, valid, names))  # fmt: skip
     rms = np.sqrt((x * x).mean(axis=0)) if len(x) else np.zeros(x.shape[1])
-    # Checked again on the votes kept: a feature may vary only where another is unknown.
-    varies = np.array([_varies(column) for column in x.T], dtype=bool)
-    for name, v in zip(names, varies, strict=True):
-        if not v:
-            not_fitted[name] = "no variation"
-    names = tuple(nm for nm, v in zip(names, varies, strict=True) if v)
-    return x[:, varies] / rms[varies], names, keep, rms[varies], missing, not_fitted
+    return x / np.where(rms > 0, rms, 1.0), tuple(names), keep, rms, missing, not_fitted
 
 
 def _varies(diff: np.ndarray) -> bool:

@@ -95,6 +95,10 @@ class LiveArena:
         self.index = {e.id: k for k, e in enumerate(self.entrants)}
         self._lock = threading.Lock()
         self._tracks = {c: self._empty() for c in (None, *arena.categories)}
+        #: Boards adopted whole so far (a replay, a rebuild without a flagged voter's
+        #: votes): whoever keeps a state derived from the counts (the matchmaking's fit)
+        #: knows it must be made again, whatever the counts did meanwhile.
+        self.generation = 0
 
     def _empty(self) -> _Track:
         n = len(self.entrants)
@@ -128,6 +132,7 @@ class LiveArena:
         """Make boards from :meth:`rebuilt` the live ones."""
         with self._lock:
             self._tracks = tracks
+            self.generation += 1
 
     def apply(self, vote: Vote, *, excluded: bool = False) -> EloStep | None:
         """Count one logged vote; the arena-wide Elo step, or None if it is not counted.

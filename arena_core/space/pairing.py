@@ -97,6 +97,7 @@ class Pairing:
         self._refitting: threading.Thread | None = None
         self._snap: Snapshot | None = None
         self._fitted_votes = -1
+        self._fitted_generation = -1  # the live boards' generation the fit was made from
         self.refresh()
 
     @property
@@ -114,21 +115,24 @@ class Pairing:
         else:
             battles = self.live.battles()
         recent = self._recent(category, battles)
-        # A pair with fewer battles than the fit saw: the boards were rebuilt without some
-        # votes (a flagged voter's), whose fit must not go on choosing the pairs.
+        # The boards were rebuilt since the fit (without a flagged voter's votes, say): its
+        # fit must not go on choosing the pairs. Told by the boards' generation, not by a
+        # count falling: new votes on those pairs can hide the fall.
         if (int(battles.sum()) // 2 - self._fitted_votes >= self.params.refit_votes
-                or (battles < self._snap.battles).any()):  # fmt: skip
+                or self.live.generation != self._fitted_generation):  # fmt: skip
             self._refresh_soon()
         return draw_pair(self._snap, battles, candidates, rng, recent=recent, rules=self.rules,
                          params=self.params, scores=scores)  # fmt: skip
 
     def refresh(self) -> Snapshot:
         """Refit on the current counts and publish the new snapshot (runs in the caller)."""
+        generation = self.live.generation  # read first: a rebuild during the fit refits again
         counts = self.live.pair_counts()
         _, snap = fit_snapshot(counts, self._prior, prior_weight=self.live.params.prior_weight,
                                params=self.params, weights=self.rules.weights)  # fmt: skip
         with self._lock:
             self._snap, self._fitted_votes = snap, counts.total()
+            self._fitted_generation = generation
         return snap
 
     def wait(self) -> None:
@@ -153,8 +157,9 @@ class Pairing:
             self.refresh()
         except Exception:  # keep the last snapshot; retry once refit_votes more votes arrived
             log.exception("arena %s: matchmaking refit failed", self.live.arena.id)
-            with self._lock:
+            with self._lock:  # not on every draw, a rebuild's included (no storm of refits)
                 self._fitted_votes = int(self.live.battles().sum()) // 2
+                self._fitted_generation = self.live.generation
 
     def _recent(self, category: str | None, battles: np.ndarray) -> Recent:
         """Battles per model over the exposure window of this prompt category."""

@@ -203,9 +203,18 @@ class ArenaService:
                 raise ArenaError("The voices are busy with other visitors' typed prompts. "
                                  "Try again in a moment.")  # fmt: skip
             raise ArenaError("The models could not answer this prompt. Try other words.")
-        raise ArenaError(
-            "Not enough models are answering in this arena right now. Try again in a minute."
-        )
+        raise ArenaError(self._too_few_here(arena) or
+                         "Not enough models are answering in this arena right now. "
+                         "Try again in a minute.")  # fmt: skip
+
+    def _too_few_here(self, arena: Arena) -> str | None:
+        """Why the arena can never have a battle on this server, if fewer than two of its
+        models can run here (availability is decided once per process: "try again in a
+        minute" would never come true); None otherwise."""
+        if sum(s.available for s in self.pools[arena.id].status().values()) >= 2:
+            return None
+        return (f"Fewer than two models of arena {arena.id!r} can run on this server (a hosted "
+                "model needs its provider's token): it has no battles here.")  # fmt: skip
 
     def _outputs(self, arena: Arena, pool: ModelPool, ids, text, category, trusted) -> tuple:
         """Both sides ready for blind delivery (or the error of a side that failed), and
@@ -315,12 +324,8 @@ class ArenaService:
         if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
             prompts, _ = self._pairable(arena)
             if not prompts:
-                runs = sum(s.available for s in self.pools[arena.id].status().values())
-                if runs < 2:  # the usual case: a hosted arena without its provider's token
-                    raise ArenaError(f"Fewer than two models of arena {arena.id!r} can run on "
-                                     "this server (a hosted model needs its provider's token): "
-                                     "it has no battles here.")  # fmt: skip
-                raise ArenaError(f"No two models of arena {arena.id!r} can meet on its prompts.")
+                raise ArenaError(self._too_few_here(arena) or
+                                 f"No two models of arena {arena.id!r} can meet on its prompts.")  # fmt: skip
             with self._rng_lock:
                 chosen = prompts[int(self._rng.integers(len(prompts)))]
             return chosen.text, chosen.id, chosen.category
