@@ -169,3 +169,25 @@ def test_an_arena_with_one_model_that_runs_here_says_so_for_typed_prompts_too(tm
             assert "minute" not in str(refused.value)
     finally:
         service.close()
+
+
+def test_a_language_with_one_allowed_pair_is_logged_for_the_operator(tmp_path, caplog):
+    """German is spoken by m0, m1 and m3; with m3 unable to run here, a visitor who picks
+    German knows the two voices before voting (only the sides stay blind). It is still
+    offered (a battle is possible), but the start-up log says so, naming the pair."""
+    with caplog.at_level("WARNING", logger="arena_core.space.service"):
+        service = _service(tmp_path, {"m3"})
+        try:
+            assert "de" in service.languages("speech")
+        finally:
+            service.close()
+    warned = [r.getMessage() for r in caplog.records if "knows the pair" in r.getMessage()]
+    assert len(warned) == 1 and "m0 and m1" in warned[0] and "'de'" in warned[0]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="arena_core.space.service"):
+        service = _service(tmp_path / "all", set())
+        try:
+            service.languages("speech")
+        finally:
+            service.close()
+    assert not any("knows the pair" in r.getMessage() for r in caplog.records)

@@ -308,7 +308,15 @@ class ArenaService:
             categories = set()
             for category in (None, *live.categories):
                 speakers = [live.index[m] for m in here if pool.serves(m, category)]
-                if (~blocked[np.ix_(speakers, speakers)]).any():
+                allowed = np.triu(~blocked[np.ix_(speakers, speakers)], 1)
+                if allowed.sum() == 1 and pool.language_of(category) is not None:
+                    # Offered, but a visitor who picks it knows the two voices before voting
+                    # (only the sides stay blind): the operator should know.
+                    i, j = (live.entrants[speakers[k]].id for k in np.argwhere(allowed)[0])
+                    log.warning("arena %s: only %s and %s may meet in language %r: a visitor "
+                                "who picks it knows the pair before voting", arena.id, i, j,
+                                category)  # fmt: skip
+                if allowed.any():
                     categories.add(category)
                 else:
                     log.warning("arena %s: no two models that may meet speak %r; its prompts "
