@@ -306,7 +306,9 @@ class ArenaService:
             blocked = self.pairing[arena.id].rules.blocked
             here = [m for m, s in pool.status().items() if s.available]
             categories = set()
-            for category in (None, *live.categories):
+            if len(here) < 2:  # one line, not one per category (a hosted arena without token)
+                log.warning("arena %s: %s", arena.id, self._too_few_here(arena))
+            for category in (None, *live.categories) if len(here) >= 2 else ():
                 speakers = [live.index[m] for m in here if pool.serves(m, category)]
                 allowed = np.triu(~blocked[np.ix_(speakers, speakers)], 1)
                 if allowed.sum() == 1 and pool.language_of(category) is not None:
