@@ -135,6 +135,7 @@ def test_without_the_hub_snapshots_go_to_the_data_folder(tmp_path, capsys):
     read_at = snap["revision"]["read_at"]  # the reader's clock: the snapshot's, not the test's
     assert snap["revision"] == {"votes_read": 4, "last_vote_id": written[-1].vote_id,
                                 "repo": None, "commit": None, "unpushed": None, "moving": False,
+                                "registry_published": None,
                                 "read_at": read_at}  # fmt: skip
     args = ["leaderboard", "--votes", str(log.folder), "--registry", str(tmp_path / "registry.yaml"),
             "--arena", "speech", "--unavailable", "espeak/en+klatt", "--read-at", read_at,

@@ -65,7 +65,7 @@ def test_the_board_names_its_commit_and_the_cli_prints_it_again_digit_for_digit(
     board, revision = revisions.around(lambda: service.board("speech"))
     # 4 seeded + 5 cast, all pushed: the stand-in's head holds exactly the board's votes.
     assert revision == Revision(votes_read=9, last_vote_id=ids[-1], repo=REPO,
-                                commit=api.head(REPO), unpushed=0)  # fmt: skip
+                                commit=api.head(REPO), unpushed=0, registry_published=True)  # fmt: skip
     assert revision.exact_commit
     shown = board_settings(service.params, arena="speech", unavailable=[],
                            registry_sha256=file_sha256(settings.registry))  # fmt: skip

@@ -44,6 +44,7 @@ from arena_core.dataset.card import REGISTRY_DIR, dataset_card
 from arena_core.dataset.earlier import EarlierFiles, prune_mirror, vote_ids
 from arena_core.dataset.uploader import (
     DATA_DIR,
+    CommitTracking,
     LineCount,
     SyncStatus,
     VoteUploader,
@@ -181,9 +182,10 @@ class HubSync:
                 withdrawn = self._download()
             except Exception as exc:  # refused, offline, timed out, 5xx: all mean "later"
                 return self._failed("download", exc)
-            base = self._publish_registry()
+            base, published = self._publish_registry()
             try:  # CommitScheduler's constructor calls create_repo too
-                uploader = _CommitTracking(base=base, before_push=self._adopt_released,
+                uploader = CommitTracking(base=base, registry_published=published,
+                                        before_push=self._before_push,
                                         repo_id=self.repo_id, folder_path=self.votes_dir,
                                         shard_name=self._shard, every=self.every, hf_api=self.api,
                                         lock=self.lock, clock=self._clock)  # fmt: skip
@@ -203,9 +205,10 @@ class HubSync:
         log.info("connected to %s: pushing votes every %g minutes", self.repo_id, self.every)
         return True
 
-    def _publish_registry(self) -> str | None:
+    def _publish_registry(self) -> tuple[str | None, bool | None]:
         """Publish the card and the registry before the first push; the commit the boards
-        name until then: the card's commit when one was made, else the downloaded one.
+        name until then (the card's commit when one was made, else the downloaded one) and
+        whether it holds this run's registry (None: no registry file to publish).
 
         The boards are rated with this run's registry, and ``leaderboard --repo --revision``
         replays with the registry the commit holds. Published after the pushes started (as
@@ -213,14 +216,43 @@ class HubSync:
         downloaded commit, which holds the previous deploy's registry (or none), until this
         run's first push, and the printed command replayed other models and priors. The
         card's commit holds the downloaded votes and nothing of this run yet.
+
+        When the publish fails the votes go on, but the boards' commit lacks the registry
+        they are rated with: the revision says so (``registry_published: false``, the page
+        withdraws its claim) and the publish is retried before each push
+        (:meth:`_retry_publish`) until it lands.
         """
         if self.registry is None:
-            return self.commit
+            return self.commit, None
+        has_file = None if self.registry.path is None else True  # None: nothing to replay with
         try:
-            return self.publish_card(self.registry) or self.commit
-        except Exception as exc:  # the card can wait for the next start; votes cannot
-            log.error("could not update the dataset card: %s", exc)
-            return self.commit
+            return self.publish_card(self.registry) or self.commit, has_file
+        except Exception as exc:  # the votes cannot wait for the card
+            log.error("could not update the dataset card and publish the registry (%s); the "
+                      "boards name %s, which lacks this run's registry, until a retry before a "
+                      "push lands", exc, self.commit)  # fmt: skip
+            return self.commit, None if has_file is None else False
+
+    def _before_push(self, uploader: CommitTracking) -> None:
+        self._adopt_released(uploader)
+        self._retry_publish(uploader)
+
+    def _retry_publish(self, uploader: CommitTracking) -> None:
+        """Before a push: publish the card and registry again if the last attempt failed.
+        Once it lands, the boards name its commit, which holds every vote the commit they
+        named held (later commits keep it, so every later push holds the registry too)."""
+        if uploader.pushed_commit[3] is not False:
+            return
+        try:
+            made = self.publish_card(self.registry)
+        except Exception as exc:  # the push goes on; the next tick tries again
+            log.error("could not update the dataset card and publish the registry (%s); "
+                      "retrying at the next push", exc)  # fmt: skip
+            return
+        with uploader._votes_lock:
+            commit, pushed, adopted, _ = uploader.pushed_commit
+            uploader.pushed_commit = (made or commit, pushed, adopted, True)
+        log.info("published the dataset card and registry of %s at %s", self.repo_id, made)
 
     def _download(self) -> set[str]:
         """Make :attr:`mirror` the repo's vote files and card at its current commit; the ids
@@ -244,21 +276,25 @@ class HubSync:
 
     def revision(self) -> dict:
         """``repo``, ``commit`` (the last commit of this process's votes, or the one
-        downloaded) and ``unpushed`` (local votes of the board not in it: this process's
+        downloaded), ``unpushed`` (local votes of the board not in it: this process's
         lines since that push, adopted earlier votes still queued, and those of a live
-        neighbour's shard that the downloaded copy lacks). Call under
+        neighbour's shard that the downloaded copy lacks) and ``registry_published``
+        (whether that commit's ``registry/`` is the registry the boards are rated with:
+        False while publishing it has failed; None without a registry file). Call under
         :attr:`lock`, as the vote log's lines are counted. With several processes pushing
         to one repo a later commit may also hold their votes; one Space writes alone.
         """
         uploader = self.uploader
         if uploader is None or self._unpushed is None:
-            return {"repo": self.repo_id, "commit": None, "unpushed": None}
-        commit, pushed, adopted = uploader.pushed_commit
+            return {"repo": self.repo_id, "commit": None, "unpushed": None,
+                    "registry_published": None}  # fmt: skip
+        commit, pushed, adopted, published = uploader.pushed_commit
         lines = self._unpushed.update()
         return {
             "repo": self.repo_id,
             "commit": commit,
             "unpushed": max(0, lines - pushed) + adopted + self.earlier.held_votes,
+            "registry_published": published,
         }
 
     def upload(self, files: dict[str, bytes], message: str) -> str:
@@ -381,35 +417,3 @@ class HubSync:
         with self.lock:
             waiting = self._unpushed.update() if self._unpushed is not None else 0
         return SyncStatus(waiting=waiting, last_error=self._error, unreachable_since=self._since)
-
-
-class _CommitTracking(VoteUploader):
-    """A VoteUploader that remembers its last commit together with what it held.
-
-    ``before_push(uploader)`` runs first at each push (HubSync adopts the shards a
-    neighbour let go). ``pushed_commit`` is ``(commit, shard lines pushed, adopted votes still queued)``,
-    replaced in one assignment after each successful push, so a reader never pairs a new
-    commit with an old count: between the push and the assignment it sees the previous
-    commit with more votes unpushed, which is also true.
-    """
-
-    def __init__(self, *, base: str | None, before_push: Callable[[VoteUploader], None], **kwargs):
-        self.pushed_commit: tuple[str | None, int, int] = (base, 0, 0)
-        self.before_push = before_push  # set first: the scheduler's thread pushes at once
-        super().__init__(**kwargs)
-
-    def adopt(self, votes, published_ids: set[str]) -> int:
-        queued = super().adopt(votes, published_ids)
-        with self._votes_lock:
-            commit, pushed, adopted = self.pushed_commit
-            self.pushed_commit = (commit, pushed, adopted + queued)
-        return queued
-
-    def push_to_hub(self):
-        self.before_push(self)
-        info = super().push_to_hub()
-        if info is not None:
-            with self._votes_lock:
-                queued = sum(t.num_rows for t in self._adopted)
-                self.pushed_commit = (info.oid, self._pushed_lines, queued)
-        return info

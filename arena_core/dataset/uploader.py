@@ -241,3 +241,40 @@ class VoteUploader(CommitScheduler):
     def _count_waiting(self) -> int:
         """Lines of the shard not pushed yet, without re-reading what was counted before."""
         return max(0, self._lines.update() - self._pushed_lines)
+
+
+class CommitTracking(VoteUploader):
+    """A VoteUploader that remembers its last commit together with what it held.
+
+    ``before_push(uploader)`` runs first at each push (HubSync adopts the shards a
+    neighbour let go, and retries a failed publish of the registry). ``pushed_commit`` is
+    ``(commit, shard lines pushed, adopted votes still queued, registry published)``,
+    replaced in one assignment after each successful push, so a reader never pairs a new
+    commit with an old count: between the push and the assignment it sees the previous
+    commit with more votes unpushed, which is also true. A push keeps the registry flag: a
+    commit holds the registry its parent held.
+    """
+
+    def __init__(self, *, base: str | None, registry_published: bool | None = None,
+                 before_push: Callable[[VoteUploader], None], **kwargs):  # fmt: skip
+        self.pushed_commit: tuple[str | None, int, int, bool | None]
+        self.pushed_commit = (base, 0, 0, registry_published)
+        self.before_push = before_push  # set first: the scheduler's thread pushes at once
+        super().__init__(**kwargs)
+
+    def adopt(self, votes, published_ids: set[str]) -> int:
+        queued = super().adopt(votes, published_ids)
+        with self._votes_lock:
+            commit, pushed, adopted, published = self.pushed_commit
+            self.pushed_commit = (commit, pushed, adopted + queued, published)
+        return queued
+
+    def push_to_hub(self):
+        self.before_push(self)
+        info = super().push_to_hub()
+        if info is not None:
+            with self._votes_lock:
+                queued = sum(t.num_rows for t in self._adopted)
+                published = self.pushed_commit[3]
+                self.pushed_commit = (info.oid, self._pushed_lines, queued, published)
+        return info

@@ -109,12 +109,13 @@ def hub_votes(sync, push_timeout: float = PUSH_TIMEOUT) -> Callable[[], tuple[Vo
             raise SnapshotError(f"{sync.repo_id} has not answered yet")
         sync.uploader.trigger().result(timeout=push_timeout)
         with sync.lock:
-            commit = sync.revision()["commit"]
+            hub = sync.revision()
         with tempfile.TemporaryDirectory(prefix="arena-snapshot-") as tmp:
-            folder, sha = download_revision(sync.api, sync.repo_id, commit, Path(tmp))
+            folder, sha = download_revision(sync.api, sync.repo_id, hub["commit"], Path(tmp))
             (folder / DATA_DIR).mkdir(parents=True, exist_ok=True)
             votes = read_votes(folder / DATA_DIR)
-        return votes, {"repo": sync.repo_id, "commit": sha, "unpushed": 0}
+        return votes, {"repo": sync.repo_id, "commit": sha, "unpushed": 0,
+                       "registry_published": hub.get("registry_published")}  # fmt: skip
 
     return source
 

@@ -17,10 +17,14 @@ def reproduce_command(revision: Revision, settings: dict) -> str:
     """The ``python -m arena_core leaderboard`` command that prints this board again.
 
     From the Hub commit when it holds exactly the board's votes; otherwise from the
-    Space's vote folder (``ARENA_DATA_DIR``), which only the operator has.
+    Space's vote folder (``ARENA_DATA_DIR``), which only the operator has. When the commit
+    lacks the board's registry (:attr:`Revision.registry_missing`), with the Space's own
+    ``registry.yaml`` instead of the commit's.
     """
     if revision.exact_commit:
         where = ["--repo", revision.repo, "--revision", revision.commit]
+        if revision.registry_missing:
+            where += ["--registry", "registry.yaml"]
     else:
         where = ["--votes", "data/votes", *(["data/hub/data"] if revision.repo else []),
                  "--registry", "registry.yaml"]  # fmt: skip
@@ -36,9 +40,23 @@ def reproduce_command(revision: Revision, settings: dict) -> str:
 
 
 def revision_html(revision: Revision, code: CodeVersion, settings: dict) -> str:
-    """A small footer: "Computed from … with code …", and the command that reproduces it."""
+    """A small footer: "Computed from … with code …", and the command that reproduces it.
+
+    When the named commit lacks the registry the board was rated with, no claim that the
+    Hub alone reproduces it: the page says why, and that the claim holds again once the
+    registry is published (the Space retries before each push)."""
     text = html.escape(f"Computed from {revision.label()}; code {code.label()}.")
     command = html.escape(reproduce_command(revision, settings))
+    claim = "Same board, to the last digit:"
+    if revision.registry_missing:
+        claim = html.escape(
+            f"Not reproducible from the Hub alone yet: commit {revision.commit[:12]} holds "
+            "another registry (the previous deploy's, or none) than the one this board was "
+            "rated with, as the Space could not publish its registry to the dataset yet; it "
+            "retries at each push, and once it lands the board names a commit that holds it "
+            "and this command replays it exactly. Until then it replays the same votes only "
+            "with the Space's own registry.yaml:"
+        )
     return (f'<div class="board-revision" style="{_STYLE}"><p>{text}</p>'
-            f'<p>Same board, to the last digit: <code style="word-break: break-all">{command}'
+            f'<p>{claim} <code style="word-break: break-all">{command}'
             "</code></p></div>")  # fmt: skip

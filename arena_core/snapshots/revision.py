@@ -52,7 +52,9 @@ class Revision:
     while the board was computed, so it may hold some after this revision. ``read_at``: the
     reader's clock, which judged rows dated more than ten minutes after it to be from the
     future (skipped as ``future_ts``); ``leaderboard --read-at`` replays with the same
-    clock, so rows a faster clock wrote count in neither or both.
+    clock, so rows a faster clock wrote count in neither or both. ``registry_published``:
+    whether the commit holds the registry the board was rated with (False: ``leaderboard
+    --repo --revision`` alone would replay other models or priors).
     """
 
     votes_read: int
@@ -61,6 +63,10 @@ class Revision:
     commit: str | None = None
     unpushed: int | None = None
     moving: bool = False
+    #: Whether ``commit``'s ``registry/`` is the registry the board was rated with: False
+    #: while the Space's publish of it has failed (retried before each push), or when the
+    #: CLI replayed the commit with another registry; None without a commit or a registry file.
+    registry_published: bool | None = None
     #: Not part of what the revision is: the same votes read later are the same revision.
     read_at: str | None = field(default=None, compare=False)
 
@@ -72,12 +78,19 @@ class Revision:
         """The Hub commit alone holds exactly this board's votes."""
         return self.commit is not None and self.unpushed == 0 and not self.moving
 
+    @property
+    def registry_missing(self) -> bool:
+        """A commit is named, but its ``registry/`` is not the registry of the board."""
+        return self.commit is not None and self.registry_published is False
+
     def label(self) -> str:
         """One line for the page, e.g. ``org/votes at commit 3bc0878 (1,234 votes, last 0f1e…)``."""
         last = f", the last {self.last_vote_id}" if self.last_vote_id else ""
         votes = f"{self.votes_read:,} votes{last}"
         if self.commit is not None:
             where = f"{self.repo} at commit {self.commit[:12]}"
+            if self.registry_missing:
+                where += " (which does not hold the registry the board was rated with)"
             if self.unpushed:
                 where += f" plus {self.unpushed:,} votes not pushed yet"
         elif self.repo is not None:

@@ -74,7 +74,13 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     published = folder / REGISTRY_DIR / "registry.yaml"
     if args.registry is None and published.is_file():
         args.registry = str(published)
-    args.hub = {"repo": args.repo, "commit": sha, "unpushed": 0}
+    # Whether the replay's registry is the one the commit published (False: another was
+    # given, or the commit holds none), as the Space's boards say of theirs.
+    same = published.is_file() and file_sha256(Path(args.registry)) == file_sha256(published)
+    args.hub = {"repo": args.repo, "commit": sha, "unpushed": 0, "registry_published": same}
+    if not same:
+        log.warning("%s at %s does not hold the registry replayed with (%s): the revision "
+                    "says registry_published: false", args.repo, sha, args.registry)  # fmt: skip
     log.info("replaying %s at %s", args.repo, sha)
     return args
 
