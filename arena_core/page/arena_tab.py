@@ -62,6 +62,8 @@ def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> Are
     with gr.Row(elem_id="votes"):
         page.buttons = [gr.Button(VOTE_LABELS[v], interactive=False, elem_id=f"vote-{v}",
                                   elem_classes="vote-btn") for v in VOTES]  # fmt: skip
+    # Drawn once and never updated: the page script owns its state (the visitor's choice).
+    gr.HTML(battle.keys_switch_html(), elem_id="keys-line")
     page.status = gr.Markdown(elem_id="status")
     page.next = gr.Button("Next battle", variant="primary", size="lg", visible=False,
                           elem_id="next-battle")  # fmt: skip

@@ -205,8 +205,27 @@ def gate_html(
     return (
         f'<div class="gate" role="status" aria-live="polite" data-stage="{stage}" '
         f'data-modality="{modality or ""}"{held}><span class="gate-text">{lines[stage]}</span>'
-        f'<span class="gate-keys">Keys: {keys} · <kbd>N</kbd> new battle</span></div>'
+        f'<span class="gate-keys"><span class="keys-on">Keys: {keys} · <kbd>N</kbd> new battle'
+        f"</span>{KEYS_OFF}</span></div>"
     )
+
+
+#: The gate's words while the visitor has turned the single-key shortcuts off (the styles
+#: show them instead of the keys, by the page script's class on <html>).
+KEYS_OFF = ('<span class="keys-off">Keyboard shortcuts are off: turn them on with the '
+            "<b>Keyboard shortcuts</b> switch under the vote buttons.</span>")  # fmt: skip
+
+
+def keys_switch_html() -> str:
+    """The switch that turns the single-key shortcuts (A, B, T, X, N, P) on and off.
+
+    WCAG 2.1.4 (Level A): a shortcut of one printable key must be possible to turn off, or
+    a speech-input user's dictated word, or a stray key, votes or starts a battle. On by
+    default; the page script keeps the choice in the browser (localStorage) and sets the
+    box from it, so the server never renders it otherwise.
+    """
+    return ('<div class="keys-line"><label class="keys-switch"><input type="checkbox" '
+            'role="switch" id="keys-switch" checked> Keyboard shortcuts</label></div>')  # fmt: skip
 
 
 def _key_hint(html: str) -> str:
@@ -241,8 +260,10 @@ def reveal_head(
                      f'<span class="delta {trend}">{delta:+.0f}</span>')  # fmt: skip
     moves.append(_rank_words(board, side.model_id))
     chip = f'<span class="badge {mark}">{badge}</span>' if badge else ""
+    # data-name: the name alone, for the page script's announcement of the reveal.
     return (
-        f'<div class="side-head revealed {mark}" data-side="{letter}">'
+        f'<div class="side-head revealed {mark}" data-side="{letter}" '
+        f'data-name="{escape(side.name, quote=True)}">'
         f'<span class="side-letter">{letter}</span><div class="who"><span class="name">{name}'
         f'</span>{chip}<div class="moves">{" · ".join(m for m in moves if m)}</div></div></div>'
     )

@@ -58,6 +58,10 @@ VISITORS = """## Voting
 4. The names are revealed: which model was which, a link to its page, how its rating moved
    and where it now ranks. **Next battle** (<kbd>N</kbd>) starts another.
 
+The one-key shortcuts (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd> <kbd>N</kbd>
+<kbd>P</kbd>) can be turned off with the **Keyboard shortcuts** switch under the vote
+buttons; your browser remembers the choice.
+
 ## What the labels mean
 
 On the leaderboard:

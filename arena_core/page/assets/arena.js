@@ -12,7 +12,7 @@
   const HEARD_SHARE = 0.9;
   const LABELS = { idle: "not heard yet", playing: "playing…", heard: "heard ✓" };
   const LOCK = '<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V11a1 1 0 0 1 1-1h1zm2 0h8V8a4 4 0 1 0-8 0v2z"/></svg>';
-  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "", shownBattle: "", typed: 0, leftNext: false };
+  const st = { heard: { A: false, B: false }, playing: { A: false, B: false }, next: null, battle: "", shownBattle: "", typed: 0, leftNext: false, said: "" };
   // Seconds of each clip played since the battle opened: the media time advanced while
   // playing, summed over played intervals (a replay counts again, a seek does not, and
   // at double speed ten seconds of clip count ten). Sent with the vote; the server keeps
@@ -29,9 +29,67 @@
   // there is scrolled into view, unless the visitor typed in a text field this recently (ms).
   const NARROW = "(max-width: 640px)";
   const TYPING_MS = 1500;
+  // Where the visitor's choice of the single-key shortcuts is kept (WCAG 2.1.4: a key that
+  // acts at once must be possible to turn off: a speech-input user's dictated word, or a
+  // stray key, otherwise votes). "off" turns them off; anything else, or no storage, is on.
+  const KEYS_STORE = "arena-shortcuts";
 
   const $ = (selector) => document.querySelector(selector);
   const visible = (el) => !!el && el.offsetParent !== null;
+
+  let keysMemory = null; // the choice, where the browser keeps no storage for this page
+  function keysOn() {
+    let kept = keysMemory;
+    try { kept = window.localStorage.getItem(KEYS_STORE) ?? keysMemory; } catch (e) { /* none */ }
+    return kept !== "off";
+  }
+  function setKeys(on) {
+    keysMemory = on ? "on" : "off";
+    try { window.localStorage.setItem(KEYS_STORE, keysMemory); } catch (e) { /* kept in memory */ }
+    showKeys();
+    render();
+  }
+  function showKeys() {
+    // The page's words about keys follow the choice: the styles show the gate's "Keys: …"
+    // or "Keyboard shortcuts are off…" and hide the "(or P)" hints by this class on <html>
+    // (the gate is replaced with each battle; <html> stays), and the switch shows it.
+    const on = keysOn();
+    document.documentElement.classList.toggle("arena-keys-off", !on);
+    const box = $("#keys-switch");
+    if (box && box.checked !== on) box.checked = on;
+  }
+
+  function say(text) {
+    // The page's own polite live region, made once at load and empty until a reveal: a
+    // screen reader announces a change in a region it already knows (a region that arrives
+    // with its words, like the gate Gradio replaces, is often not read at all).
+    let region = document.getElementById("reveal-said");
+    if (!region) {
+      region = document.createElement("div");
+      region.id = "reveal-said";
+      region.className = "sr-only";
+      region.setAttribute("role", "status");
+      region.setAttribute("aria-live", "polite");
+      region.setAttribute("aria-atomic", "true");
+      document.body.appendChild(region);
+    }
+    if (region.textContent !== text) region.textContent = text;
+  }
+
+  function announce(g) {
+    // After a vote the sides show their models, but in no live region: a screen-reader user
+    // never heard who they voted for. Once both revealed heads are in (the server sends the
+    // names only with a recorded vote: data-name), "A was X, B was Y." is said once for this
+    // reveal. Any other stage empties the region, so nothing is said on load, and nothing
+    // of a battle lingers into the next (or is said twice: only a change is announced).
+    const names = SIDES.map((side) => $(`#side-${side} .side-head.revealed`)?.dataset.name);
+    const text = g && g.dataset.stage === "voted" && names.every(Boolean)
+      ? `A was ${names[0]}, B was ${names[1]}.` : "";
+    if (text !== st.said) {
+      st.said = text;
+      say(text);
+    }
+  }
 
   function media(side) {
     // The clip's <audio> element: Gradio's waveform player keeps it in a shadow root.
@@ -220,10 +278,13 @@
     const missing = SIDES.filter((side) => !st.heard[side]);
     const left = heldFor();
     const locked = listening() && (missing.length > 0 || left > 0);
+    const keys = keysOn();
     for (const [vote, key] of Object.entries(KEY_LABELS)) {
       const button = $(`#vote-${vote}`);
       if (!button) continue;
-      button.setAttribute("aria-keyshortcuts", key);
+      // A key turned off is no shortcut a screen reader should offer.
+      if (keys) button.setAttribute("aria-keyshortcuts", key);
+      else button.removeAttribute("aria-keyshortcuts");
       button.classList.toggle("locked", locked && !button.disabled);
       if (locked && !button.disabled) {
         button.setAttribute("aria-disabled", "true");
@@ -255,6 +316,8 @@
       sendHeld(g, locked);
     }
     bringIntoView(g);
+    announce(g);
+    showKeys();
     focusNext(g);
     focusNew();
     countPrompt();
@@ -500,12 +563,17 @@
     if (event.target && event.target.closest && event.target.closest("#prompt-in")) countPrompt();
   });
 
+  // The "Keyboard shortcuts" switch (battle.keys_switch_html), wherever Gradio draws it.
+  document.addEventListener("change", (event) => {
+    if (event.target && event.target.id === "keys-switch") setKeys(event.target.checked);
+  });
+
   document.addEventListener("keydown", (event) => {
     const target = event.target;
     const typing = target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
     if (typing && event.key !== "Enter") st.typed = Date.now();
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-    if (typing) return;
+    if (typing || !keysOn()) return; // turned off by the visitor: the keys do nothing
     const key = event.key.toLowerCase();
     let button = null;
     if (VOTE_KEYS[key]) button = $(`#vote-${VOTE_KEYS[key]}`);
@@ -544,8 +612,10 @@
     span.innerHTML = `you: <b>${youMost}</b> this session`;
   }
 
-  // Each header is seen as it lands (a timer could miss one replaced within its period).
-  new MutationObserver(keepYou).observe(document.body, { childList: true, subtree: true });
+  // Each header is seen as it lands (a timer could miss one replaced within its period),
+  // and the shortcuts' switch is set as soon as Gradio draws it (not at the next tick).
+  new MutationObserver(() => { keepYou(); showKeys(); }).observe(document.body, { childList: true, subtree: true });
+  showKeys();
 
   // Gradio re-renders a button's classes when its properties change: keep the lock on.
   setInterval(render, 250);
