@@ -63,10 +63,9 @@ def _copy(raw, to: Path) -> Path:
         if sys.stdin is None or sys.stdin.isatty():
             raise ValueError("--votes - reads votes from standard input, which is a terminal; "
                              "pipe a vote file into it (e.g. zstdcat votes.jsonl.zst | ...)")  # fmt: skip
-        source = sys.stdin.buffer
-        with to.open("wb") as out:
-            shutil.copyfileobj(source, out, 1 << 20)
+        opened = contextlib.nullcontext(sys.stdin.buffer)  # not closed: it is the process's
     else:
-        with open(raw, "rb") as source, to.open("wb") as out:
-            shutil.copyfileobj(source, out, 1 << 20)
+        opened = open(raw, "rb")  # closed by the with below
+    with opened as source, to.open("wb") as out:
+        shutil.copyfileobj(source, out, 1 << 20)
     return to

@@ -138,8 +138,7 @@ def sequential_elo(
         raise ValueError(f"model index out of range 0..{n_items - 1}")
     if len(outcome) and (outcome.min() < 0 or outcome.max() >= len(SCORE_A)):
         raise ValueError("outcome codes must be 0 (a wins), 1 (b wins), 2 (tie) or 3 (both bad)")
-    played = np.bincount(np.concatenate([a, b]), minlength=n_items).astype(np.int64)
-    k_table = state.params.k(np.arange(played.max(initial=0) + 1, dtype=float))
+    played, k_table = _battles_and_k(state, a, b)
     compiled = compiled_replay() if _worth_compiling(len(a)) else None
     if compiled is not None:
         ratings = np.array(state.ratings, dtype=float)
@@ -173,8 +172,7 @@ def ratings_after(
     a, b, outcome = (np.ascontiguousarray(x, dtype=np.int64) for x in battles)
     if len(a) and np.any(a == b):
         raise ValueError("a model cannot battle itself")
-    played = np.bincount(np.concatenate([a, b]), minlength=n_items)
-    k_table = state.params.k(np.arange(played.max(initial=0) + 1, dtype=float))
+    _, k_table = _battles_and_k(state, a, b)
     ratings, count = np.array(state.ratings, dtype=float), np.zeros(n_items, np.int64)
     scores, out, start = np.array(SCORE_A), [], 0
     for end in ends:
@@ -185,6 +183,13 @@ def ratings_after(
         out.append(ratings.copy())
         start = end
     return np.array(out).reshape(len(out), n_items)
+
+
+def _battles_and_k(state: EloState, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each model's battles in the votes ``(a, b)``, and the K table of ``state``'s schedule
+    long enough for them (entry n: the K of a model's battle after n played)."""
+    played = np.bincount(np.concatenate([a, b]), minlength=len(state.ratings)).astype(np.int64)
+    return played, state.params.k(np.arange(played.max(initial=0) + 1, dtype=float))
 
 
 # The replay loop is the hot path (ten million votes). Both versions run the same
