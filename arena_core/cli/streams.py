@@ -65,7 +65,7 @@ def _copy(raw, to: Path) -> Path:
                              "pipe a vote file into it (e.g. zstdcat votes.jsonl.zst | ...)")  # fmt: skip
         opened = contextlib.nullcontext(sys.stdin.buffer)  # not closed: it is the process's
     else:
-        opened = open(raw, "rb")  # closed by the with below
+        opened = open(raw, "rb")  # noqa: SIM115 - closed by the with below
     with opened as source, to.open("wb") as out:
         shutil.copyfileobj(source, out, 1 << 20)
     return to
