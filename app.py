@@ -245,12 +245,14 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
     even if the next battle was asked for before the server handled it.
     """
 
-    def page_begin(state, prompt):
+    def page_begin(state, prompt, arena_id):
         refusal = battle.prompt_refusal(prompt, battles.settings.max_prompt_chars)
         if refusal is not None:  # before anything is cleared: the battle on screen stays
             gr.Warning(refusal, duration=WARNING_SECONDS)
             return NO_TICKET, gr.skip(), *page.prompt_refused(refusal)
-        visit.leave(state, time.monotonic())
+        # The arena on screen is recorded here too: both calls skip the queue and may be
+        # served in either order, so the pick's own call can come after this one.
+        visit.leave(state, time.monotonic(), shown=arena_id)
         # The request's number goes back to the page, which sends it with the battle's own
         # request: a battle still queued when the visitor asked again (or picked another
         # arena) knows it is stale, whenever the queue gets to it.
@@ -259,6 +261,11 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         return visit.battle_number(state), gr.update(value="", visible=True), *page.begin()
 
     def page_idle(state, arena_id):
+        if state is not None and visit.shown_arena(state) == arena_id:
+            # A battle asked for after the pick was served first and recorded this arena:
+            # leaving now would make that battle stale, and the page waited for it forever
+            # (a clean-clone CI run caught it: pick an arena, then New battle at once).
+            return [gr.skip()] * (1 + len(page.battle_outputs))
         visit.leave(state, time.monotonic(), shown=arena_id)
         return page.idle()
 
@@ -330,7 +337,7 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
 
     triggers = [page.new.click, page.next.click, page.prompt_in.submit]  # Enter in the prompt
     ticket = gr.Number(0, visible=False, precision=0)
-    gr.on(triggers, page_begin, inputs=[session, page.prompt_in],
+    gr.on(triggers, page_begin, inputs=[session, page.prompt_in, page.arena_in],
           outputs=[ticket, page.prompt_shown, *page.begin_outputs],
           queue=False, api_visibility="private").then(None, js=assets.RESET).then(
         page_start, inputs=[session, ticket, page.arena_in, page.prompt_in, page.language_in],
