@@ -33,8 +33,9 @@ from arena_core.votes.columns import (
     first_occurrences,
 )
 from arena_core.votes.fastchat import RECORD_KEYS, read_export, to_battles
+from arena_core.votes.jsonl import parse_jsonl
 from arena_core.votes.parquet import contract_table, parquet_bytes
-from arena_core.votes.read import parse_jsonl, read_votes
+from arena_core.votes.read import read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, VOTES, Vote, VoteError, format_ts, parse_ts
 
 

@@ -29,8 +29,9 @@ from arena_core.scale.sources import (
     resolve,
 )
 from arena_core.votes.clean import clean
+from arena_core.votes.jsonl import parse_jsonl
 from arena_core.votes.parquet import parquet_bytes
-from arena_core.votes.read import parse_jsonl, vote_files
+from arena_core.votes.read import vote_files
 from arena_core.votes.schema import ARROW_SCHEMA, TS_MAX_US
 
 

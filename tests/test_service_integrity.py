@@ -261,7 +261,7 @@ def test_a_compaction_during_the_start_up_replay_costs_the_board_no_vote(tmp_pat
                            voter=f"v{run}{k}", category="en")  # fmt: skip
         earlier.close()
         os.utime(earlier.path, (old, old))
-    real_read, reads = read_module._read_jsonl, []
+    real_read, reads = read_module.read_jsonl, []
 
     def read_then_compact(path, *args, **kwargs):
         table = real_read(path, *args, **kwargs)
@@ -270,7 +270,7 @@ def test_a_compaction_during_the_start_up_replay_costs_the_board_no_vote(tmp_pat
             assert compact(tmp_path / "votes").votes == 12
         return table
 
-    monkeypatch.setattr(read_module, "_read_jsonl", read_then_compact)
+    monkeypatch.setattr(read_module, "read_jsonl", read_then_compact)
     service, _ = make_service(tmp_path)
     monkeypatch.undo()
     board = service.board("speech")

@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena_core.votes import clean as vote_clean
-from arena_core.votes import read, reasons
-from arena_core.votes.lines import special_lines
-from arena_core.votes.read import parse_jsonl, read_votes
+from arena_core.votes import jsonl, read, reasons
+from arena_core.votes.jsonl import parse_jsonl
+from arena_core.votes.lines import special_lines, special_lines_among
+from arena_core.votes.read import read_votes
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, parse_ts
 
 #: The health checks the suite's profile suppresses (tests/conftest.py): a test that names
@@ -433,8 +434,9 @@ def arrow_only(monkeypatch):
     def refuse(data, skipped, wanted):
         raise AssertionError("a clean file took the damaged-file path")
 
-    monkeypatch.setattr(read, "_JSON_BLOCK", 1 << 10)
-    monkeypatch.setattr(read, "read_damaged", refuse)
+    monkeypatch.setattr(jsonl, "_JSON_BLOCK", 1 << 10)
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", 3 << 10)  # and several windows
+    monkeypatch.setattr(jsonl, "read_damaged", refuse)
 
 
 def test_a_clean_file_of_many_blocks_is_read_by_arrow_alone(tmp_path, arrow_only):
@@ -528,7 +530,8 @@ NULL_READER = """
 import sys, json
 sys.path.insert(0, {root!r})
 import arena_core.votes.read as read
-read._JSON_BLOCK = {block}
+import arena_core.votes.jsonl as jsonl
+jsonl._JSON_BLOCK = {block}
 votes = read.read_votes({folder!r})
 print(json.dumps([len(votes), dict(votes.skipped)]))
 """
@@ -558,26 +561,36 @@ def test_a_bare_null_line_in_memory_is_skipped_too():
     assert parse_jsonl(b"null\n", skipped).num_rows == 0 and skipped[reasons.NOT_OBJECT] == 2
 
 
+def scan_lines(path):
+    """What the windows of ``jsonl._windows`` say of the whole file: its newlines, and
+    whether a line must be kept from Arrow's parser (``_parse_windows`` then gives None)."""
+    count, special = 0, False
+    for start, end, mapped, newlines, lone_return in jsonl._windows(path):
+        count += len(newlines)
+        special = special or lone_return or bool(special_lines_among(mapped, start, end, newlines))
+    return count, special
+
+
 def test_scan_lines_counts_newlines_and_finds_a_bare_null_across_chunks(tmp_path, monkeypatch):
     """In process (mutation testing sees only in-process calls): the scan that routes a file
     with a line beginning with null away from Arrow, with chunks smaller than a line."""
-    monkeypatch.setattr(read, "_SCAN_WINDOW", 3)
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", 3)
     path = tmp_path / "votes-x.jsonl"
     cases = [(b"", (0, False)), (b'{"a": 1}\n', (1, False)), (b'{"a": 1}\n  null \r\n', (2, True)),
              (b"null", (0, True)), (b'{"x": "null"}\n"null"\n nul\n', (3, False)), (b'{"a": 1}\nnull,\n', (2, True)),
              (b'{"a": 1}\n{"b": 2}\n\tnull\n{"c": 3}\n', (4, True))]  # fmt: skip
     for data, expected in cases:
         path.write_bytes(data)
-        assert read._scan_lines(path) == expected, data
+        assert scan_lines(path) == expected, data
 
 
 def test_a_crlf_file_cut_between_return_and_newline_keeps_the_fast_path(tmp_path, monkeypatch):
     # The first window ends right after the second line's "\r": that return is not a lone one (its
     # newline is in the next window), so the file is not sent to the damaged-file path.
-    monkeypatch.setattr(read, "_SCAN_WINDOW", 19)
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", 19)
     path = tmp_path / "votes-crlf.jsonl"
     path.write_bytes(b'{"a": 1}\r\n' * 3)
-    assert read._scan_lines(path) == (3, False)
+    assert scan_lines(path) == (3, False)
 
 
 LINE_PARTS = st.sampled_from([b'{"a": 1}', b"null", b" ", b"\t", b"\r", b"\xef\xbb\xbf", b"\xbf",
@@ -599,12 +612,12 @@ def test_scan_lines_agrees_with_counting_and_the_pattern_on_the_whole_file(
     """The mapped, windowed scan against bytes.count, special_lines and a pattern for a
     carriage return without a newline after it, on the whole file, windows from one byte
     (every line longer than its window) to several lines."""
-    monkeypatch.setattr(read, "_SCAN_WINDOW", window)
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", window)
     data = b"\n".join(lines) + end
     path = tmp_path / "votes-h.jsonl"
     path.write_bytes(data)
     lone_return = re.search(rb"\r(?!\n|\Z)", data) is not None  # Arrow's other row end
-    assert read._scan_lines(path) == (data.count(b"\n"), bool(special_lines(data)) or lone_return)
+    assert scan_lines(path) == (data.count(b"\n"), bool(special_lines(data)) or lone_return)
 
 
 @pytest.mark.parametrize("joint", [b" null", b"", b" "], ids=["null-between", "glued", "space"])
@@ -616,7 +629,7 @@ def test_a_line_of_several_objects_is_not_hidden_by_blank_lines(tmp_path, joint,
     lines = [dumps(record(k)).encode() for k in range(4)]
     data = lines[0] + b"\n" + lines[1] + joint + lines[2] + blanks + lines[3] + b"\n"
     (tmp_path / "votes-x.jsonl").write_bytes(data)
-    for votes in (read_votes(tmp_path), read.parse_jsonl(data, Counter())):
+    for votes in (read_votes(tmp_path), parse_jsonl(data, Counter())):
         assert ids(votes) == [record(0)["vote_id"], record(3)["vote_id"]]
     assert read_votes(tmp_path).skipped == {reasons.INVALID_JSON: 1}
 

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from arena_core.votes import tolerant
+from arena_core.votes import jsonl, tolerant
 from arena_core.votes.lines import has_hazard_line, line_breaks, read_lines, special_lines
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS
 from arena_core.votes.tolerant import read_damaged
 
 ALL = [f.name for f in FIELDS]
 ROOT = Path(__file__).resolve().parent.parent
+PROFILE_SUPPRESSES = tuple(settings.default.suppress_health_check)
 
 
 def record(k: int, **over) -> dict:
@@ -102,6 +103,47 @@ def test_damaged_data_reads_exactly_what_the_line_by_line_reader_reads(
     assert new == ref
 
 
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[*PROFILE_SUPPRESSES, HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(st.lists(LINES, max_size=40), st.sampled_from([1, 40, 300, 2000, 1 << 16]),
+       st.sampled_from([64, 500, 4 << 20]), st.sampled_from([ALL, ["vote_id", "vote", "flags"]]))  # fmt: skip
+def test_a_file_read_window_by_window_reads_what_the_line_by_line_reader_reads(
+    tmp_path, lines, window, block, wanted
+):
+    """The file reader cuts a file into windows, hands Arrow each clean one and the damaged
+    path the others: windows of one line to the whole file, Arrow blocks of 64 bytes to
+    4 MiB, give the reference reader's rows and skips, in file order."""
+    data = b"\n".join([line(0), *lines]) + b"\n"  # a good first line: no byte-order mark
+    path = tmp_path / "votes-w.jsonl"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonl, "_SCAN_WINDOW", window)
+        patch.setattr(jsonl, "_JSON_BLOCK", block)
+        skipped_new, skipped_ref = Counter(), Counter()
+        new = jsonl.read_jsonl(path, skipped_new, wanted)
+    ref = read_lines(data, skipped_ref).select(wanted)
+    assert new.schema == ref.schema
+    assert (repr(new.to_pylist()), skipped_new) == (repr(ref.to_pylist()), skipped_ref)
+
+
+def test_a_damaged_line_sends_only_its_window_down_the_damaged_path(tmp_path, monkeypatch):
+    """One bad line in a file of many windows: the other windows stay with Arrow's parser
+    (before, the whole file was read into memory and went down the damaged path)."""
+    lines = [line(k) for k in range(200)]
+    lines[120] = b'{"vote": 5}'  # a wrong type: only Arrow sees it
+    path = tmp_path / "votes-d.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    damaged, read_damaged_ = [], tolerant.read_damaged
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", 2000)
+    monkeypatch.setattr(jsonl, "read_damaged", lambda data, *a: damaged.append(data) or
+                        read_damaged_(data, *a))  # fmt: skip
+    skipped = Counter()
+    table = jsonl.read_jsonl(path, skipped, ALL)
+    assert table.num_rows == 199 and skipped == {"wrong_type": 1}
+    assert len(damaged) == 1 and lines[120] in damaged[0] and len(damaged[0]) <= 2000 + 300
+    assert table.column("vote_id").num_chunks == 1
+
+
 def test_in_pieces_a_refusal_is_split_at_the_row_arrow_names(monkeypatch):
     # 2,000 lines, 1 in 50 damaged: Arrow's "in row N" leads straight to each bad line, so
     # the number of Arrow calls grows with the bad lines, not with a bisection of each piece.
@@ -137,7 +179,7 @@ def test_only_lines_arrow_alone_can_refuse_restart_the_stream(monkeypatch):
     data = b"\n".join(lines) + b"\n"
     skipped = Counter()
     table = read_damaged(data, skipped, ALL)
-    streams = len(opened) - 10  # less the reference reader asking Arrow about 10 lines alone
+    streams = len(opened)  # the reference reader asks Arrow about a line by read_json
     monkeypatch.undo()
     _, ref = both(data)
     assert (repr(table.to_pylist()), skipped) == ref and sum(skipped.values()) == 40
@@ -158,7 +200,7 @@ def test_a_line_arrow_refuses_by_naming_the_next_row_costs_one_restart(monkeypat
     skipped = Counter()
     table = read_damaged(b"\n".join(lines) + b"\n", skipped, ALL)
     assert table.num_rows == 29 and skipped == {"invalid_json": 1}
-    assert len(opened) == 2 + 1  # two streams, and the reference reader asking Arrow once
+    assert len(opened) == 2  # two streams (the reference reader asks Arrow by read_json)
 
 
 def test_a_line_of_two_objects_is_judged_apart_and_the_stream_keeps_its_count(monkeypatch):
@@ -284,7 +326,8 @@ RETURN_NULL = """
 import sys, json
 sys.path.insert(0, {root!r})
 from arena_core.votes import read
-read._JSON_BLOCK = {block}
+from arena_core.votes import jsonl
+jsonl._JSON_BLOCK = {block}
 votes = read.read_votes({folder!r})
 print(json.dumps([len(votes), dict(votes.skipped)]))
 """

@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 
 from arena_core.votes.clean import VoteTable
+from arena_core.votes.jsonl import parse_jsonl
 from arena_core.votes.lines import damaged_lines
 from arena_core.votes.parquet import contract_table, parquet_bytes
-from arena_core.votes.read import parse_jsonl
 
 log = logging.getLogger(__name__)
 

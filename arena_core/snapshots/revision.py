@@ -30,8 +30,9 @@ import numpy as np
 
 from arena_core.leaderboard import BoardParams
 from arena_core.votes.clean import FUTURE_SLACK_US, VoteTable, clean
+from arena_core.votes.jsonl import parse_jsonl
 from arena_core.votes.lines import whole_last_line
-from arena_core.votes.read import parse_jsonl, read_votes, vote_files
+from arena_core.votes.read import read_votes, vote_files
 from arena_core.window import Window, format_us
 
 log = logging.getLogger(__name__)

@@ -105,27 +105,23 @@ def special_lines_among(data, start: int, end: int, newlines: np.ndarray) -> lis
 
 
 def parse_json(source, wanted: list[str], lines: int, block_size: int) -> pa.Table:
-    """Arrow's JSON parser over ``source``; raises ArrowInvalid wherever the line-by-line
-    reader would skip a line, so that both always agree.
+    """Arrow's JSON parser over ``source`` (its blocks parsed on every core); raises
+    ArrowInvalid wherever the line-by-line reader would skip a line, so that both always
+    agree.
 
     Arrow refuses bad JSON and wrong types itself; we also refuse what it lets
     through: invalid UTF-8 in a known field, and a line holding two objects
     (caught as more rows than lines: callers keep blank lines, Arrow's row fewer, away
     from it with :func:`special_lines`, else one could hide the other).
     """
-    schema = pa.schema([ARROW_SCHEMA.field(c) for c in wanted])
     # "Empty JSON" is refused too: Arrow says it of blank data, but also of a line of stray
     # bytes of a UTF-8 byte-order mark ("\xbf"), which the line-by-line reader counts.
-    reader = pj.open_json(source, read_options=pj.ReadOptions(block_size=block_size),
-                          parse_options=PARSE_OPTIONS)  # fmt: skip
-    batches = []
-    for batch in reader:
-        batch.validate(full=True)  # every contract column, wanted or not: UTF-8 included
-        batches.append(pa.Table.from_batches([batch]).select(wanted))
-    rows = sum(b.num_rows for b in batches)
-    if rows != lines:
-        raise pa.ArrowInvalid(f"{rows} rows from {lines} lines")
-    return pa.concat_tables(batches).combine_chunks() if batches else schema.empty_table()
+    table = pj.read_json(source, read_options=pj.ReadOptions(block_size=block_size),
+                         parse_options=PARSE_OPTIONS)  # fmt: skip
+    table.validate(full=True)  # every contract column, wanted or not: UTF-8 included
+    if table.num_rows != lines:
+        raise pa.ArrowInvalid(f"{table.num_rows} rows from {lines} lines")
+    return table.select(wanted)
 
 
 def read_lines(data: bytes, skipped: Counter) -> pa.Table:
@@ -266,7 +262,7 @@ def whole_last_line(rest: bytes) -> bool:
     """Whether ``rest``, what follows a file's last newline, is a whole line that only lacks
     its newline (a hand-edited file; a crash after the object was written), not half a line
     (a crash, or a write in progress): it is whole when it parses as one JSON object. This
-    is ``read_votes``'s test (``read._read_jsonl``); a board's live revision asks here, so
+    is ``read_votes``'s test (``jsonl.read_jsonl``); a board's live revision asks here, so
     both count the same votes."""
     try:
         return isinstance(json.loads(rest), dict)

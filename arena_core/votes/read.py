@@ -7,7 +7,7 @@ constants of :mod:`~arena_core.votes.reasons`), and the rest is read. Whether a 
 depends on which columns the caller asked for or on which path parsed it, so
 every reader of the same files gets the same votes.
 
-The fast path hands a whole JSONL file to Arrow's multithreaded JSON parser;
+The fast path hands a JSONL file to Arrow's multithreaded JSON parser, a window at a time;
 a file that Arrow refuses (one bad line fails the whole file) is read again in
 pieces, Arrow taking the good stretches and Python judging the bad lines one by
 one (:mod:`~arena_core.votes.tolerant`). Valid rows are put in replay order, by ``ts`` then ``vote_id``,
@@ -19,7 +19,6 @@ from __future__ import annotations
 import codecs
 import glob
 import logging
-import mmap
 import os
 import re
 from collections import Counter
@@ -30,25 +29,15 @@ import pyarrow as pa
 
 from arena_core.votes import fastchat
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
+from arena_core.votes.jsonl import read_jsonl
 from arena_core.votes.kernels import cast, dictionary_encode
-from arena_core.votes.lines import (
-    line_breaks,
-    parse_json,
-    special_lines_among,
-    whole_last_line,
-)
 from arena_core.votes.parquet_verdict import open_checked, read_checked
-from arena_core.votes.reasons import TRUNCATED, UNREADABLE
+from arena_core.votes.reasons import UNREADABLE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS, REQUIRED
-from arena_core.votes.tolerant import read_damaged
 
 log = logging.getLogger(__name__)
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
-#: Bytes per block of Arrow's parallel JSON parser (4 MiB measured fastest on 2 cores).
-_JSON_BLOCK = 4 << 20
-#: Bytes of a JSONL file judged at a time before Arrow reads it (see ``_scan_lines``).
-_SCAN_WINDOW = 16 << 20
 _FIELD_TYPES = {f.name: f.type for f in FIELDS}
 
 
@@ -96,7 +85,7 @@ def read_votes(
                     path, skipped, keep_all=fastchat_all, arena=fastchat_arena
                 )
             else:
-                table = _read_jsonl(path, skipped, wanted)
+                table = read_jsonl(path, skipped, wanted)
             tables.append(_categorical(table.select(wanted)))
             del table
             # Arrow's allocator keeps freed pages for reuse; hand back the parsed
@@ -279,95 +268,6 @@ def _wanted_columns(columns) -> list[str]:
         raise ValueError(f"unknown vote columns: {sorted(unknown)}")
     keep = set(columns) | set(REQUIRED) | {"voter_kind"}  # every column a row is judged on
     return [f.name for f in FIELDS if f.name in keep]
-
-
-def _read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
-    """One JSONL file, streamed through Arrow; damaged files take the tolerant path.
-
-    Streaming block by block and keeping only the wanted columns of each
-    block holds peak memory to a few blocks instead of the whole file.
-    """
-    size = path.stat().st_size
-    with path.open("rb") as f:
-        # A byte-order mark (a Windows editor's) is not part of the first vote.
-        bom = f.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8
-        f.seek(max(0, size - 1))
-        clean_end = f.read(1) in (b"\n", b"")
-    if clean_end and not bom:
-        lines, null_line = _scan_lines(path)
-        if not null_line:
-            try:
-                return parse_json(str(path), wanted, lines, _JSON_BLOCK)
-            except pa.ArrowInvalid:
-                pass
-        log.info("%s has damaged lines; reading it in pieces around them", path)
-        return read_damaged(path.read_bytes(), skipped, wanted)
-    data = path.read_bytes()[len(codecs.BOM_UTF8) if bom else 0 :]
-    if clean_end:
-        return parse_jsonl(data, skipped).select(wanted)
-    cut = data.rfind(b"\n") + 1
-    # No newline at the end: a crash mid-write, or a hand-edited file.
-    if whole_last_line(data[cut:]):
-        data += b"\n"
-    else:
-        skipped[TRUNCATED] += 1
-        data = data[:cut]
-    return parse_jsonl(data, skipped).select(wanted)
-
-
-def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
-    """Complete JSONL lines held in memory, as a contract table (damaged lines counted)."""
-    wanted = [f.name for f in FIELDS]
-    if not data or data.isspace():
-        return ARROW_SCHEMA.empty_table()
-    newlines, lone_return = line_breaks(data, 0, len(data))
-    if lone_return or special_lines_among(data, 0, len(data), newlines):
-        return read_damaged(data, skipped, wanted)
-    try:
-        lines = len(newlines) + (not data.endswith(b"\n"))
-        return parse_json(pa.BufferReader(data), wanted, lines, _JSON_BLOCK)
-    except pa.ArrowInvalid:
-        return read_damaged(data, skipped, wanted)
-
-
-def _scan_lines(path: Path) -> tuple[int, bool]:
-    """The file's newlines, and whether a line must be kept from Arrow's parser
-    (:func:`~arena_core.votes.lines.special_lines`): one that must never start a block, or
-    a blank one. A blank line is Arrow's row fewer; with none, ``rows == lines`` proves each
-    line gave one row (a line holding two objects could otherwise hide behind a blank one).
-
-    The file is mapped, not read: no copy of its bytes is made, and numpy finds the newlines
-    (once, for the count and for the lines' starts). It goes window by window, each ending
-    after a newline (so every line is judged whole, from its start), and each window's
-    pages leave the process's memory once judged.
-    """
-    if path.stat().st_size == 0:
-        return 0, False
-    count, null_line = 0, False
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        size, start = len(mapped), 0
-        while start < size:
-            end = min(start + _SCAN_WINDOW, size)
-            newlines, lone_return = line_breaks(mapped, start, end)
-            if end < size and len(newlines):  # the window ends after its last newline
-                end = start + int(newlines[-1]) + 1
-            elif end < size:  # a line longer than the window: the window takes it whole
-                end = mapped.find(b"\n", end) + 1 or size
-                newlines, lone_return = line_breaks(mapped, start, end)
-            count += len(newlines)
-            null_line = (null_line or lone_return
-                         or bool(special_lines_among(mapped, start, end, newlines)))  # fmt: skip
-            _forget(mapped, start, end)
-            start = end
-    return count, null_line
-
-
-def _forget(mapped: mmap.mmap, start: int, end: int) -> None:
-    """Drop the mapped pages of ``[start, end)`` from the process (the file's pages stay in
-    the page cache for Arrow), so a mapped shard never adds its size to peak memory."""
-    if hasattr(mmap, "MADV_DONTNEED"):
-        first = start - start % mmap.PAGESIZE
-        mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
