@@ -307,16 +307,19 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         except (ArenaError, IdentityError) as exc:
             _refusal(exc)
             reason = getattr(exc, "reason", None)  # IdentityError has none
-            if not (handle and on_screen and state.get("handle") == handle) or (
-                reason == ALREADY_VOTED
-            ):
+            shown = bool(handle and on_screen and state.get("handle") == handle)
+            # The battle on screen took a vote whose answer never reached this page (a
+            # dropped connection, an error after the row was written): show what was recorded.
+            reveal = getattr(exc, "reveal", None) if shown and not state.get("voted") else None
+            if reveal is None and (not shown or reason == ALREADY_VOTED):
                 # Not about the battle on screen, or this page's other vote on it won: the
                 # page already says (or is about to say) what happened.
                 return gr.skip(), *unchanged
-            if reason == LISTENING:  # held: the page sends it once the count ends
+            if reveal is None and reason == LISTENING:  # held: sent once the count ends
                 return state, *page.vote_refused(wait=exc.wait, number=number, choice=choice)
-            gr.Warning(str(exc), duration=WARNING_SECONDS)
-            return state, *page.vote_refused(str(exc))
+            if reveal is None:
+                gr.Warning(str(exc), duration=WARNING_SECONDS)
+                return state, *page.vote_refused(str(exc))
         except Exception:
             # Not a refusal (a bug, a full disk): Gradio showed a bare "Error" over the
             # players, which vanished, and nothing said whether the vote was taken.

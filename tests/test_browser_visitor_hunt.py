@@ -13,6 +13,8 @@ import re
 import pytest
 from browser import LAPTOP, MEDIA, PHONE, Visit, battle_opened, expect
 
+from arena_core.votes.read import read_votes
+
 pytestmark = pytest.mark.browser
 
 SHORT = "The kettle is already boiling."
@@ -80,6 +82,38 @@ def test_a_vote_that_fails_on_the_server_says_so_and_keeps_the_clips(
     monkeypatch.setattr(service, "vote", real)
     visit.key("a")  # pressed again, it is taken
     expect(page.locator("#side-A .side-head.picked")).to_be_visible(timeout=20_000)
+    page.close()
+
+
+def test_a_vote_written_before_the_server_failed_is_revealed_when_pressed_again(
+    running_app, browser, monkeypatch
+):
+    """The row was written, then the answer failed (a dropped connection, an error after
+    the write). The page says "Press your choice again"; pressed again, the vote was refused
+    as a second one, which the page takes for its own double click and shows as nothing:
+    the visitor never saw the reveal of a vote that counted. Now the recorded vote is
+    revealed, and counted once, in the log and in the session's count."""
+    service = running_app.service
+    visit = battle_opened(browser, running_app.url, "hunt-vote-written-then-fails", SHORT)
+    page = visit.page
+    visit.listen_to_both()
+    real, before = service.vote, len(read_votes(running_app.settings.votes_dir))
+
+    def written_then_fails(*args, **kwargs):
+        real(*args, **kwargs)
+        raise ConnectionResetError("the answer never left the server")
+
+    monkeypatch.setattr(service, "vote", written_then_fails)
+    visit.key("a")
+    expect(page.locator("#status")).to_contain_text("recording your vote", timeout=20_000)
+    monkeypatch.setattr(service, "vote", real)
+    visit.key("a")  # pressed again: the vote already recorded is revealed
+    expect(page.locator("#side-A .side-head.picked")).to_be_visible(timeout=20_000)
+    expect(page.locator("#status")).to_contain_text("You voted A is better")
+    expect(page.locator("#next-battle")).to_be_visible()
+    no_bare_error(page)
+    assert len(read_votes(running_app.settings.votes_dir)) == before + 1
+    visit.shot("revealed-after-failure")
     page.close()
 
 

@@ -96,14 +96,48 @@ def test_vote_reveals_models_and_elo_before_and_after(tmp_path):
     assert row["model_a_version"] == row["model_b_version"] == "fake 1"
 
 
-@pytest.mark.parametrize("second", ["a", "b", "tie", "both_bad"])
+@pytest.mark.parametrize("second", ["a", "b", "both_bad"])
 def test_a_battle_takes_one_vote_only(tmp_path, second):
     service, _ = make_service(tmp_path)
     view = service.new_battle("speech")
-    service.vote(view.handle, "tie", voter="v1")
-    with pytest.raises(ArenaError, match="already voted"):
+    first = service.vote(view.handle, "tie", voter="v1")
+    with pytest.raises(ArenaError, match=r"already voted on this battle \(Tie\)") as refused:
         service.vote(view.handle, second, voter="v1")
+    assert refused.value.reason == ALREADY_VOTED and refused.value.reveal == first
     assert len(logged(tmp_path)) == 1
+
+
+def test_the_same_vote_again_gets_the_recorded_answer_and_writes_nothing(tmp_path):
+    """A client whose answer was lost (a dropped connection, a server error after the row
+    was written) votes again: before, it was refused as a second vote, and the page, which
+    cannot tell that from its own double click, showed nothing; the visitor never saw
+    the reveal of a vote that counted."""
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech")
+    first = service.vote(view.handle, "a", voter="v1")
+    again = service.vote(view.handle, "a", voter="v1")
+    assert again == first and again.counted and again.vote_id == logged(tmp_path)[0]["vote_id"]
+    assert len(logged(tmp_path)) == 1
+    assert service.board("speech").votes_used == 1  # counted once
+
+
+def test_a_vote_not_written_leaves_no_answer_to_repeat(tmp_path, monkeypatch):
+    """A failed write that was rolled back reopens the battle; a failure after the row may
+    have reached the log closes it with no answer: a second vote is refused, not revealed."""
+    from arena_core.votes.log import VoteWriteError
+
+    service, _ = make_service(tmp_path)
+    view = service.new_battle("speech")
+
+    def fails(**fields):
+        raise VoteWriteError("disk gone", rolled_back=False)
+
+    monkeypatch.setattr(service.vote_log, "append", fails)
+    with pytest.raises(ArenaError, match="may not have been saved"):
+        service.vote(view.handle, "a", voter="v1")
+    with pytest.raises(ArenaError, match=r"already voted on this battle\. Start") as refused:
+        service.vote(view.handle, "a", voter="v1")
+    assert refused.value.reveal is None
 
 
 def gated_battle(clock, listen_seconds: float) -> tuple[BattleBook, str]:

@@ -16,10 +16,9 @@ import numpy as np
 from arena_core.dataset.hub import SyncStatus
 from arena_core.leaderboard import Board, LeaderboardRow
 from arena_core.space.service import LoadProgress, Reveal
+from arena_core.space.views import VOTE_WORDS
 from arena_core.window import ALL_TIME, Window
 
-#: Words for each vote, as the visitor chose it.
-VOTE_WORDS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: Periods the leaderboard offers: value -> (label, days back; None: every vote).
 PERIODS = {"all": ("All time", None), "30d": ("Last 30 days", 30)}
 #: Rank cell of a model without battles (the group below the ranked ones).

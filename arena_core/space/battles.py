@@ -32,9 +32,12 @@ class BattleError(ValueError):
     """A vote the battle record refuses; the message is shown to the visitor, ``reason`` and
     ``wait`` let a page react to it without parsing the message (see ``views.ArenaError``)."""
 
-    def __init__(self, message: str, *, reason: str | None = None, wait: float | None = None):
+    def __init__(self, message: str, *, reason: str | None = None, wait: float | None = None,
+                 answer=None):  # fmt: skip
         super().__init__(message)
         self.reason, self.wait = reason, wait
+        #: With ``ALREADY_VOTED``: what the battle's vote was answered with (None: not yet).
+        self.answer = answer
 
 
 @dataclass
@@ -59,6 +62,11 @@ class Battle:
     #: Each delivered clip's length, as vote fields (``clip_a_s``, ``clip_b_s``); empty when
     #: the outputs are not audio. The bound on the listening times the browser reports.
     clips: dict = field(default_factory=dict)
+    #: What the battle's vote was answered with (the desk's reveal), handed again to a
+    #: second vote on it: a visitor whose answer was lost on the way (a dropped connection,
+    #: a server error after the row was written) sees what was recorded, instead of a
+    #: refusal that the page, which cannot tell it from a double click, shows as nothing.
+    answer: object = None
 
     @property
     def prompt_origin(self) -> str:
@@ -115,7 +123,7 @@ class BattleBook:
                 raise BattleError("This battle has expired. Start a new battle.")
             if battle.voted:
                 raise BattleError("You already voted on this battle. Start a new battle.",
-                                  reason=ALREADY_VOTED)  # fmt: skip
+                                  reason=ALREADY_VOTED, answer=battle.answer)  # fmt: skip
             if not battle.delivered:
                 raise BattleError("Both outputs must arrive before you vote.")
             left = battle.delivered_at + battle.listen_seconds - self._clock()
@@ -127,6 +135,13 @@ class BattleBook:
                 )
             battle.voted = True
             return battle
+
+    def answered(self, handle: str, answer) -> None:
+        """Keep what the battle's vote was answered with (see ``Battle.answer``)."""
+        with self._lock:
+            battle = self._open.get(handle)
+            if battle is not None:
+                battle.answer = answer
 
     def reopen(self, handle: str) -> None:
         """Undo :meth:`close_for_vote` when the vote could not be written."""

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from arena_core.backends import Output
 
+#: Words for each vote, as the visitor chose it (the page's and the refusals').
+VOTE_WORDS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: Characters allowed from Unicode's "format" class: joiners some scripts need.
 _KEPT_FORMAT = {"\u200c", "\u200d"}
 
@@ -23,9 +25,12 @@ class ArenaError(ValueError):
     itself consistent with them without reading the message.
     """
 
-    def __init__(self, message: str, *, reason: str | None = None, wait: float | None = None):
+    def __init__(self, message: str, *, reason: str | None = None, wait: float | None = None,
+                 reveal: Reveal | None = None):  # fmt: skip
         super().__init__(message)
         self.reason, self.wait = reason, wait
+        #: With ``ALREADY_VOTED``: the reveal of the vote the battle took (None: not known yet).
+        self.reveal = reveal
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from arena_core.ratings.elo import EloStep
 from arena_core.registry import Registry
 from arena_core.space.battles import BattleBook, BattleError
 from arena_core.space.sessions import SessionCounter, listen_report, listen_seconds
-from arena_core.space.views import ArenaError, Reveal, Side
+from arena_core.space.views import VOTE_WORDS, ArenaError, Reveal, Side
 from arena_core.votes.log import ClockBehindError, LogClosedError, VoteLog, VoteWriteError
 from arena_core.votes.schema import VOTES, Vote
 
@@ -81,7 +81,12 @@ class VoteDesk:
         try:
             battle = self.book.close_for_vote(handle)
         except BattleError as exc:
-            raise ArenaError(str(exc), reason=exc.reason, wait=exc.wait) from None
+            if exc.answer is not None and exc.answer.vote == choice:
+                return exc.answer  # the same vote again (its answer was lost): what was recorded
+            message = str(exc) if exc.answer is None else (
+                f"You already voted on this battle ({VOTE_WORDS[exc.answer.vote]}).")  # fmt: skip
+            raise ArenaError(message, reason=exc.reason, wait=exc.wait,
+                             reveal=exc.answer) from None  # fmt: skip
         place = self.limiter.take(voter)
         flags = () if place is not None else (RATE_LIMITED,)
         if self._is_flagged(voter):
@@ -119,7 +124,9 @@ class VoteDesk:
                                      "saved. Please vote again then.") from None  # fmt: skip
                 raise ArenaError("Your vote could not be saved. Please vote again.") from None
             raise ArenaError("Your vote may not have been saved; this battle is closed.") from None
-        return self.reveal(vote, step)
+        reveal = self.reveal(vote, step)
+        self.book.answered(handle, reveal)
+        return reveal
 
     def reveal(self, vote: Vote, step: EloStep | None) -> Reveal:
         """The models' names, and how their ratings moved if the vote counted now."""
