@@ -15,7 +15,7 @@ from pathlib import Path
 
 from arena_core.votes.fastchat import to_battles
 from arena_core.votes.parquet import write_atomically
-from arena_core.votes.read import read_votes
+from arena_core.votes.read import fastchat_arena_of, read_votes
 
 
 def add_commands(sub) -> None:
@@ -98,7 +98,10 @@ def _compact_with(args, compact) -> int:
 
 
 def run_export(args) -> int:
-    votes = read_votes(args.votes)
+    # A FastChat export is read into --arena when every file is one, as ``leaderboard``,
+    # ``model`` and ``analyze`` read it: ``export --arena`` refused the files whose board
+    # the same --arena had just printed (their battles carry no arena, so "fastchat").
+    votes = read_votes(args.votes, fastchat_arena=fastchat_arena_of(args.votes, args.arena))
     if args.arena:
         from arena_core.cli.board import require_votes_of
 

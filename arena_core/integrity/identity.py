@@ -18,6 +18,17 @@ network, since one subscriber holds a whole /64 and could otherwise vote from
 
 The published log never holds the raw value: a voter is an HMAC of the
 identity under a secret salt, stable while the salt is, unlinkable without it.
+
+**Votes sent from another site are refused** (:func:`foreign_origin`). Gradio answers a
+cross-origin request from any site with ``Access-Control-Allow-Origin`` set to that site and
+``Access-Control-Allow-Credentials: true`` (unless the app is reached as localhost), and
+the sign-in cookie is ``SameSite=None``. So a script on any web page could open battles and
+vote from its own visitors' browsers: each vote from the visitor's address, and, where the
+browser sends the cookie, as the visitor's Hugging Face account. The ranking would then
+belong to whoever has the most traffic, however sign-in and the rate limit count. A
+browser always names the page that sent a request in its ``Origin`` header, and a script
+cannot change it; the arena's own page is served from the site the request goes to, and
+API clients (``gradio_client``, scripts) send no ``Origin``.
 """
 
 from __future__ import annotations
@@ -26,8 +37,9 @@ import hashlib
 import hmac
 import ipaddress
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +49,10 @@ VOTER_HASH_CHARS = 20
 FORWARDED_FOR = "x-forwarded-for"
 #: Prefix length an IPv6 client is counted by: the /64 a subscriber is usually given.
 IPV6_PREFIX = 64
+#: Header in which a browser names the site of the page that sent a request (RFC 6454).
+ORIGIN = "origin"
+#: Ports an origin leaves out, by scheme.
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
 class IdentityError(ValueError):
@@ -58,6 +74,9 @@ class IdentityRule:
     trusted_proxies: int = 0
     #: Refuse votes from visitors who are not signed in.
     require_login: bool = False
+    #: Host names the arena's page is served under besides the request's ``Host`` (a
+    #: Space's ``SPACE_HOST``: its hf.space name and custom domains); see :func:`foreign_origin`.
+    sites: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.trusted_proxies, int) or self.trusted_proxies < 0:
@@ -120,13 +139,46 @@ def client_address(rule: IdentityRule, headers: Mapping[str, str] | None,
     return str(address)
 
 
+def foreign_origin(headers: Mapping[str, str] | None, sites: Iterable[str] = ()) -> bool:
+    """Whether a browser sent the request from a page of another site than the arena's.
+
+    No ``Origin`` header: not sent by a page's script (an API client), so not foreign.
+    Otherwise the origin's host and port must be the request's own ``Host`` or one of
+    ``sites`` (default ports aside, case ignored); ``null`` (a sandboxed or local page) and
+    anything that is not an http(s) origin are foreign. See the module docstring for why.
+    """
+    origin = (headers or {}).get(ORIGIN)
+    if origin is None:
+        return False
+    try:
+        parts = urlsplit(origin.strip())
+        scheme, netloc = parts.scheme.lower(), parts.netloc.lower()
+    except ValueError:
+        return True
+    if scheme not in _DEFAULT_PORTS or not netloc or "@" in netloc:
+        return True
+    own = [(headers or {}).get("host") or "", *sites]
+    return _authority(netloc, scheme) not in {_authority(h, scheme) for h in own if h.strip()}
+
+
+def _authority(host: str, scheme: str) -> str:
+    """``host[:port]`` in lower case, without the scheme's default port."""
+    host = host.strip().lower()
+    default = f":{_DEFAULT_PORTS[scheme]}"
+    return host[: -len(default)] if host.endswith(default) else host
+
+
 def voter_identity(rule: IdentityRule, *, username: str | None,
                    headers: Mapping[str, str] | None, client_host: str | None) -> str:  # fmt: skip
     """The raw identity to hash: ``user:<name>`` when signed in, else ``ip:<address>``.
 
-    Raises :class:`IdentityError` when sign-in is required and missing, or the
-    address cannot be told (see :func:`client_address`).
+    Raises :class:`IdentityError` when the request comes from a page of another site
+    (:func:`foreign_origin`: that site's script cast it, not the visitor), when sign-in is required and missing, or when the address cannot be told
+    (see :func:`client_address`).
     """
+    if foreign_origin(headers, rule.sites):
+        log.warning("vote refused: sent from a page of another site")  # never the value
+        raise IdentityError(_FOREIGN)
     if username:
         return f"user:{username}"
     if rule.require_login:
@@ -156,6 +208,10 @@ def session_hash(salt: str, session: str | None) -> str | None:
     return voter_hash(salt, f"session:{session}") if session else None
 
 
+_FOREIGN = (
+    "Votes are taken only from the arena's own page (or an API client), not from a page of "
+    "another site. Open the arena itself to vote."
+)
 _UNKNOWN = (
     "We could not tell where this vote comes from, so it was not recorded. "
     "Sign in with Hugging Face if the arena offers it, or try again later."

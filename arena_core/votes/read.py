@@ -236,7 +236,12 @@ def _detect(path: Path) -> str:
     name is believed (a folder's files, every shard the Space lists); any other file, named
     on the command line, is told by its first bytes: a Parquet file named ``votes.pq`` or
     ``VOTES.PARQUET`` is read as Parquet, and a ``.jsonl.gz`` is refused as compressed,
-    where both were read as JSONL, every line counted ``invalid_json``."""
+    where both were read as JSONL, every line counted ``invalid_json``.
+
+    A FastChat export is told by its first bytes too (a JSON list; no JSONL vote log starts
+    with ``[``), whatever its name: one given as ``--votes -`` (copied to a file named
+    ``stdin``), as ``<(...)``, or named ``STS.JSON`` was read as JSONL before,
+    every line of it ``invalid_json`` and the board refused."""
     if path.suffix == ".parquet":
         return "parquet"
     if path.suffix == ".jsonl":
@@ -250,7 +255,7 @@ def _detect(path: Path) -> str:
         return "parquet"
     if head.startswith(_COMPRESSED_MAGIC):
         return "compressed"
-    if path.suffix == ".json" and head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
+    if head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
         return "fastchat"
     return "jsonl"
 
