@@ -8,11 +8,13 @@ window Arrow refuses, or one holding such a line, is read by the damaged-file pa
 both is about one line, so a window's rows and skips are those of the whole file's
 lines in it: the file's are the windows' in order.
 
-Why windows: Arrow's streaming reader, used before, parses one block after another
-(0.75 s of CPU, and as much wall time, per 114 MB shard, on any number of cores), and one
-damaged line sent the whole file, read into memory, down the damaged path. Now only a
-window's bytes are held at once beside the rows kept, and a damaged line costs its
-window, not its file.
+Why windows: one damaged line used to send the whole file, read into memory a second time,
+down the damaged path, after Arrow had parsed it up to that line. Now it costs its window:
+a 114 MB shard (250,000 votes) with one wrong-typed line took 2.2 s and 448 MB at peak for
+the whole CLI, and takes 1.55 s and 318 MB (median of 3, fresh processes). A clean file
+reads as fast as before: Arrow's streaming reader, used before, already parsed ahead on
+both cores. A file damaged throughout (0.2% of lines) is as slow as before: every window
+holds damage.
 """
 
 from __future__ import annotations
