@@ -14,6 +14,7 @@ from PIL import Image
 
 from arena_core.backends import ModelPool, Output
 from arena_core.registry import parse_registry
+from arena_core.space.blinding import Blinder, BlindingParams
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaService
 from arena_core.votes.log import VoteLog
@@ -50,7 +51,7 @@ def app(tmp_path_factory):
     pools = {a.id: ModelPool(a, {m.id: (FakePainter if a.id == "paint" else FakeBackend)(m)
                                  for m in a.models})
              for a in reg.arenas}  # fmt: skip
-    service = ArenaService(reg, pools, VoteLog(folder / "votes"))
+    service = ArenaService(reg, pools, VoteLog(folder / "votes"), blinder=Blinder(BlindingParams()))
     service.load()
     settings = Settings(data_dir=folder, voter_salt="media", listen_share=0.0)
     with serving(service, settings) as (url, _):
@@ -61,11 +62,13 @@ def test_an_image_battle_sends_two_images_and_takes_the_vote(app):
     prompt, *media = app.predict("paint", "", api_name="/new_battle")
     assert prompt in {"Hello there.", "Guten Tag."}
     assert media[:4] == [None] * 4
-    colours = []
+    colours, forms = [], set()
     for path in media[4:]:
         with Image.open(path) as image:
             colours.append(image.convert("RGB").getpixel((0, 0)))
+            forms.add((image.format, image.mode, image.size))
     assert len(set(colours)) == 2  # two different models painted
+    assert forms == {("PNG", "RGB", (1024, 1024))}  # delivered blind (test_image_blinding.py)
     _, reveal = app.predict("a", api_name="/vote")
     assert reveal["counted"] and {reveal["model_a"]["id"], reveal["model_b"]["id"]} <= set(COLOURS)
 

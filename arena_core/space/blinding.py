@@ -338,15 +338,20 @@ class Blinder:
         return self._cache is not None and self._cache.has(self._source_key(source), "audio")
 
     def deliver(self, prepared: Sequence[Output]) -> tuple[Output, ...]:
-        """Prepared outputs of one battle as the visitor gets them (:func:`deliver` for audio)."""
+        """Prepared outputs of one battle as the visitor gets them (:func:`deliver` for audio,
+        :func:`~arena_core.space.image_blinding.deliver_images` for images; text as it is)."""
         kinds = {o.modality for o in prepared}
-        if "audio" not in kinds:
-            return tuple(prepared)
-        if kinds != {"audio"}:
+        if len(kinds) > 1:
             raise BlindingError(f"a battle mixes {sorted(kinds)} outputs")
+        if not kinds or kinds - {"audio", "image"}:  # text is delivered as it is
+            return tuple(prepared)
         with self._rng_lock:  # only the seed is drawn under the lock: deliveries run in parallel
-            seed = int(self._rng.integers(2**63))
-        return deliver(prepared, self.params, np.random.default_rng(seed))
+            rng = np.random.default_rng(int(self._rng.integers(2**63)))
+        if kinds == {"image"}:
+            from arena_core.space.image_blinding import deliver_images  # Pillow: image arenas only
+
+            return deliver_images(prepared, rng)
+        return deliver(prepared, self.params, rng)
 
     def blind(self, outputs: Sequence[Output]) -> tuple[Output, ...]:
         """:meth:`prepare` each output, then :meth:`deliver` them together."""

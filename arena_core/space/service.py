@@ -224,7 +224,12 @@ class ArenaService:
         prompt) takes them as they are, by the output cache's keys, reading nothing else.
         """
         if self.blinder is None or arena.modality != "audio":  # only speech is shaped
-            return list(pool.generate_pair(*ids, text, category, trusted=trusted)), True
+            outputs = list(pool.generate_pair(*ids, text, category, trusted=trusted))
+            if self.blinder is not None and arena.modality == "image":
+                from arena_core.space.image_blinding import checked  # Pillow: image arenas only
+
+                outputs = [checked(m, o) for m, o in zip(ids, outputs, strict=True)]
+            return outputs, True
         sources = [pool.cache_key(m, text, category) for m in ids]
         if None not in sources:
             shaped = [self.blinder.shaped(s) for s in sources]
