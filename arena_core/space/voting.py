@@ -84,7 +84,8 @@ class VoteDesk:
             if exc.answer is not None and exc.answer.vote == choice:
                 return exc.answer  # the same vote again (its answer was lost): what was recorded
             message = str(exc) if exc.answer is None else (
-                f"You already voted on this battle ({VOTE_WORDS[exc.answer.vote]}).")  # fmt: skip
+                f"You already voted on this battle ({VOTE_WORDS[exc.answer.vote]}). Start a new "
+                "battle.")  # fmt: skip
             raise ArenaError(message, reason=exc.reason, wait=exc.wait,
                              reveal=exc.answer) from None  # fmt: skip
         place = self.limiter.take(voter)
