@@ -19,6 +19,7 @@ from gradio import utils as gr_utils
 
 from arena_core.integrity.identity import (
     IdentityError,
+    same_site,
     session_hash,
     voter_hash,
     voter_identity,
@@ -147,13 +148,19 @@ class _Battles:
         self.battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
         self.vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
 
-    async def start(self, state, arena_id, prompt, language=""):
+    async def start(self, state, arena_id, prompt, language="", request: gr.Request = None):
         """Open a battle and make it the session's (the API's /new_battle)."""
-        view, values = await self.open(arena_id, prompt, language)
+        view, values = await self.open(arena_id, prompt, language, request)
         return visit.claim(state, view.handle, view.arena, view.modality), view.prompt, *values
 
-    async def open(self, arena_id, prompt, language="") -> tuple[BattleView, list]:
-        """A new battle and its outputs as the page's media values, once its hold is over."""
+    async def open(self, arena_id, prompt, language="",
+                   request: gr.Request = None) -> tuple[BattleView, list]:  # fmt: skip
+        """A new battle and its outputs as the page's media values, once its hold is over;
+        refused for a page of another site (``identity.same_site``)."""
+        try:
+            same_site(self.settings.identity, request.headers if request else None)
+        except IdentityError as exc:
+            raise _refusal(exc) from None
         try:
             view, values = await asyncio.get_running_loop().run_in_executor(
                 self.battle_workers, self._open, arena_id, prompt, language
@@ -216,8 +223,8 @@ def _wire_api(battles: _Battles, page, session, offer) -> None:
               gr.Textbox("", label="Prompt", visible=False),
               gr.Textbox("", label="Language", visible=False)]  # fmt: skip
 
-    async def start(state, arena_id, prompt, language):
-        state, shown, *values = await battles.start(state, arena_id, prompt, language)
+    async def start(state, arena_id, prompt, language, request: gr.Request):
+        state, shown, *values = await battles.start(state, arena_id, prompt, language, request)
         return state, shown, *media.serialized(values)
 
     # No pre- or post-processing by the components: their values are plain already (the
@@ -274,12 +281,12 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         (fresh each time: Gradio may edit an update it is handed)."""
         return (gr.skip(),) * (2 + len(page.battle_outputs))
 
-    async def page_start(state, ticket, arena_id, prompt, language):
+    async def page_start(state, ticket, arena_id, prompt, language, request: gr.Request):
         asked = visit.battle_number(state)
         if ticket != asked:  # asked for again, or another arena picked, while it was queued
             return stale()
         try:
-            view, values = await battles.open(arena_id, prompt, language)
+            view, values = await battles.open(arena_id, prompt, language, request)
         except Exception as exc:
             # A refusal says why; anything else (a bug, a full disk) was shown by Gradio as
             # a bare "Error" over every player, under a gate still "Making both outputs…":

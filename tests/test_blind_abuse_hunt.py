@@ -55,7 +55,9 @@ def running(tmp_path, **settings):
     url = launch_on_free_port(demo, **launch_options(settings, clips))
     try:
         with httpx.Client(base_url=url, timeout=30) as http:
-            yield SimpleNamespace(http=http, data=tmp_path, config=http.get("config").json())
+            yield SimpleNamespace(
+                http=http, data=tmp_path, config=http.get("config").json(), service=service
+            )
     finally:
         demo.close()
         service.close()
@@ -152,6 +154,19 @@ def test_the_pages_own_vote_event_refuses_another_sites_page_too(app):
     assert rows(app) == before
     queued_vote(app, session, {"Host": SITE, "Origin": f"https://{SITE}"})
     assert rows(app) == before + 1  # the same battle takes the page's own vote
+
+
+def test_a_battle_asked_for_by_a_page_of_another_site_is_refused_before_any_engine_runs(app):
+    """A battle costs the engines' time: another site's page could keep them busy for its own
+    visitors, and the arena's visitors waited behind them."""
+    before = len(app.service.book)
+    answer = call(app, "new_battle", ["speech", "", ""], "foreign-battle",
+                  {"Host": SITE, "Origin": EVIL})  # fmt: skip
+    assert REFUSED in (answer.get("error") or ""), answer
+    assert len(app.service.book) == before  # no battle was opened, no engine ran
+    own = call(app, "new_battle", ["speech", "", ""], "own-battle",
+               {"Host": SITE, "Origin": f"https://{SITE}"})  # fmt: skip
+    assert own.get("data") and len(app.service.book) == before + 1, own
 
 
 def test_a_spaces_own_host_names_are_its_site_whatever_host_the_proxy_forwards(tmp_path):

@@ -168,6 +168,15 @@ def _authority(host: str, scheme: str) -> str:
     return host[: -len(default)] if host.endswith(default) else host
 
 
+def same_site(rule: IdentityRule, headers: Mapping[str, str] | None) -> None:
+    """Raise :class:`IdentityError` when a page of another site sent the request
+    (:func:`foreign_origin`): checked for votes (:func:`voter_identity`) and for battles,
+    whose engines another site's visitors would otherwise keep busy for it."""
+    if foreign_origin(headers, rule.sites):
+        log.warning("request refused: sent from a page of another site")  # never the value
+        raise IdentityError(_FOREIGN)
+
+
 def voter_identity(rule: IdentityRule, *, username: str | None,
                    headers: Mapping[str, str] | None, client_host: str | None) -> str:  # fmt: skip
     """The raw identity to hash: ``user:<name>`` when signed in, else ``ip:<address>``.
@@ -176,9 +185,7 @@ def voter_identity(rule: IdentityRule, *, username: str | None,
     (:func:`foreign_origin`: that site's script cast it, not the visitor), when sign-in is required and missing, or when the address cannot be told
     (see :func:`client_address`).
     """
-    if foreign_origin(headers, rule.sites):
-        log.warning("vote refused: sent from a page of another site")  # never the value
-        raise IdentityError(_FOREIGN)
+    same_site(rule, headers)
     if username:
         return f"user:{username}"
     if rule.require_login:
@@ -209,8 +216,8 @@ def session_hash(salt: str, session: str | None) -> str | None:
 
 
 _FOREIGN = (
-    "Votes are taken only from the arena's own page (or an API client), not from a page of "
-    "another site. Open the arena itself to vote."
+    "Battles and votes are taken only from the arena's own page (or an API client), not from "
+    "a page of another site. Open the arena itself to vote."
 )
 _UNKNOWN = (
     "We could not tell where this vote comes from, so it was not recorded. "
