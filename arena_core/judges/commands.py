@@ -68,9 +68,13 @@ def _judge(args) -> int:
 
     env = dict(os.environ, ARENA_DATA_DIR=str(args.data), ARENA_REGISTRY=str(args.registry),
                ARENA_WARMUP="0", ARENA_JUDGES="")  # fmt: skip
-    token = env.get("ARENA_JUDGE_TOKEN") or secrets.token_hex(16)
-    env["ARENA_JUDGE_TOKEN"] = token
+    # The token the service takes is the one voted with: Settings reads a blank one as
+    # unset (no judge vote taken), so a blank one is replaced here as a missing one is
+    # (it was voted with as given, and every verdict of the run was refused).
+    if not env.get("ARENA_JUDGE_TOKEN", "").strip():
+        env["ARENA_JUDGE_TOKEN"] = secrets.token_hex(16)
     settings = Settings.from_env(env)
+    token = settings.judge_token
     service = build_service(settings, env)
     try:
         spec = service.registry.judge(args.judge)

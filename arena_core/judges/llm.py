@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -42,9 +43,12 @@ from arena_core.backends.base import (
     Availability,
     BackendConfigError,
     BackendError,
+    BackendTimeout,
     OptionSpec,
 )
 from arena_core.backends.hosted import HfInferenceBackend, OpenAICompatibleBackend
+from arena_core.backends.output import Output
+from arena_core.backends.pool import TIMEOUT_GRACE
 from arena_core.judges.base import Case, Judge, JudgeError, JudgeSpec, Verdict
 from arena_core.judges.verdict import parse_verdict
 from arena_core.registry import BackendSpec, Model
@@ -69,6 +73,10 @@ DEFAULT_MAX_TOKENS = 512
 #: Longest answer judged unless set (characters); a longer one is refused rather than cut,
 #: since a judge that sees part of an answer judges a different answer. Bounds the bill.
 DEFAULT_MAX_ANSWER_CHARS = 20_000
+#: Judging calls of one judge that may run at once, those that overran their timeout included
+#: (each finishes unseen on a thread of its own): a service that holds every call open
+#: costs at most this many threads and connections; further calls are refused at once.
+MAX_CALLS = 4
 #: Hex digits of the block tag (64 bits: no answer can be written to contain its own tag).
 TAG_HEX_CHARS = 16
 
@@ -269,6 +277,7 @@ class LLMJudge(Judge):
             _given(spec.options, "max_answer_chars", DEFAULT_MAX_ANSWER_CHARS)
         )
         self._backend = CHAT_BACKENDS[spec.options["type"]](_backend_model(spec), "text", env)
+        self._calls = threading.BoundedSemaphore(MAX_CALLS)
 
     def availability(self) -> Availability:
         """Whether the judge can call its model here (client installed, token set); no network."""
@@ -280,7 +289,7 @@ class LLMJudge(Judge):
         if not available.ok:
             raise JudgeError(f"{self.id}: unavailable: {available.reason}")
         try:
-            output = self._backend.generate(user_message(case.prompt, *answers), self.timeout)
+            output = self._call(user_message(case.prompt, *answers))
         except BackendError as exc:
             raise JudgeError(str(exc)) from exc
         try:
@@ -289,6 +298,36 @@ class LLMJudge(Judge):
             logger.warning("judge %s: %s", self.id, exc)
             raise JudgeError(f"{self.id}: {exc}") from exc
         return Verdict(choice, reason=reason)
+
+    def _call(self, message: str) -> Output:
+        """The chat call, given at most ``timeout`` seconds (and the pool's grace).
+
+        The HTTP client's timeout bounds each connect and each read, not the call: a
+        service that keeps sending a byte at a time (keep-alive padding while it works)
+        held a judge, and the Space's judges' thread, for as long as it liked. The call
+        runs on a daemon thread, as a model's generation runs on the pool's, and one that
+        overruns is reported as a timeout and finishes unseen, its answer discarded.
+        """
+        if not self._calls.acquire(blocking=False):
+            raise BackendError(self.id, f"{MAX_CALLS} earlier calls have not ended")
+        result: dict[str, object] = {}
+        ended = threading.Event()
+
+        def call() -> None:
+            try:
+                result["output"] = self._backend.generate(message, self.timeout)
+            except BaseException as exc:  # handed to the waiting thread, raised there
+                result["error"] = exc
+            finally:
+                self._calls.release()
+                ended.set()
+
+        threading.Thread(target=call, name=f"judge-call {self.id}", daemon=True).start()
+        if not ended.wait(self.timeout + TIMEOUT_GRACE):
+            raise BackendTimeout(self.id, f"no answer within {self.timeout:g} s")
+        if "error" in result:
+            raise result["error"]
+        return result["output"]
 
     def _answers(self, case: Case) -> tuple[str, str]:
         """Both answers' texts, or :class:`JudgeError` for a case this judge cannot read."""

@@ -4,8 +4,9 @@ Each battle is opened as a visitor's is (a random prompt of the arena's set, two
 models drawn by the matchmaker, the clips delivered blind), judged in both orders,
 and both verdicts are cast through :meth:`ArenaService.judge_vote` with the judge
 token. A battle the judge cannot judge (a recogniser that does not speak the
-prompt's language, an unreadable LLM reply) is left to expire and counted; it
-never becomes a vote.
+prompt's language, an unreadable LLM reply), or on which the judge breaks its
+contract (raises another error, answers something other than a :class:`Verdict`),
+is left to expire and counted; it never becomes a vote.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from arena_core.backends.base import lower_thread_priority
-from arena_core.judges.base import Case, Judge, JudgeError, both_orders
+from arena_core.judges.base import Case, Judge, JudgeError, Verdict, both_orders
 from arena_core.space.views import ArenaError
 
 log = logging.getLogger(__name__)
+
+#: Longest reason a run counts a battle not judged under (characters).
+REASON_CHARS = 80
+#: Seconds the Space's judges wait at least after a round that judged nothing (the votes
+#: still replaying, every battle refused at once): with ``ARENA_JUDGE_PAUSE=0`` the thread
+#: asked again hundreds of thousands of times a second, taking the CPU from visitors.
+IDLE_SECONDS = 1.0
 
 
 @dataclass
@@ -53,15 +61,47 @@ def judge_battles(service, judge: Judge, arena_id: str, battles: int, token: str
         try:
             view = service.new_battle(arena_id)
             case = Case(view.prompt, view.output_a, view.output_b, pool.language_of(view.category))
-            first, second = both_orders(judge, case)
-            service.judge_vote(view.handle, (first.choice, second.choice), judge.id, token)
+            verdicts = _verdicts(judge, case)
+            service.judge_vote(view.handle, verdicts, judge.id, token)
             run.judged += 1
         except (ArenaError, JudgeError) as exc:
-            run.not_judged[str(exc).split(":")[0][:80]] += 1
+            run.not_judged[reason(exc, judge.id)] += 1
             log.info("judge %s: battle not judged: %s", judge.id, exc)
         if progress is not None:
             progress(run)
     return run
+
+
+def _verdicts(judge: Judge, case: Case) -> tuple[str, str]:
+    """The judge's choices in both orders; a judge that breaks its contract (raises what is
+    not a :class:`JudgeError`, answers what is not a :class:`Verdict`) costs this battle,
+    with its traceback logged, not the whole run (``python -m arena_core judge`` ended at
+    the first such battle with a traceback, the battles after it never judged)."""
+    try:
+        answers = both_orders(judge, case)
+    except JudgeError:
+        raise
+    except Exception as exc:
+        log.exception("judge %s failed on a battle", judge.id)
+        raise JudgeError(f"the judge failed: {type(exc).__name__}") from exc
+    for answer in answers:
+        if not isinstance(answer, Verdict):
+            raise JudgeError(f"the judge answered {type(answer).__name__}, not a verdict")
+    return answers[0].choice, answers[1].choice
+
+
+def reason(exc: Exception, judge_id: str) -> str:
+    """What a run counts a battle not judged under: the message without the judge's own
+    name in front (an LLM judge's messages begin with its id, a speech judge's with
+    ``judge '<id>':``), cut before any quoted text (a reply, a prompt: different in each
+    battle). Until session 33 the message was cut at its first colon, so every reason of
+    an LLM judge read as its id and ``judge`` printed "not judged (50): judge/qwen2.5-72b"."""
+    text = str(exc)
+    for own in (f"{judge_id}: ", f"judge {judge_id!r}: "):
+        text = text.removeprefix(own)
+    for quote in (" '", ' "'):
+        text = text.split(quote)[0]
+    return text[:REASON_CHARS]
 
 
 class BackgroundJudges:
@@ -87,6 +127,7 @@ class BackgroundJudges:
     def _loop(self) -> None:
         lower_thread_priority()  # visitors first
         while not self._stop.is_set():
+            judged = 0
             for judge in self.judges:
                 for arena_id in judge.spec.arenas:
                     if self._stop.wait(self.pause):
@@ -101,3 +142,6 @@ class BackgroundJudges:
                     total = self.runs[(judge.id, arena_id)]
                     total.judged += one.judged
                     total.not_judged.update(one.not_judged)
+                    judged += one.judged
+            if not judged and self._stop.wait(IDLE_SECONDS):
+                return  # a round that judged nothing is not repeated at once (IDLE_SECONDS)

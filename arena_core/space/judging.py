@@ -88,14 +88,26 @@ class JudgeDesk:
             (battle.model_b, battle.model_a) if swap else (battle.model_a, battle.model_b)
         )
         style = swapped_style(battle.style) if swap else dict(battle.style)
+        clips = swapped_clips(battle.clips) if swap else dict(battle.clips)
         return dict(
             arena=battle.arena, model_a=first, model_b=second, vote=verdict,
             battle_id=battle.battle_id, prompt_id=battle.prompt_id, prompt=battle.prompt,
             category=battle.category, voter=f"judge:{judge_id}", voter_kind="judge", judge=judge_id,
             prompt_origin=battle.prompt_origin,
             model_a_version=self._versions(battle.arena, first),
-            model_b_version=self._versions(battle.arena, second), **style,
+            model_b_version=self._versions(battle.arena, second), **style, **clips,
         )  # fmt: skip
+
+
+def swapped_clips(clips: dict) -> dict:
+    """A battle's delivered clip lengths (``clip_a_s``, ``clip_b_s``) with the sides exchanged.
+
+    A judge's rows carry them as a visitor's do: the schema leaves them null only when the
+    clips are not audio, and until session 33 every judge row of a speech battle had none.
+    """
+    if not clips:
+        return {}
+    return {"clip_a_s": clips.get("clip_b_s"), "clip_b_s": clips.get("clip_a_s")}
 
 
 def swapped_style(style: dict) -> dict:
