@@ -226,3 +226,13 @@ def test_a_judges_rows_of_a_speech_battle_carry_its_clip_lengths_in_their_order(
     first, second = rows(tmp_path)
     assert (first["model_a"], first["clip_a_s"], first["clip_b_s"]) == ("m0", 1.5, 2.25)
     assert (second["model_a"], second["clip_a_s"], second["clip_b_s"]) == ("m1", 2.25, 1.5)
+
+
+def test_the_settings_never_print_their_secrets():
+    """A ``Settings`` in a log line or a traceback showed the salt and both tokens."""
+    from arena_core.space.config import Settings
+
+    settings = Settings(voter_salt="salt-secret", hf_token="hf_secret", judge_token="judge-secret")
+    assert not any(
+        secret in repr(settings) for secret in ("salt-secret", "hf_secret", "judge-secret")
+    )

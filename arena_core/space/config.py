@@ -11,7 +11,7 @@ import logging
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -31,7 +31,7 @@ class Settings:
     #: ARENA_DATA_DIR: local folder for the vote shards (``votes/``) and output cache (``cache/``).
     data_dir: Path = Path("data")
     #: ARENA_VOTER_SALT: secret mixed into voter hashes (random per process when unset).
-    voter_salt: str = ""
+    voter_salt: str = field(default="", repr=False)  # a secret: never in a log line
     #: ARENA_RATE_LIMIT / ARENA_RATE_WINDOW: votes one voter may cast per window (seconds)
     #: before further votes are written flagged and left out of the ratings.
     rate_limit: int = 30
@@ -49,7 +49,7 @@ class Settings:
     cache_memory_mb: int = 256
     #: ARENA_DATASET_REPO and HF_TOKEN: the Hub dataset the votes sync to (empty: local only).
     dataset_repo: str = ""
-    hf_token: str = ""
+    hf_token: str = field(default="", repr=False)  # a secret: never in a log line
     #: ARENA_PUSH_MINUTES: minutes between pushes of new votes to the Hub.
     push_minutes: float = 5.0
     #: ARENA_DATASET_LICENSE: licence written in the dataset card.
@@ -87,7 +87,7 @@ class Settings:
     #: ARENA_REQUIRE_LOGIN: refuse votes from visitors not signed in with Hugging Face.
     require_login: bool = False
     #: ARENA_JUDGE_TOKEN: the secret a judge's votes carry (empty: no judge votes taken).
-    judge_token: str = ""
+    judge_token: str = field(default="", repr=False)  # a secret: never in a log line
     #: ARENA_JUDGES: ids of registry judges the Space runs in the background, comma-separated
     #: (empty: none). They need ARENA_JUDGE_TOKEN.
     judges: tuple[str, ...] = ()
