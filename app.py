@@ -121,6 +121,8 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
                     "boards_settled": not service.rebuilds.running}  # fmt: skip
 
         gr.api(status, api_name="status", queue=False)
+    # Gradio records each clip's path as a file it sent and never forgets it (space/clips.py).
+    clips.forget_in(lambda: demo.temp_file_sets)
     return demo
 
 

@@ -16,14 +16,23 @@ not match the route and reach Gradio's as before.
 The response carries only what any clip's would (type, length, range): no modification
 time, no entity tag, nothing that differs between models. A clip evicted by the memory
 bound (the oldest go first) answers 404, as an expired file of Gradio's would.
+
+Gradio records the path of every file a component sends (``Block.temp_files``, listed in
+``Blocks.temp_file_sets``), and forgets one only when its clean-up deletes the file. A
+clip's path is never a file, so that clean-up skipped it and kept it: two paths a battle,
+for good (a month at a battle a second held five million, and every clean-up, every five
+minutes, looked each up on disk). :meth:`ClipStore.forget_in` gives the store those
+records: paths of clips it no longer holds are dropped from them as clips are put.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from starlette.requests import Request
@@ -36,6 +45,10 @@ API_PREFIX = "/gradio_api"
 NAME_BYTES = 16
 #: Browsers may cache a clip for a day: its name is never reused, so it never changes.
 CACHE_CONTROL = "private, max-age=86400, immutable"
+#: Fewest puts between two passes over Gradio's records (:meth:`ClipStore.forget_in`); a pass
+#: waits for as many puts as clips are held, so its cost, a look at every recorded path, is
+#: a constant share of each put.
+FORGET_EVERY = 16
 _NAME = re.compile(r"[A-Za-z0-9_-]{16,64}\.wav")
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")
 
@@ -68,6 +81,15 @@ class ClipStore:
         self._bytes = 0
         self._lock = threading.Lock()
         self.evicted = 0
+        self._records: Callable[[], Iterable[set]] = tuple
+        self._puts = 0  # since the last pass over the records
+
+    def forget_in(self, records: Callable[[], Iterable[set]]) -> None:
+        """Drop the paths of clips no longer held from the sets ``records()`` returns (Gradio's
+        records of the files it sent, ``lambda: demo.temp_file_sets``; see the module
+        docstring), in a pass every :data:`FORGET_EVERY` puts or more. Any path a record
+        names in the store's folder is a clip's (the folder holds no files)."""
+        self._records = records
 
     def put(self, data: bytes) -> str:
         """Keep a WAV clip; the path to hand the player (its URL is Gradio's for that path)."""
@@ -79,7 +101,27 @@ class ClipStore:
                 _, old = self._clips.popitem(last=False)
                 self._bytes -= len(old)
                 self.evicted += 1
+            self._puts += 1
+            held = None
+            if self._puts >= max(FORGET_EVERY, len(self._clips)):
+                self._puts, held = 0, set(self._clips)
+        if held is not None:
+            self._forget(held)
         return str(self.folder / name)
+
+    def _forget(self, held: set[str]) -> None:
+        """Drop from the records the paths in the folder of clips not in ``held``.
+
+        A record is copied before it is read (one step, under the interpreter's lock) and
+        changed in one step: Gradio adds to it from other threads meanwhile. A path Gradio
+        records after its clip was evicted (a battle held back long under a flood) is
+        dropped by the next pass."""
+        prefix = os.path.join(os.path.abspath(self.folder), "")  # as Gradio writes the paths
+        for record in list(self._records()):
+            gone = [p for p in list(record)
+                    if isinstance(p, str) and p.startswith(prefix) and p[len(prefix):] not in held]  # fmt: skip
+            if gone:
+                record.difference_update(gone)
 
     def get(self, name: str) -> bytes | None:
         with self._lock:
