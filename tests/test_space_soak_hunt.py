@@ -102,3 +102,21 @@ def test_a_board_view_reads_only_the_votes_cast_since_the_last_one(tmp_path):
     large = _read_after_one_vote(revisions, shard, 500_000)
     assert revisions.read(revisions.position()).votes_read == 402_010
     assert large < 3 * small + 0.002, (small, large)
+
+
+def test_a_hosted_spaces_download_folder_goes_with_its_file(tmp_path):
+    """gradio_client downloads each file of a Space's answer into a folder of its own (named
+    by the file's hash); the file was removed once read, its folder stayed: one a generation."""
+    from arena_core.backends.hosted import _read_result_file
+
+    alone = tmp_path / "download" / "0a1b"
+    alone.mkdir(parents=True)
+    (alone / "audio.wav").write_bytes(b"RIFF")
+    shared = tmp_path / "download" / "2c3d"
+    shared.mkdir()
+    (shared / "audio.wav").write_bytes(b"RIFF")
+    (shared / "other.wav").write_bytes(b"RIFF")  # another download still there
+    assert _read_result_file({"path": str(alone / "audio.wav")}) == b"RIFF"
+    assert _read_result_file(str(shared / "audio.wav")) == b"RIFF"
+    assert not alone.exists() and sorted(p.name for p in shared.iterdir()) == ["other.wav"]
+    assert (tmp_path / "download").is_dir()  # the client's own folder stays

@@ -32,6 +32,7 @@ models are only as fresh as the cache: clear it to re-generate.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import tempfile
 import threading
@@ -160,13 +161,19 @@ def _is_true(value: str | None) -> bool:
 
 
 def _read_result_file(raw: Any) -> bytes:
-    """A Gradio client file result (a path, or a dict with ``path``) -> its bytes; the file is removed."""
+    """A Gradio client file result (a path, or a dict with ``path``) -> its bytes; the file is
+    removed, and its folder when that leaves it empty: gradio_client downloads each file into
+    a folder of its own (named by the file's hash), which stayed behind, one per generation.
+    (It also leaves an empty folder of its own in the system's temporary folder per download,
+    which it does not name to its caller: an upstream leak, left.)"""
     path = raw.get("path") if isinstance(raw, Mapping) else raw
     if not isinstance(path, str | Path):
         raise OutputError(f"expected a file, got {type(raw).__name__}")
     path = Path(path)
     data = path.read_bytes()
     path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty (another download), or gone: left as it is
+        path.parent.rmdir()
     return data
 
 
