@@ -401,7 +401,9 @@ def main() -> None:
     start_snapshots(service, settings)
     clips = clip_store(settings)
     demo = build_demo(service, settings, clips, loading)
-    FolderBudget(demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024).start()
+    FolderBudget(
+        demo.GRADIO_CACHE, settings.temp_mb * 1024 * 1024, records=lambda: demo.temp_file_sets
+    ).start()
     demo.queue(default_concurrency_limit=8).launch(**launch_options(settings, clips))
 
 

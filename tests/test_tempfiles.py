@@ -82,3 +82,17 @@ def test_a_looping_link_or_an_undeletable_file_does_not_stop_the_bound(tmp_path,
     monkeypatch.setattr(Path, "unlink", unlink)
     FolderBudget(tmp_path, 150, clock=lambda: now).sweep()
     assert refused.exists() and not files[8].exists()  # the next oldest went instead
+
+
+def test_gradio_forgets_the_files_the_budget_deleted(tmp_path):
+    """Gradio records every file it sent and forgets one only when its own clean-up deletes
+    it: each image this bound deleted stayed recorded for good (two a battle of an image
+    arena, and every Gradio clean-up looked each up on disk)."""
+    now = 10_000.0
+    files = [make(tmp_path, f"h{k}/image.png", 100, now - 1000 + k) for k in range(10)]
+    sent = {str(p) for p in files} | {"/elsewhere/kept.png"}
+    other = {str(files[-1])}
+    budget = FolderBudget(tmp_path, 500, clock=lambda: now, records=lambda: [sent, other])
+    budget.sweep()
+    assert sent == {str(p) for p in files if p.exists()} | {"/elsewhere/kept.png"}
+    assert len(sent) == 5 and other == {str(files[-1])}  # what is still served stays recorded
