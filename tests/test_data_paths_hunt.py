@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from arena_core.votes.read import read_votes, vote_files
+from tests.hubfake import row
 from tests.test_cli_streams import cli
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -56,3 +57,23 @@ def test_export_reads_a_fastchat_export_into_its_arena_as_the_other_commands_do(
     again = cli("leaderboard", "--votes", out, "--arena", "sts", "--format", "json",
                 "--read-at", "2026-12-01")  # fmt: skip
     assert json.loads(again.stdout)["rows"] == json.loads(board.stdout)["rows"]
+
+
+@pytest.mark.parametrize("name", ["stdin", "votes.log", "0-63"])
+def test_a_vote_log_whose_first_line_is_a_damaged_list_is_still_read_as_lines(tmp_path, name):
+    """Told by its first byte alone, a log named other than ``*.jsonl`` whose first line was
+    a damaged ``[1, 2]`` was read as one broken FastChat export: its good votes were neither
+    read nor counted (found by the day's review)."""
+    good = [json.dumps(row(k)) for k in range(5)]
+    path = tmp_path / name
+    path.write_text("[1, 2]\n" + "\n".join(good) + "\n")
+    votes = read_votes(path)
+    assert len(votes) == 5 and votes.skipped == {"not_an_object": 1}
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_fastchat_export_of_one_line_or_indented_is_told_under_any_name(tmp_path, indent):
+    battles = json.loads(STS.read_text())
+    path = tmp_path / "stdin"
+    path.write_text(json.dumps(battles, indent=indent) + "\n")
+    assert len(read_votes(path)) == len(read_votes(STS)) > 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import glob
 import logging
+import mmap
 import os
 import re
 from collections import Counter
@@ -227,6 +228,8 @@ _GLOB = re.compile(r"[*?\[]")
 
 #: The first bytes of a Parquet file, and of the compressed files a log may be shipped in
 #: (gzip, zstd, bzip2, xz): none of these starts a JSON line.
+#: A byte other than whitespace (found without copying what follows a file's first line).
+_TEXT = re.compile(rb"\S")
 _PARQUET_MAGIC = b"PAR1"
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ\x00")
 
@@ -238,10 +241,11 @@ def _detect(path: Path) -> str:
     ``VOTES.PARQUET`` is read as Parquet, and a ``.jsonl.gz`` is refused as compressed,
     where both were read as JSONL, every line counted ``invalid_json``.
 
-    A FastChat export is told by its first bytes too (a JSON list; no JSONL vote log starts
-    with ``[``), whatever its name: one given as ``--votes -`` (copied to a file named
-    ``stdin``), as ``<(...)``, or named ``STS.JSON`` was read as JSONL before,
-    every line of it ``invalid_json`` and the board refused."""
+    A FastChat export is a JSON list: one named ``*.json`` is told by its first byte, ``[``;
+    one under any other name (``--votes -`` is copied to a file named ``stdin``, ``<(...)``,
+    ``STS.JSON``), which was read as JSONL, every line of it ``invalid_json`` and the board
+    refused, by its shape (:func:`_one_document`): a damaged first line ``[1, 2]`` of a
+    vote log must not turn the log's good lines into one broken export."""
     if path.suffix == ".parquet":
         return "parquet"
     if path.suffix == ".jsonl":
@@ -255,9 +259,24 @@ def _detect(path: Path) -> str:
         return "parquet"
     if head.startswith(_COMPRESSED_MAGIC):
         return "compressed"
-    if head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"["):
+    if head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"[") and (
+        path.suffix.lower() == ".json" or _one_document(path)
+    ):
         return "fastchat"
     return "jsonl"
+
+
+def _one_document(path: Path) -> bool:
+    """Whether a file beginning with ``[`` is one JSON document, not lines: its first line is
+    ``[`` alone (``json.dump`` with an indent, as FastChat writes), or it has one line (a
+    compact dump). A vote log whose first line is a damaged ``[...]`` has more lines."""
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            start = 3 if data[:3] == codecs.BOM_UTF8 else 0
+            end = data.find(b"\n", start)
+            return end < 0 or data[start:end].strip() == b"[" or not _TEXT.search(data, end)
+    except (OSError, ValueError):  # unreadable (the reader says so), or empty
+        return False
 
 
 def _asked(columns) -> list[str] | None:
