@@ -199,7 +199,8 @@ class _Battles:
             reveal = await self.reveal_of((state or {}).get("handle"), choice, request, profile)
         except (ArenaError, IdentityError) as exc:
             raise _refusal(exc) from None
-        state = {**state, "voted": True, "votes": state.get("votes", 0) + 1}
+        state = {**(state or {}), "voted": True}
+        visit.counted(state, state.get("handle"))  # once, however often the vote is answered
         return state, presenters.reveal_markdown(reveal), presenters.reveal_data(reveal)
 
     async def board(self, arena_id: str):
@@ -337,7 +338,8 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
             if not (handle and on_screen and state.get("handle") == handle):
                 return gr.skip(), *unchanged
             return state, *page.vote_refused(ui_text.VOTE_FAILED)
-        visit.counted(state, handle)  # the vote counts for the session anyway
+        if not visit.counted(state, handle):  # counted already: its other press answered first
+            return gr.skip(), *unchanged
         # The board of the reveal, read only if there is one to show.
         board = await battles.board(state["arena"]) if state.get("handle") == handle else None
         if state.get("handle") != handle:  # moved on (before or meanwhile): a toast instead

@@ -110,6 +110,7 @@ def test_a_vote_written_before_the_server_failed_is_revealed_when_pressed_again(
     visit.key("a")  # pressed again: the vote already recorded is revealed
     expect(page.locator("#side-A .side-head.picked")).to_be_visible(timeout=20_000)
     expect(page.locator("#status")).to_contain_text("You voted A is better")
+    expect(page.locator("#status")).to_contain_text("That makes 1 this session")  # counted once
     expect(page.locator("#next-battle")).to_be_visible()
     no_bare_error(page)
     assert len(read_votes(running_app.settings.votes_dir)) == before + 1

@@ -179,3 +179,17 @@ def test_a_battles_clips_start_at_zero_and_a_cleared_clip_is_not_seeked():
         assert [p["value"] for p in cleared] == [None, None], step
         assert not [p for p in cleared if "playback_position" in p], step
         assert [p["label"] for p in cleared] == ["Clip A", "Clip B"], step
+
+
+def test_a_battle_answered_twice_counts_once_for_the_session():
+    """The service answers a vote sent again with the vote it recorded (a page whose answer
+    was lost sees it); when two presses both come back with it, the session's count grew by
+    two (found by the day's review). Each battle counts once, for the last few battles."""
+    state = {}
+    assert visit.counted(state, "h1") and not visit.counted(state, "h1")
+    assert state["votes"] == 1
+    for k in range(2, visit.COUNTED_KEPT + 2):
+        assert visit.counted(state, f"h{k}")
+    assert state["votes"] == visit.COUNTED_KEPT + 1
+    assert not visit.counted(state, f"h{visit.COUNTED_KEPT + 1}")
+    assert len(state["counted"]) == visit.COUNTED_KEPT  # bounded

@@ -10,7 +10,7 @@ visitor moved on. The dict holds
   battle ``n``; the page's gate carries that number (``data-battle``) and the page's script
   sends it with each vote, read when the button is pressed;
 - ``left``: the last few battles the visitor left unvoted (number, handle and when each);
-- ``votes``: the session's recorded votes.
+- ``votes``: the session's recorded votes; ``counted``: the last battles they were on.
 
 **Why the number.** A vote goes through Gradio's queue and "new battle" does not, so on a
 busy server a visitor who presses A and then N at once can have the new battle asked for
@@ -32,6 +32,9 @@ from arena_core.space.sessions import page_report
 LEFT_GRACE = 120.0
 #: Left battles remembered at most: a vote waits for the queue behind a few clicks, not more.
 LEFT_KEPT = 4
+#: Battles whose vote the page counted, remembered (a vote answered twice is counted once):
+#: the battle on screen and those left that a vote may still reach.
+COUNTED_KEPT = LEFT_KEPT + 2
 
 
 def claim(state: dict | None, handle: str, arena: str, modality: str) -> dict:
@@ -91,8 +94,18 @@ def voted_battle(state: dict | None, number: int | None, now: float) -> tuple[st
     return None, False
 
 
-def counted(state: dict, handle: str) -> None:
-    """A vote on ``handle`` was recorded: one more for the session; a left battle voted on
-    is forgotten (it takes no second vote anyway: the service refuses it)."""
+def counted(state: dict, handle: str) -> bool:
+    """A vote on ``handle`` was recorded: one more for the session, unless this page counted
+    that battle's vote already (False then); a left battle voted on is forgotten (it takes
+    no second vote anyway: the service refuses it).
+
+    The service answers a vote sent again with the vote it recorded (a page whose answer was
+    lost), so two presses can both come back with it: the battle is counted once
+    (``counted``: the last :data:`COUNTED_KEPT` battles counted)."""
+    done = state.get("counted", [])
+    if handle in done:
+        return False
+    state["counted"] = [*done, handle][-COUNTED_KEPT:]
     state["votes"] = state.get("votes", 0) + 1
     state["left"] = [left for left in state.get("left", ()) if left["handle"] != handle]
+    return True
