@@ -9,7 +9,8 @@ address and, where the browser sends the cookie, as the visitor's Hugging Face a
 Sign-in and the rate limit counted each visitor as a voter of their own, so the ranking
 went to whoever had the most traffic. The page that sent a request is in its ``Origin``
 header, which a script cannot set: a vote from a page of another site is now refused and
-writes nothing, while the arena's own page and API clients (no ``Origin``) vote as before.
+writes nothing, while the arena's own page (its own site as ``Origin``) and API clients
+(no ``Origin``) vote as before.
 
 The app runs on 127.0.0.1 with fast fake models; the requests name a public host
 (``Host``), as they would reach a Space.
@@ -172,15 +173,21 @@ def test_a_battle_asked_for_by_a_page_of_another_site_is_refused_before_any_engi
 def test_a_spaces_own_host_names_are_its_site_whatever_host_the_proxy_forwards(tmp_path):
     """On a Space, ``SPACE_HOST`` names the page's hosts (custom domains included), in case the
     proxy forwards another ``Host``."""
-    settings = Settings.from_env({"ARENA_VOTER_SALT": "s",
+    settings = Settings.from_env({"ARENA_VOTER_SALT": "s", "ARENA_SITES": "embed.example.net",
                                   "SPACE_HOST": "owner-arena.hf.space, vote.example.org"})  # fmt: skip
-    assert settings.space_host == ("owner-arena.hf.space", "vote.example.org")
-    with running(tmp_path, space_host=settings.space_host) as launched:
+    assert settings.sites == ("owner-arena.hf.space", "vote.example.org", "embed.example.net")
+    with running(tmp_path, sites=settings.sites) as launched:
         inside = {"Host": "10.16.0.7:7860"}
-        for origin in ("https://owner-arena.hf.space", "https://vote.example.org"):
+        for origin in ("https://owner-arena.hf.space", "https://vote.example.org",
+                       "https://embed.example.net"):  # fmt: skip
             answer = battle_then_vote(launched, origin, {**inside, "Origin": origin})
             assert answer["data"][2]["counted"], answer
         answer = battle_then_vote(launched, "evil", {**inside, "Origin": EVIL})
+        assert REFUSED in (answer.get("error") or ""), answer
+        # DNS rebinding: another site's page, its name pointed at the arena's address, sends
+        # that name as Origin and Host; with the arena's names given, it is not among them.
+        rebound = {"Host": "evil.example", "Origin": EVIL, "Sec-Fetch-Site": "same-origin"}
+        answer = battle_then_vote(launched, "rebound", rebound)
         assert REFUSED in (answer.get("error") or ""), answer
 
 
@@ -190,7 +197,6 @@ def test_a_spaces_own_host_names_are_its_site_whatever_host_the_proxy_forwards(t
     ({"host": "a.org", "origin": "https://a.org"}, (), False),
     ({"host": "A.ORG:443", "origin": "https://a.org"}, (), False),
     ({"host": "a.org", "origin": "http://a.org:80"}, (), False),
-    ({"host": "[::1]:7860", "origin": "http://[::1]:7860"}, (), False),
     ({"host": "10.0.0.1", "origin": "https://b.org"}, ("b.org",), False),
     ({"host": "a.org", "origin": "https://b.org"}, (), True),
     ({"host": "a.org", "origin": "https://a.org:8443"}, (), True),
@@ -200,9 +206,19 @@ def test_a_spaces_own_host_names_are_its_site_whatever_host_the_proxy_forwards(t
     ({"host": "a.org", "origin": "ftp://a.org"}, (), True),
     ({"host": "a.org", "origin": "https://[::1"}, (), True),
     ({"origin": "https://a.org"}, (), True),  # no Host to be the same site as
+    ({"host": "a.org", "origin": "https://a.org."}, (), False),  # a final dot names the same host
+    ({"host": "a.org.:443", "origin": "https://a.org"}, (), False),
+    ({"host": "evil.org", "origin": "https://evil.org"}, ("a.org",), True),  # DNS rebinding
+    ({"host": "10.0.0.7", "origin": "https://a.org"}, ("a.org",), False),  # a proxy's own Host
 ])  # fmt: skip
 def test_foreign_origin(headers, sites, foreign):
     assert identity.foreign_origin(headers, sites) is foreign
+
+
+def test_an_ipv6_host_is_its_own_site_whatever_its_case():
+    headers = {"host": "[2001:db8::7]:8080", "origin": "http://[2001:DB8::7]:8080"}
+    assert not identity.foreign_origin(headers)
+    assert identity.foreign_origin({**headers, "origin": "http://[2001:db8::8]:8080"})
 
 
 def test_no_identity_is_taken_from_another_sites_page_not_even_a_signed_in_user():

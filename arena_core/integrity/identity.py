@@ -27,8 +27,8 @@ vote from its own visitors' browsers: each vote from the visitor's address, and,
 browser sends the cookie, as the visitor's Hugging Face account. The ranking would then
 belong to whoever has the most traffic, however sign-in and the rate limit count. A
 browser always names the page that sent a request in its ``Origin`` header, and a script
-cannot change it; the arena's own page is served from the site the request goes to, and
-API clients (``gradio_client``, scripts) send no ``Origin``.
+cannot change it: the arena's own page sends its own site, and API clients
+(``gradio_client``, scripts) send none.
 """
 
 from __future__ import annotations
@@ -143,9 +143,15 @@ def foreign_origin(headers: Mapping[str, str] | None, sites: Iterable[str] = ())
     """Whether a browser sent the request from a page of another site than the arena's.
 
     No ``Origin`` header: not sent by a page's script (an API client), so not foreign.
-    Otherwise the origin's host and port must be the request's own ``Host`` or one of
-    ``sites`` (default ports aside, case ignored); ``null`` (a sandboxed or local page) and
-    anything that is not an http(s) origin are foreign. See the module docstring for why.
+    Otherwise the origin's host and port must be one of ``sites`` when any are named (a
+    Space's ``SPACE_HOST``, ``ARENA_SITES``), else the request's own ``Host`` (default ports,
+    case and a final dot aside); ``null`` (a sandboxed or local page) and anything that is
+    not an http(s) origin are foreign. See the module docstring for why.
+
+    Named sites leave the ``Host`` out on purpose: a server that answers any ``Host`` (as
+    uvicorn does) can be reached by DNS rebinding, where another site's page sends its own
+    name as both ``Origin`` and ``Host`` (the browser sees one site, so even its
+    ``Sec-Fetch-Site`` says ``same-origin``); only names the operator gave cannot be spoken so.
     """
     origin = (headers or {}).get(ORIGIN)
     if origin is None:
@@ -157,15 +163,20 @@ def foreign_origin(headers: Mapping[str, str] | None, sites: Iterable[str] = ())
         return True
     if scheme not in _DEFAULT_PORTS or not netloc or "@" in netloc:
         return True
-    own = [(headers or {}).get("host") or "", *sites]
+    own = list(sites) or [(headers or {}).get("host") or ""]
     return _authority(netloc, scheme) not in {_authority(h, scheme) for h in own if h.strip()}
 
 
 def _authority(host: str, scheme: str) -> str:
-    """``host[:port]`` in lower case, without the scheme's default port."""
+    """``host[:port]`` in lower case, without the scheme's default port or a final dot
+    (``arena.org.`` names ``arena.org``)."""
     host = host.strip().lower()
     default = f":{_DEFAULT_PORTS[scheme]}"
-    return host[: -len(default)] if host.endswith(default) else host
+    host = host[: -len(default)] if host.endswith(default) else host
+    name, colon, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+    if not colon or not port.isdigit():  # no port (an IPv6 address's colons aside)
+        return host.rstrip(".")
+    return f"{name.rstrip('.')}:{port}"
 
 
 def same_site(rule: IdentityRule, headers: Mapping[str, str] | None) -> None:

@@ -56,11 +56,13 @@ class Settings:
     dataset_license: str = "cc-by-4.0"
     #: SPACE_ID: set by Hugging Face Spaces; enables the login button.
     space_id: str = ""
-    #: SPACE_HOST: set by Hugging Face Spaces, the host names the Space's page is served
-    #: under (its hf.space name, then any custom domain, comma-separated). Votes sent by a
-    #: page of any other site are refused (``identity.foreign_origin``); the request's own
-    #: ``Host`` always counts, so off a Space nothing needs setting.
-    space_host: tuple[str, ...] = ()
+    #: SPACE_HOST (set by Hugging Face Spaces: its hf.space name, then any custom domain)
+    #: and ARENA_SITES (an operator's own names, e.g. behind a reverse proxy or for a site
+    #: that embeds the page), comma-separated: the host names the arena's page is served
+    #: under. Battles and votes sent by a page of any other site are refused
+    #: (``identity.foreign_origin``); with no name given, the request's own ``Host`` is the
+    #: arena's site.
+    sites: tuple[str, ...] = ()
     #: ARENA_LISTEN_SHARE: the listening gate. A vote on an audio battle is refused until
     #: this share of the two clips' total duration has passed since delivery. 0.5 admits
     #: a visitor who plays both at double speed (the player offers it), or side by side.
@@ -116,7 +118,7 @@ class Settings:
     def identity(self) -> IdentityRule:
         """How voters are identified (see ``arena_core.integrity.identity``)."""
         return IdentityRule(trusted_proxies=self.trusted_proxies, require_login=self.require_login,
-                            sites=self.space_host)  # fmt: skip
+                            sites=self.sites)  # fmt: skip
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -155,8 +157,11 @@ class Settings:
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes),
             dataset_license=_text(env, "ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=space_id,
-            space_host=tuple(
-                h.strip() for h in _text(env, "SPACE_HOST", "").split(",") if h.strip()
+            sites=tuple(
+                h.strip()
+                for name in ("SPACE_HOST", "ARENA_SITES")
+                for h in _text(env, name, "").split(",")
+                if h.strip()
             ),
             trusted_proxies=_number(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
             require_login=require_login,
