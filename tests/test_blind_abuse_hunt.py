@@ -175,8 +175,9 @@ def test_a_spaces_own_host_names_are_its_site_whatever_host_the_proxy_forwards(t
     proxy forwards another ``Host``."""
     settings = Settings.from_env({"ARENA_VOTER_SALT": "s", "ARENA_SITES": "embed.example.net",
                                   "SPACE_HOST": "owner-arena.hf.space, vote.example.org"})  # fmt: skip
-    assert settings.sites == ("owner-arena.hf.space", "vote.example.org", "embed.example.net")
-    with running(tmp_path, sites=settings.sites) as launched:
+    assert settings.identity.sites == ("owner-arena.hf.space", "vote.example.org",
+                                       "embed.example.net")  # fmt: skip
+    with running(tmp_path, space_host=settings.space_host, sites=settings.sites) as launched:
         inside = {"Host": "10.16.0.7:7860"}
         for origin in ("https://owner-arena.hf.space", "https://vote.example.org",
                        "https://embed.example.net"):  # fmt: skip

@@ -62,6 +62,7 @@ class Settings:
     #: under. Battles and votes sent by a page of any other site are refused
     #: (``identity.foreign_origin``); with no name given, the request's own ``Host`` is the
     #: arena's site.
+    space_host: tuple[str, ...] = ()
     sites: tuple[str, ...] = ()
     #: ARENA_LISTEN_SHARE: the listening gate. A vote on an audio battle is refused until
     #: this share of the two clips' total duration has passed since delivery. 0.5 admits
@@ -118,7 +119,7 @@ class Settings:
     def identity(self) -> IdentityRule:
         """How voters are identified (see ``arena_core.integrity.identity``)."""
         return IdentityRule(trusted_proxies=self.trusted_proxies, require_login=self.require_login,
-                            sites=self.sites)  # fmt: skip
+                            sites=self.space_host + self.sites)  # fmt: skip
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -157,12 +158,8 @@ class Settings:
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes),
             dataset_license=_text(env, "ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=space_id,
-            sites=tuple(
-                h.strip()
-                for name in ("SPACE_HOST", "ARENA_SITES")
-                for h in _text(env, name, "").split(",")
-                if h.strip()
-            ),
+            space_host=_names(_text(env, "SPACE_HOST", "")),
+            sites=_names(_text(env, "ARENA_SITES", "")),
             trusted_proxies=_number(env, "ARENA_TRUSTED_PROXIES", 1 if space_id else 0),
             require_login=require_login,
             listen_share=_number(env, "ARENA_LISTEN_SHARE", cls.listen_share),
@@ -221,6 +218,11 @@ RANGES: Mapping[str, Range] = MappingProxyType({
     "ARENA_JUDGE_PAUSE": Range(float, 0, 86_400),  # up to a day
     "ARENA_SNAPSHOT_EVERY_HOURS": Range(float, 0, 8760),  # up to a year; 0: off
 })  # fmt: skip
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """Host names from a comma-separated list (blanks dropped)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _text(env: Mapping[str, str], name: str, default: str) -> str:
