@@ -4,6 +4,7 @@ size and, for a cached image, its very bytes could name the model before the vot
 image model runs here (no network): painters in the providers' own habits stand in."""
 
 import io
+import struct
 from copy import deepcopy
 from types import MappingProxyType
 
@@ -137,6 +138,53 @@ def test_an_unreadable_or_huge_image_fails_its_side_not_the_server(monkeypatch):
     failed = checked("m1", huge)
     assert isinstance(failed, BackendError) and "delivered blind" in str(failed)
     assert checked("m1", failed) is failed
+
+
+def icc_profile(red, green, blue, gamma=2.2) -> bytes:
+    """A minimal ICC v2 RGB display profile (matrix and gamma curves) with these primaries
+    (XYZ, D50): enough for the colour engine, made here since this machine holds no .icc file."""
+
+    def s15(x):
+        return struct.pack(">i", round(x * 65536))
+
+    def xyz(x, y, z):
+        return b"XYZ " + b"\0" * 4 + s15(x) + s15(y) + s15(z)
+
+    curve = b"curv" + b"\0" * 4 + struct.pack(">IH", 1, round(gamma * 256)) + b"\0\0"
+    text = b"test\0"
+    desc = b"desc" + b"\0" * 4 + struct.pack(">I", len(text)) + text + b"\0" * 78
+    tags = [(b"desc", desc), (b"wtpt", xyz(0.9642, 1.0, 0.8249)), (b"rXYZ", xyz(*red)),
+            (b"gXYZ", xyz(*green)), (b"bXYZ", xyz(*blue)), (b"rTRC", curve),
+            (b"gTRC", curve), (b"bTRC", curve)]  # fmt: skip
+    offset, table, data = 128 + 4 + 12 * len(tags), b"", b""
+    for sig, body in tags:
+        table += sig + struct.pack(">II", offset + len(data), len(body))
+        data += body + b"\0" * (-len(body) % 4)
+    header = (struct.pack(">I", offset + len(data)) + b"\0" * 4 + bytes([2, 0x10, 0, 0])
+              + b"mntrRGB XYZ " + b"\0" * 12 + b"acsp" + b"\0" * 28
+              + s15(0.9642) + s15(1.0) + s15(0.8249) + b"\0" * 48)  # fmt: skip
+    return header + struct.pack(">I", len(tags)) + table + data
+
+
+#: sRGB's primaries (D50), and a profile that swaps red and green: a colour engine that
+#: reads it turns stored red into sRGB green, which shows that the profile was applied.
+SRGB_PRIMARIES = (0.4361, 0.2225, 0.0139), (0.3851, 0.7169, 0.0971), (0.1431, 0.0606, 0.7141)
+
+
+def test_an_images_colour_profile_is_applied_not_dropped():
+    """A wide-gamut image (Display P3, Adobe RGB) whose profile was dropped looked duller than
+    its provider meant, which could tell its model apart (found by the day's review)."""
+    red, green, blue = SRGB_PRIMARIES
+    swapped = encoded(Image.new("RGB", (64, 64), (255, 0, 0)), "PNG",
+                      icc_profile=icc_profile(green, red, blue))  # fmt: skip
+    plain = encoded(Image.new("RGB", (64, 64), (255, 0, 0)), "PNG")
+    a, b = deliver_images([swapped, plain], np.random.default_rng(7))
+    shown = [np.asarray(Image.open(io.BytesIO(o.to_bytes())), dtype=np.int16)[32, 32]
+             for o in (a, b)]  # fmt: skip
+    assert np.abs(shown[0] - [0, 255, 0]).max() <= 2  # as the profile says: green
+    assert np.abs(shown[1] - [255, 0, 0]).max() <= 1  # no profile: sRGB, as it is
+    with Image.open(io.BytesIO(a.to_bytes())) as image:
+        assert "icc_profile" not in image.info  # delivered in sRGB, with no profile of its own
 
 
 class HabitPainter(FakeBackend):
