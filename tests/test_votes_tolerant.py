@@ -355,3 +355,39 @@ def test_an_empty_piece_list_gives_the_wanted_columns():
     assert table.num_rows == 0 and table.schema == pa.schema(
         [f for f in ARROW_SCHEMA if f.name in ("vote_id", "vote")]
     )
+
+
+def test_a_line_appended_while_the_file_is_read_is_left_to_the_next_read(tmp_path, monkeypatch):
+    """The file was judged to end with a newline at one size and mapped whole at another: a
+    vote a writer was appending meanwhile was read half-written and counted invalid_json
+    (found by the day's review). Now only the judged bytes are read."""
+    path = tmp_path / "votes-g.jsonl"
+    path.write_bytes(b"\n".join(line(k) for k in range(5)) + b"\n")
+    windows = jsonl._windows
+
+    def appended_meanwhile(file, size=None):
+        with file.open("ab") as f:
+            f.write(line(5)[:20])  # a writer half-way through its line
+        return windows(file, size)
+
+    monkeypatch.setattr(jsonl, "_windows", appended_meanwhile)
+    skipped = Counter()
+    table = jsonl.read_jsonl(path, skipped, ALL)
+    assert table.num_rows == 5 and not skipped
+
+
+def test_a_lone_return_cut_off_a_window_does_not_send_it_down_the_damaged_path(
+    tmp_path, monkeypatch
+):
+    lines = [line(k) for k in range(4)]
+    lines[3] = line(3)[:10] + b"\r" + line(3)[10:]  # a lone return, in the last line only
+    path = tmp_path / "votes-r.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    sent = []
+    read_damaged_ = tolerant.read_damaged
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", len(b"\n".join(lines[:3])) + 30)
+    monkeypatch.setattr(jsonl, "read_damaged", lambda data, *a: sent.append(data) or
+                        read_damaged_(data, *a))  # fmt: skip
+    skipped = Counter()
+    jsonl.read_jsonl(path, skipped, ALL)
+    assert len(sent) == 1 and sent[0].startswith(line(3)[:10])  # only the window holding it

@@ -52,7 +52,7 @@ def read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
         f.seek(max(0, size - 1))
         clean_end = f.read(1) in (b"\n", b"")
     if clean_end and not bom:
-        return _read_windows(path, skipped, wanted)
+        return _read_windows(path, size, skipped, wanted)
     data = path.read_bytes()[len(codecs.BOM_UTF8) if bom else 0 :]
     if clean_end:
         return parse_jsonl(data, skipped).select(wanted)
@@ -76,10 +76,11 @@ def parse_jsonl(data: bytes, skipped: Counter) -> pa.Table:
     return _window_table(data, 0, len(data), newlines, lone_return, lines, skipped, wanted)
 
 
-def _read_windows(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
-    """A file read window by window (:func:`_windows`), as one table."""
+def _read_windows(path: Path, size: int, skipped: Counter, wanted: list[str]) -> pa.Table:
+    """The first ``size`` bytes of a file (those judged to end with a newline) read window
+    by window (:func:`_windows`), as one table."""
     tables, damaged = [], 0
-    for start, end, mapped, newlines, lone_return in _windows(path):
+    for start, end, mapped, newlines, lone_return in _windows(path, size):
         before = sum(skipped.values())
         tables.append(_window_table(mapped, start, end, newlines, lone_return, len(newlines),
                                     skipped, wanted))  # fmt: skip
@@ -106,8 +107,10 @@ def _window_table(data, start: int, end: int, newlines, lone_return: bool, lines
     return read_damaged(window, skipped, wanted)
 
 
-def _windows(path: Path):
-    """The file's windows of about :data:`_SCAN_WINDOW` bytes, each ending after a newline
+def _windows(path: Path, size: int | None = None):
+    """The windows of the file's first ``size`` bytes (default: all; a line a writer appends
+    meanwhile is left to the next read, not judged half-written) of about
+    :data:`_SCAN_WINDOW` bytes, each ending after a newline
     (so every line is judged whole, from its start; a line longer than a window is one
     window), as ``(start, end, mapping, newlines, lone_return)``: the newlines' offsets
     from ``start`` and whether a carriage return is followed by a byte other than a newline
@@ -117,15 +120,18 @@ def _windows(path: Path):
     lines' starts), and each window's pages leave the process's memory once the caller is
     done with it, so a mapped shard never adds its size to peak memory.
     """
-    if path.stat().st_size == 0:
+    size = min(path.stat().st_size, size if size is not None else path.stat().st_size)
+    if size == 0:
         return
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        size, start = len(mapped), 0
+    with path.open("rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+        start = 0
         while start < size:
             end = min(start + _SCAN_WINDOW, size)
             newlines, lone_return = line_breaks(mapped, start, end)
             if end < size and len(newlines):  # the window ends after its last newline
                 end = start + int(newlines[-1]) + 1
+                if lone_return:  # judged on the window as cut: what was cut off is the next's
+                    _, lone_return = line_breaks(mapped, start, end)
             elif end < size:  # a line longer than the window: the window takes it whole
                 end = mapped.find(b"\n", end) + 1 or size
                 newlines, lone_return = line_breaks(mapped, start, end)
