@@ -322,7 +322,11 @@ class LLMJudge(Judge):
                 self._calls.release()
                 ended.set()
 
-        threading.Thread(target=call, name=f"judge-call {self.id}", daemon=True).start()
+        try:
+            threading.Thread(target=call, name=f"judge-call {self.id}", daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had: the call never ran, its slot is free
+            self._calls.release()
+            raise BackendError(self.id, f"could not start the call: {exc}") from None
         if not ended.wait(self.timeout + TIMEOUT_GRACE):
             raise BackendTimeout(self.id, f"no answer within {self.timeout:g} s")
         if "error" in result:
