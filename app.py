@@ -351,12 +351,17 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
 
     triggers = [page.new.click, page.next.click, page.prompt_in.submit]  # Enter in the prompt
     ticket = gr.Number(0, visible=False, precision=0)
+    # page_start runs for every request ("multiple"): under Gradio's default "once" the page
+    # dropped a battle asked for while the last one was still being made, which then came
+    # back stale, and the gate said "Making both outputs…" for good (N pressed twice on a
+    # typed prompt; tests/test_first_command_hunt.py). A stale one returns at once.
     gr.on(triggers, page_begin, inputs=[session, page.prompt_in, page.arena_in],
           outputs=[ticket, page.prompt_shown, *page.begin_outputs],
           queue=False, api_visibility="private").then(None, js=assets.RESET).then(
         page_start, inputs=[session, ticket, page.arena_in, page.prompt_in, page.language_in],
         outputs=[session, page.prompt_shown, *page.battle_outputs], api_visibility="private",
-        concurrency_limit=BATTLE_WORKERS, concurrency_id="battle")  # fmt: skip
+        concurrency_limit=BATTLE_WORKERS, concurrency_id="battle",
+        trigger_mode="multiple")  # fmt: skip
     # The page script's report of the seconds each clip played, filled in as a vote is sent.
     report = gr.Textbox(visible=False)
     for choice, button in zip(VOTES, page.buttons, strict=True):

@@ -78,6 +78,15 @@ def _text(value, missing: str = "-") -> str:
     return missing if value is None or value == "" else terminal_safe(str(value))
 
 
+def _prior_line(prior: dict) -> str:
+    """The registry's prior as one line: ``prior none`` without one (it printed
+    ``prior - (none , no source)``, for every shipped model)."""
+    if not prior:
+        return "prior none"
+    return (f"prior {_num(prior.get('rating'))} ({_text(prior.get('benchmark'), 'none')} "
+            f"{prior.get('value', '')}, {_text(prior.get('source'), 'no source')})")  # fmt: skip
+
+
 def model_table(report) -> str:
     """The report as plain-text sections, as the CLI prints it."""
     row, reg = report.board_row, report.registry or {}
@@ -87,8 +96,7 @@ def model_table(report) -> str:
         f"{report.votes_used} counted votes in the arena",
         f"licence {_text(reg.get('license'))}, source {_text(reg.get('url'))}, family "
         f"{_text(reg.get('family'))}",
-        f"prior {_num(prior.get('rating'))} ({_text(prior.get('benchmark'), 'none')} "
-        f"{prior.get('value', '')}, {_text(prior.get('source'), 'no source')})",
+        _prior_line(prior),
     ]
     if row is not None:
         lines.append(f"rating {_num(row.rating)} [{_num(row.ci_low)}, {_num(row.ci_high)}], "
