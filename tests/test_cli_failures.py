@@ -94,6 +94,26 @@ def test_a_pipe_is_written_through_not_replaced(tmp_path):
     assert got == [b"counts"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
+@pytest.mark.parametrize("hops", [1, 2])
+def test_dev_stdout_of_a_command_whose_output_goes_to_a_file_stays_a_link(tmp_path, hops):
+    """``--out /dev/stdout`` with the output redirected to a file: the link led to a regular
+    file, so the rename replaced ``/dev/stdout`` itself with a file, for every later program
+    on the machine (a clean-clone run's ``flite -o /dev/stdout`` then wrote nothing), and the
+    command's own output got nothing. A link of our own into ``/proc`` stands in for it."""
+    redirected = tmp_path / "redirected.txt"
+    fd = os.open(redirected, os.O_WRONLY | os.O_CREAT)
+    try:
+        link = tmp_path / "stdout"
+        os.symlink(f"/proc/self/fd/{fd}", link)
+        for k in range(1, hops):  # a link to the link, as /dev/stdout -> /proc/self/fd/1
+            os.symlink(link.name, tmp_path / f"stdout{k}")
+            link = tmp_path / f"stdout{k}"
+        write_atomically(link, lambda f: f.write(b"counts"))
+        assert redirected.read_bytes() == b"counts" and link.is_symlink()
+    finally:
+        os.close(fd)
+
+
 def test_output_piped_into_head_ends_quietly(votes):
     """``leaderboard ... | head -1``: the reader goes away; no BrokenPipeError traceback,
     and the exit status of a process killed by SIGPIPE."""

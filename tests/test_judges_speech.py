@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -286,9 +288,11 @@ def flite(text: str, *settings: str) -> Output:
     args = [program, "-voice", "slt"]
     for setting in settings:
         args += ["--setf", setting]
-    wav = subprocess.run([*args, "-t", text, "-o", "/dev/stdout"], capture_output=True,
-                         check=True, timeout=60).stdout  # fmt: skip
-    return Output.from_wav(wav)
+    with tempfile.TemporaryDirectory() as folder:  # a file: no machine-wide /dev/stdout needed
+        out = Path(folder) / "speech.wav"
+        subprocess.run([*args, "-t", text, "-o", str(out)], capture_output=True, check=True,
+                       timeout=60)  # fmt: skip
+        return Output.from_wav(out.read_bytes())
 
 
 @pytest.fixture(scope="module")

@@ -52,10 +52,15 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
 
     A path that exists and is not a regular file (``/dev/stdout``, a named pipe) is
     written through, not replaced: renaming over it would replace the device itself, and
-    pyarrow, on a failed write, deletes the path it was given (as root, ``/dev/full``).
+    pyarrow, on a failed write, deletes the path it was given (as root, ``/dev/full``). So
+    is a path under ``/dev`` or ``/proc``, or a link into them: ``/dev/stdout`` of a command
+    whose output goes to a file leads to that regular file, and the rename replaced the
+    link ``/dev/stdout`` itself with a file, for every later program on the machine, while
+    the command's own output got nothing (found when a clean-clone run's ``flite -o
+    /dev/stdout`` wrote nothing).
     """
     path = Path(path)
-    if path.exists() and not path.is_file():
+    if path.exists() and (not path.is_file() or _a_stream(path)):
         with path.open("wb") as f:
             write(f)
         return path
@@ -71,3 +76,17 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _a_stream(path: Path) -> bool:
+    """Whether ``path`` names a process's stream rather than a file of its own: it lies
+    under ``/dev`` or ``/proc``, or a link on the way leads there (``/dev/stdout`` ->
+    ``/proc/self/fd/1``)."""
+    streams = ("/dev/", "/proc/")
+    hops = 0
+    while True:
+        if str(path.absolute()).startswith(streams):
+            return True
+        if not path.is_symlink() or hops == 40:  # 40: the kernel's own bound on links
+            return False
+        path, hops = path.parent / os.readlink(path), hops + 1
