@@ -391,3 +391,25 @@ def test_a_lone_return_cut_off_a_window_does_not_send_it_down_the_damaged_path(
     skipped = Counter()
     jsonl.read_jsonl(path, skipped, ALL)
     assert len(sent) == 1 and sent[0].startswith(line(3)[:10])  # only the window holding it
+
+
+def test_after_two_damaged_windows_the_rest_of_the_file_is_one_damaged_stretch(
+    tmp_path, monkeypatch
+):
+    """A file damaged throughout: Arrow tried (parsed, then refused) every window before the
+    damaged path read it; after two damaged windows in a row the rest goes at once."""
+    lines = [line(k) for k in range(60)]
+    for k in (2, 12, 40):  # damage in the first two windows, and later on
+        lines[k] = b'{"vote": 5}'
+    path = tmp_path / "votes-s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    sent, read_damaged_ = [], tolerant.read_damaged
+    monkeypatch.setattr(jsonl, "_SCAN_WINDOW", len(line(0)) * 10)  # about ten lines a window
+    monkeypatch.setattr(jsonl, "read_damaged", lambda data, *a: sent.append(data) or
+                        read_damaged_(data, *a))  # fmt: skip
+    skipped = Counter()
+    table = jsonl.read_jsonl(path, skipped, ALL)
+    assert table.num_rows == 57 and skipped == {"wrong_type": 3}
+    assert len(sent) == 1 and sent[0].endswith(lines[-1] + b"\n")  # the rest, at once
+    assert table.column("vote_id").to_pylist() == read_lines(
+        path.read_bytes(), Counter()).column("vote_id").to_pylist()  # fmt: skip
