@@ -338,10 +338,13 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
             if not (handle and on_screen and state.get("handle") == handle):
                 return gr.skip(), *unchanged
             return state, *page.vote_refused(ui_text.VOTE_FAILED)
-        if not visit.counted(state, handle):  # counted already: its other press answered first
-            return gr.skip(), *unchanged
+        # Counted once, however often its answer comes back (a press sent again after the
+        # answer was lost gets the vote recorded): shown again, the same reveal is harmless.
+        first = visit.counted(state, handle)
         # The board of the reveal, read only if there is one to show.
         board = await battles.board(state["arena"]) if state.get("handle") == handle else None
+        if state.get("handle") != handle and not first:  # its toast was shown already
+            return gr.skip(), *unchanged
         if state.get("handle") != handle:  # moved on (before or meanwhile): a toast instead
             gr.Info(ui_text.vote_on_left_battle(state["votes"]), duration=WARNING_SECONDS)
             header = await battles.header(page, visit.shown_arena(state), state["votes"])

@@ -96,12 +96,14 @@ def test_a_pipe_is_written_through_not_replaced(tmp_path):
 
 @pytest.mark.parametrize("hops", [1, 2])
 def test_dev_stdout_of_a_command_whose_output_goes_to_a_file_stays_a_link(tmp_path, hops):
-    """``--out /dev/stdout`` with the output redirected to a file: the link led to a regular
-    file, so the rename replaced ``/dev/stdout`` itself with a file, for every later program
-    on the machine (a clean-clone run's ``flite -o /dev/stdout`` then wrote nothing), and the
-    command's own output got nothing. A link of our own into ``/proc`` stands in for it."""
+    """``--out /dev/stdout`` with the output appended to a file (``>>``): the link led to a
+    regular file, so the rename replaced ``/dev/stdout`` itself with a file, for every later
+    program on the machine (a clean-clone run's ``flite -o /dev/stdout`` then wrote nothing),
+    and the command's own output got nothing. Written through the stream, it lands where the
+    shell put it, after what was there. A link of our own into ``/proc`` stands in for it."""
     redirected = tmp_path / "redirected.txt"
-    fd = os.open(redirected, os.O_WRONLY | os.O_CREAT)
+    redirected.write_bytes(b"earlier line\n")
+    fd = os.open(redirected, os.O_WRONLY | os.O_APPEND)
     try:
         link = tmp_path / "stdout"
         os.symlink(f"/proc/self/fd/{fd}", link)
@@ -109,9 +111,26 @@ def test_dev_stdout_of_a_command_whose_output_goes_to_a_file_stays_a_link(tmp_pa
             os.symlink(link.name, tmp_path / f"stdout{k}")
             link = tmp_path / f"stdout{k}"
         write_atomically(link, lambda f: f.write(b"counts"))
-        assert redirected.read_bytes() == b"counts" and link.is_symlink()
+        assert redirected.read_bytes() == b"earlier line\ncounts" and link.is_symlink()
     finally:
         os.close(fd)
+    with pytest.raises(OSError, match="Bad file descriptor"):  # closed: an error, not a file
+        write_atomically(link, lambda f: f.write(b"counts"))
+    assert link.is_symlink()
+
+
+def test_a_regular_file_is_replaced_atomically_wherever_it_lies(tmp_path):
+    """Only a process's streams, devices and pipes are written through; a regular file (under
+    ``/dev/shm`` too) keeps the temporary file and the rename, so a reader never sees half."""
+    target = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
+    path = target / f"arena-atomic-{os.getpid()}.json"
+    try:
+        path.write_bytes(b"old")
+        inode = path.stat().st_ino
+        write_atomically(path, lambda f: f.write(b"new"))
+        assert path.read_bytes() == b"new" and path.stat().st_ino != inode  # renamed into place
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def test_output_piped_into_head_ends_quietly(votes):

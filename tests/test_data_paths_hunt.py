@@ -71,9 +71,9 @@ def test_a_vote_log_whose_first_line_is_a_damaged_list_is_still_read_as_lines(tm
     assert len(votes) == 5 and votes.skipped == {"not_an_object": 1}
 
 
-@pytest.mark.parametrize("indent", [None, 2])
-def test_a_fastchat_export_of_one_line_or_indented_is_told_under_any_name(tmp_path, indent):
+@pytest.mark.parametrize(("indent", "lead"), [(None, ""), (2, ""), (2, "\n  \n")])
+def test_a_fastchat_export_of_one_line_or_indented_is_told_under_any_name(tmp_path, indent, lead):
     battles = json.loads(STS.read_text())
     path = tmp_path / "stdin"
-    path.write_text(json.dumps(battles, indent=indent) + "\n")
+    path.write_text(lead + json.dumps(battles, indent=indent) + "\n")  # blank lines first, too
     assert len(read_votes(path)) == len(read_votes(STS)) > 0

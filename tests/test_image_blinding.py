@@ -230,3 +230,16 @@ def test_an_image_battle_through_the_service_is_delivered_blind(tmp_path, caplog
         seen |= {reveal.a.model_id, reveal.b.model_id}
     assert "m3" not in seen  # its side failed, and the battle drew another pair
     assert "m3 failed (m3: output cannot be delivered blind: unreadable image" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["P", "1", "I;16", "LA"])
+def test_a_large_image_of_any_mode_is_reduced_after_its_conversion(mode):
+    """Pillow's reduce refuses palette, 1-bit and 16-bit images (and averages a palette's
+    indices): a GIF or palette PNG of 4,096 pixels or more failed the battle with a
+    ValueError, a server error, not a side that failed (found by the day's last review)."""
+    if mode == "I;16":
+        source = Image.fromarray(np.full((300, 4200), 30000, dtype=np.uint16))
+    else:
+        source = gradient((4200, 300)).convert(mode)
+    pic = picture(encoded(source, "PNG"))
+    assert (pic.mode, pic.size) == ("RGB", (SIDE, 73))

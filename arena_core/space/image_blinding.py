@@ -79,8 +79,9 @@ def picture(output: Output) -> Image.Image:
     except (OSError, ValueError, Image.DecompressionBombError, Image.DecompressionBombWarning,
             SyntaxError) as exc:  # fmt: skip
         raise BlindingError(f"unreadable image ({type(exc).__name__})") from None
-    factor = max(1, max(upright.size) // (2 * SIDE))  # cheap halving first: less to convert
-    rgb = _in_srgb(_on_white(upright.reduce(factor) if factor > 1 else upright), profile)
+    rgb = _on_white(upright)  # first: Pillow's reduce refuses palette, 1-bit and 16-bit modes
+    factor = max(1, max(rgb.size) // (2 * SIDE))  # a cheap reduction before Lanczos
+    rgb = _in_srgb(rgb.reduce(factor) if factor > 1 else rgb, profile)
     scale = SIDE / max(rgb.size)
     size = (max(1, round(rgb.width * scale)), max(1, round(rgb.height * scale)))
     return rgb if rgb.size == size else rgb.resize(size, Image.Resampling.LANCZOS)

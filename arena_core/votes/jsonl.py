@@ -39,8 +39,11 @@ _JSON_BLOCK = 4 << 20
 #: Bytes of a JSONL file judged, then parsed, at a time (:func:`_windows`): four blocks,
 #: so that two or more cores share each window.
 _SCAN_WINDOW = 16 << 20
-#: Damaged windows in a row after which the rest of a file takes the damaged path whole.
+#: Damaged windows in a row after which Arrow no longer tries the file's next windows.
 _DAMAGED_STREAK = 2
+#: Most windows of one damaged stretch read at once (each stretch is copied out of the
+#: mapping: a file damaged throughout is held four windows at a time, not whole).
+_STRETCH_WINDOWS = 4
 
 
 def read_jsonl(path: Path, skipped: Counter, wanted: list[str]) -> pa.Table:
@@ -85,27 +88,31 @@ def _read_windows(path: Path, size: int, skipped: Counter, wanted: list[str]) ->
 
     Consecutive damaged windows go down the damaged path together, as one stretch: that path
     spreads its work over every core, and window by window it waited at each window's end
-    for its slowest block. After :data:`_DAMAGED_STREAK` damaged windows in a row, the rest
-    of the file joins the stretch without Arrow trying each window first: in a file damaged
-    throughout, those tries (each a whole window parsed, then refused) cost a fifth more time.
+    for its slowest block; a stretch is read :data:`_STRETCH_WINDOWS` windows at a time at
+    most. After :data:`_DAMAGED_STREAK` damaged windows in a row, Arrow no longer tries the
+    file's next windows: the rest goes down the damaged path, stretch by stretch (in a file
+    damaged throughout, those tries, each a whole window parsed then refused, cost a fifth
+    more time).
     """
-    tables, damaged = [], 0
+    tables, damaged, streak = [], 0, 0
     run_from, run = None, 0  # where the damaged windows not yet read begin, and how many
     for start, end, mapped, newlines, lone_return in _windows(path, size):
-        if run >= _DAMAGED_STREAK:  # the rest of the file, at once: one copy, one stretch
-            tables.append(read_damaged(mapped[run_from:size], skipped, wanted))
-            damaged, run_from = damaged + 1, None
-            break
-        table = _clean_window(mapped, start, end, newlines, lone_return, len(newlines), wanted)
+        table = None
+        if streak < _DAMAGED_STREAK:
+            table = _clean_window(mapped, start, end, newlines, lone_return, len(newlines),
+                                  wanted)  # fmt: skip
         if table is None:
-            damaged, run = damaged + 1, run + 1
+            damaged, streak, run = damaged + 1, streak + 1, run + 1
             run_from = start if run_from is None else run_from
-        if run_from is not None and (table is not None or end == size):
-            tables.append(read_damaged(mapped[run_from:start if table is not None else end],
-                                       skipped, wanted))  # fmt: skip
+            if run >= _STRETCH_WINDOWS or end == size:  # one copy of a few windows at most
+                tables.append(read_damaged(mapped[run_from:end], skipped, wanted))
+                run_from, run = None, 0
+            continue
+        streak = 0
+        if run_from is not None:
+            tables.append(read_damaged(mapped[run_from:start], skipped, wanted))
             run_from, run = None, 0
-        if table is not None:
-            tables.append(table)
+        tables.append(table)
     if damaged:
         log.info("%s has damaged lines; read around them", path)
     if not tables:

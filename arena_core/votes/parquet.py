@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -50,17 +52,27 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
     """Write a file through ``write(f)`` so that a reader sees the old file or the whole
     new one, never half: into a temporary file beside it, fsync, then rename.
 
-    A path that exists and is not a regular file (``/dev/stdout``, a named pipe) is
-    written through, not replaced: renaming over it would replace the device itself, and
-    pyarrow, on a failed write, deletes the path it was given (as root, ``/dev/full``). So
-    is a path under ``/dev`` or ``/proc``, or a link into them: ``/dev/stdout`` of a command
-    whose output goes to a file leads to that regular file, and the rename replaced the
-    link ``/dev/stdout`` itself with a file, for every later program on the machine, while
-    the command's own output got nothing (found when a clean-clone run's ``flite -o
-    /dev/stdout`` wrote nothing).
+    A path that exists and is not a regular file (a device, a named pipe) is written
+    through, not replaced: renaming over it would replace the device itself, and pyarrow,
+    on a failed write, deletes the path it was given (as root, ``/dev/full``). A path naming
+    one of this process's streams (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``,
+    directly or through links) is written through that stream itself, at its place and
+    with its mode (a shell's ``>>`` appends): ``/dev/stdout`` of a command whose output
+    goes to a file leads to that regular file, and the rename replaced the link
+    ``/dev/stdout`` itself with a file, for every later program on the machine, while the
+    command's own output got nothing (found when a clean-clone run's ``flite -o
+    /dev/stdout`` wrote nothing). A closed stream is an error, never a file made in its place.
     """
     path = Path(path)
-    if path.exists() and (not path.is_file() or _a_stream(path)):
+    fd = _stream_fd(path)
+    if fd is not None:
+        for stream in (sys.stdout, sys.stderr):  # what Python holds for the fd goes first
+            if stream is not None and _fileno(stream) == fd:
+                stream.flush()
+        with os.fdopen(os.dup(fd), "wb") as f:  # EBADF, an OSError, when it is closed
+            write(f)
+        return path
+    if path.exists() and not path.is_file():
         with path.open("wb") as f:
             write(f)
         return path
@@ -78,15 +90,29 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
     return path
 
 
-def _a_stream(path: Path) -> bool:
-    """Whether ``path`` names a process's stream rather than a file of its own: it lies
-    under ``/dev`` or ``/proc``, or a link on the way leads there (``/dev/stdout`` ->
-    ``/proc/self/fd/1``)."""
-    streams = ("/dev/", "/proc/")
-    hops = 0
-    while True:
-        if str(path.absolute()).startswith(streams):
-            return True
-        if not path.is_symlink() or hops == 40:  # 40: the kernel's own bound on links
-            return False
-        path, hops = path.parent / os.readlink(path), hops + 1
+#: This process's streams by name.
+_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd|proc/(\d+)/fd)/(\d+)")
+
+
+def _stream_fd(path: Path) -> int | None:
+    """The file descriptor ``path`` names when it is one of this process's streams
+    (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``), directly or through links."""
+    for _ in range(40):  # the kernel's own bound on links
+        text = str(path.absolute())
+        if text in _STREAMS:
+            return _STREAMS[text]
+        named = _FD_PATH.fullmatch(text)
+        if named and (named.group(1) is None or int(named.group(1)) == os.getpid()):
+            return int(named.group(2))
+        if not path.is_symlink():
+            return None
+        path = path.parent / os.readlink(path)
+    return None
+
+
+def _fileno(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
+        return None

@@ -272,7 +272,8 @@ def _one_document(path: Path) -> bool:
     compact dump). A vote log whose first line is a damaged ``[...]`` has more lines."""
     try:
         with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            start = 3 if data[:3] == codecs.BOM_UTF8 else 0
+            first = _TEXT.search(data, 3 if data[:3] == codecs.BOM_UTF8 else 0)
+            start = first.start() if first else 0  # blank lines before the "[" aside
             end = data.find(b"\n", start)
             return end < 0 or data[start:end].strip() == b"[" or not _TEXT.search(data, end)
     except (OSError, ValueError):  # unreadable (the reader says so), or empty
