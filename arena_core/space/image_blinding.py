@@ -88,16 +88,20 @@ def picture(output: Output) -> Image.Image:
 
 
 def checked(model_id: str, output: Output | BackendError) -> Output | BackendError:
-    """The output, or the error of a side whose image cannot be delivered blind (unreadable,
-    too large: :func:`picture`), as a side that failed to generate: the battle draws again
-    instead of failing whole when the two are delivered."""
+    """The output with steps 1-2 done (:func:`picture`, kept as a PNG stored without
+    compression, which :func:`deliver_images` reads back in a few milliseconds instead of
+    decoding and resizing the provider's image a second time), or the error of a side whose
+    image cannot be delivered blind (unreadable, too large) as a side that failed to
+    generate: the battle draws again instead of failing whole when the two are delivered."""
     if isinstance(output, BackendError):
         return output
     try:
-        picture(output)
+        pic = picture(output)
     except BlindingError as exc:
         return BackendError(model_id, f"output cannot be delivered blind: {exc}")
-    return output
+    buffer = io.BytesIO()
+    pic.save(buffer, format="PNG", compress_level=0)
+    return Output(modality="image", image_bytes=buffer.getvalue(), image_format="png")
 
 
 def deliver_images(outputs: Sequence[Output], rng: np.random.Generator) -> tuple[Output, ...]:
