@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
+from arena_core.votes.arrow import rows_table
 from arena_core.votes.reasons import INVALID_JSON, NOT_OBJECT, WRONG_TYPE
 from arena_core.votes.schema import ARROW_SCHEMA, FIELDS
 
@@ -128,7 +129,7 @@ def read_lines(data: bytes, skipped: Counter) -> pa.Table:
     """Line-by-line reading with the same acceptance rules as Arrow's parser: the reference
     that :func:`~arena_core.votes.tolerant.read_damaged` agrees with."""
     rows = [row for raw in data.split(b"\n") if (row := judge_line(raw, skipped)) is not None]
-    return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+    return rows_table(rows, ARROW_SCHEMA)
 
 
 def judge_line(raw: bytes, skipped: Counter) -> dict | None:

@@ -29,6 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from arena_core.votes import fastchat
+from arena_core.votes.arrow import empty_table
 from arena_core.votes.clean import CATEGORICAL, VoteTable, clean
 from arena_core.votes.jsonl import read_jsonl
 from arena_core.votes.kernels import cast, dictionary_encode
@@ -97,7 +98,7 @@ def read_votes(
                       isinstance(exc, RecursionError) else exc)  # fmt: skip
             skipped[UNREADABLE] += 1
     schema = _categorical_schema(wanted)
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    table = pa.concat_tables(tables) if tables else empty_table(schema)
     votes = clean(table, skipped, _asked(columns), now_us=now_us)
     votes.files = len(files)
     if skipped:

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
+from arena_core.votes.arrow import empty_table, numeric, rows_table, to_numpy
 from arena_core.votes.kernels import pc
 from arena_core.votes.lines import PARSE_OPTIONS, judge_line, parse_json, read_lines, special_lines
 from arena_core.votes.prescan import line_bounds, lines_apart
@@ -125,7 +126,7 @@ def _read_streamed(data: bytes, starts, ends, skipped: Counter, wanted) -> pa.Ta
                 bad = _not_utf8(batch)
                 if bad is not None:
                     stream.set_aside(lines[bad])
-                    table, lines = table.filter(pa.array(~bad)), lines[~bad]
+                    table, lines = table.filter(numeric(~bad)), lines[~bad]
                 tables.append(table.select(wanted))
                 table_lines.append(lines)
                 stream.at = int(lines[-1]) + 1 if len(lines) else stream.at
@@ -190,7 +191,7 @@ class _Stream:
         streamed = pa.concat_tables(tables) if tables else _empty(wanted)
         keys = np.concatenate(table_lines) if table_lines else np.zeros(0, dtype=np.int64)
         order = np.argsort(np.array(self.row_lines, dtype=np.int64), kind="stable")
-        apart = pa.Table.from_pylist([self.rows[k] for k in order], schema=ARROW_SCHEMA)
+        apart = rows_table([self.rows[k] for k in order], ARROW_SCHEMA)
         apart = apart.select(wanted)
         where = np.searchsorted(keys, np.array(self.row_lines, dtype=np.int64)[order])
         parts, done = [], 0
@@ -202,7 +203,7 @@ class _Stream:
 
 
 def _empty(wanted) -> pa.Table:
-    return pa.schema([ARROW_SCHEMA.field(c) for c in wanted]).empty_table()
+    return empty_table(pa.schema([ARROW_SCHEMA.field(c) for c in wanted]))
 
 
 def _not_utf8(batch: pa.RecordBatch) -> np.ndarray | None:
@@ -221,7 +222,7 @@ def _not_utf8(batch: pa.RecordBatch) -> np.ndarray | None:
         except pa.ArrowInvalid:
             pass
         if pa.types.is_list(column.type):
-            values, owner = column.flatten(), pc.list_parent_indices(column).to_numpy()
+            values, owner = column.flatten(), to_numpy(pc.list_parent_indices(column))
         elif pa.types.is_string(column.type):
             values, owner = column, np.arange(batch.num_rows)
         else:
