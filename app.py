@@ -2,36 +2,30 @@
 
 Run ``python app.py``; configuration comes from the environment (README, "Configuration").
 Nothing happens at import time: ``build_demo`` lays out the page for a given service.
-What the page says and shows is built by ``arena_core.page`` (pure functions); the
-browser-side behaviour (players, lock, shortcuts) is ``arena_core/page/assets/arena.js``.
+What the page says and shows is built by ``arena_core.page`` (pure functions), and the
+handlers that open battles and take votes for the API and the page are
+``arena_core.page.handlers``; the browser-side behaviour (players, lock, shortcuts) is
+``arena_core/page/assets/arena.js``.
 """
 
-import asyncio
-import functools
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gradio as gr
 from gradio import utils as gr_utils
 
-from arena_core.integrity.identity import (
-    IdentityError,
-    same_site,
-    session_hash,
-    voter_hash,
-    voter_identity,
-)
-from arena_core.page import assets, battle, media, presenters, speed, ui_text, visit
+from arena_core.integrity.identity import IdentityError
+from arena_core.page import assets, battle, media, speed, ui_text, visit
 from arena_core.page.arena_tab import arena_layout
 from arena_core.page.board_tab import board_tab
+from arena_core.page.handlers import BATTLE_WORKERS, VOTE_WORKERS, Battles, refusal
 from arena_core.snapshots.live import LiveBoards
 from arena_core.space.battles import ALREADY_VOTED, LISTENING
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
-from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
+from arena_core.space.service import ArenaError, ArenaService
 from arena_core.space.startup import (
     build_service,
     start_audio_publisher,
@@ -42,11 +36,6 @@ from arena_core.space.tempfiles import FolderBudget
 from arena_core.space.webstack import forget_missing_matplotlib, peer_is_the_socket
 from arena_core.votes.schema import VOTES
 
-#: Threads that open battles (each waits for its two generations, bounded by the pools).
-BATTLE_WORKERS = 32
-#: Threads that record votes: their own, so battles that generate or wait for their hold
-#: never delay a vote (concurrent votes share an fsync, see ``VoteLog``).
-VOTE_WORKERS = 8
 #: Seconds between checks of the start-up replay while it runs.
 LOADING_POLL = 2.0
 #: Gradio's own clean-up of served files: every 5 minutes, those older than 15 (the
@@ -59,12 +48,6 @@ WARNING_SECONDS = 6
 NO_TICKET = -1
 
 log = logging.getLogger("app")
-
-
-def _refusal(exc: ArenaError | IdentityError) -> gr.Error:
-    """A refusal the visitor reads ("you already voted"): one log line, no traceback."""
-    log.info("refused: %s", exc)
-    return gr.Error(str(exc), print_exception=False)
 
 
 def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
@@ -108,7 +91,7 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
             try:
                 return boards.document(arena_id, category or None)
             except ArenaError as exc:
-                raise _refusal(exc) from None
+                raise refusal(exc) from None
 
         gr.api(leaderboard, api_name="leaderboard", concurrency_limit=2)
 
@@ -128,98 +111,13 @@ def build_demo(service: ArenaService, settings: Settings, clips: ClipStore,
 
 def _arena_tab(service, settings, session, offer, clips, demo):
     page = arena_layout(service, settings, offer)
-    battles = _Battles(service, settings, clips, demo.GRADIO_CACHE)
+    battles = Battles(service, settings, clips, demo.GRADIO_CACHE)
     _wire_api(battles, page, session, offer)
     _wire_page(battles, page, session, demo)
     return page.arena_in
 
 
-class _Battles:
-    """The handlers of battles and votes, shared by the API and the page.
-
-    The API endpoints /new_battle and /vote run outside Gradio's queue (queue=False): the
-    queue's bookkeeping doubles a request's server time, which capped the arena well below
-    100 votes a second on two cores. The page's own clicks go through the queue (people
-    click slowly) and call the same handlers, then lay out the result. Both are async and
-    run the work on executors of their own, so a flood of typed prompts cannot take the
-    threads votes need, and the typed-prompt hold is awaited, not slept.
-    """
-
-    def __init__(self, service: ArenaService, settings: Settings, clips: ClipStore, cache: str):
-        self.service, self.settings, self.clips, self.cache = service, settings, clips, cache
-        self.battle_workers = ThreadPoolExecutor(BATTLE_WORKERS, thread_name_prefix="battle")
-        self.vote_workers = ThreadPoolExecutor(VOTE_WORKERS, thread_name_prefix="vote")
-
-    async def start(self, state, arena_id, prompt, language="", request: gr.Request = None):
-        """Open a battle and make it the session's (the API's /new_battle)."""
-        view, values = await self.open(arena_id, prompt, language, request)
-        return visit.claim(state, view.handle, view.arena, view.modality), view.prompt, *values
-
-    async def open(self, arena_id, prompt, language="",
-                   request: gr.Request = None) -> tuple[BattleView, list]:  # fmt: skip
-        """A new battle and its outputs as the page's media values, once its hold is over;
-        refused for a page of another site (``identity.same_site``)."""
-        try:
-            same_site(self.settings.identity, request.headers if request else None)
-        except IdentityError as exc:
-            raise _refusal(exc) from None
-        try:
-            view, values = await asyncio.get_running_loop().run_in_executor(
-                self.battle_workers, self._open, arena_id, prompt, language
-            )
-        except ArenaError as exc:
-            raise _refusal(exc) from None
-        if view.hold > 0:
-            await asyncio.sleep(view.hold)
-        return view, values
-
-    def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
-        view = self.service.new_battle(arena_id, prompt or None, language or None)
-        return view, media.values(view, self.clips, self.cache)
-
-    async def reveal_of(self, handle, choice, request: gr.Request, profile,
-                        listened: str | None = None) -> Reveal:  # fmt: skip
-        """The vote on battle ``handle``, recorded; its refusal raised as the service's
-        ArenaError (or IdentityError), whose ``reason`` and ``wait`` the page reads."""
-        # The signed-in Hugging Face user (OAuth, on a Space) or Gradio's own login; else the
-        # address the trusted proxies saw. Only the salted hash leaves this function, and
-        # so for the session Gradio issued (one per page load, one per API client).
-        username = profile.username if profile is not None else request.username
-        voter = voter_hash(self.settings.voter_salt, voter_identity(
-            self.settings.identity, username=username, headers=request.headers,
-            client_host=request.client.host if request.client else None))  # fmt: skip
-        session = session_hash(self.settings.voter_salt, request.session_hash)
-        vote = functools.partial(self.service.vote, handle, choice, voter, session=session,
-                                 listened=listened)  # fmt: skip
-        return await asyncio.get_running_loop().run_in_executor(self.vote_workers, vote)
-
-    async def cast(self, state, choice, request: gr.Request,
-                   profile: gr.OAuthProfile | None = None):  # fmt: skip
-        try:
-            reveal = await self.reveal_of((state or {}).get("handle"), choice, request, profile)
-        except (ArenaError, IdentityError) as exc:
-            raise _refusal(exc) from None
-        state = {**(state or {}), "voted": True}
-        visit.counted(state, state.get("handle"))  # once, however often the vote is answered
-        return state, presenters.reveal_markdown(reveal), presenters.reveal_data(reveal)
-
-    async def board(self, arena_id: str):
-        return await asyncio.get_running_loop().run_in_executor(
-            self.vote_workers, self.service.board, arena_id
-        )
-
-    async def header(self, page, arena_id, session_votes: int):
-        """The header of the arena the page shows now (``gr.skip()`` for none known)."""
-        if not arena_id:
-            return gr.skip()
-        try:
-            board = await self.board(arena_id)
-        except ArenaError:
-            return gr.skip()
-        return page.header(arena_id, session_votes, board.votes_used)
-
-
-def _wire_api(battles: _Battles, page, session, offer) -> None:
+def _wire_api(battles: Battles, page, session, offer) -> None:
     """/new_battle(arena, prompt, language) and /vote(choice): hidden buttons, no queue."""
     first = (offer.offered or battles.service.registry.arenas)[0].id
     inputs = [session, gr.Textbox(first, label="Arena", visible=False),
@@ -244,7 +142,7 @@ def _wire_api(battles: _Battles, page, session, offer) -> None:
                                    api_name="vote", **raw)  # fmt: skip
 
 
-def _wire_page(battles: _Battles, page, session, demo) -> None:
+def _wire_page(battles: Battles, page, session, demo) -> None:
     """The page's own events: battles, votes, players, and the arena picker.
 
     The session's state names the battle on screen (``page/visit.py``); asking for a battle
@@ -256,7 +154,7 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
     """
 
     def page_begin(state, prompt, arena_id):
-        refusal = battle.prompt_refusal(prompt, battles.settings.max_prompt_chars)
+        refusal = battle.promptrefusal(prompt, battles.settings.max_prompt_chars)
         if refusal is not None:  # before anything is cleared: the battle on screen stays
             gr.Warning(refusal, duration=WARNING_SECONDS)
             return NO_TICKET, gr.skip(), *page.prompt_refused(refusal)
@@ -315,7 +213,7 @@ def _wire_page(battles: _Battles, page, session, demo) -> None:
         try:
             reveal = await battles.reveal_of(handle, choice, request, profile, report)
         except (ArenaError, IdentityError) as exc:
-            _refusal(exc)
+            refusal(exc)
             reason = getattr(exc, "reason", None)  # IdentityError has none
             shown = bool(handle and on_screen and state.get("handle") == handle)
             # The battle on screen took a vote whose answer never reached this page (a
