@@ -205,3 +205,20 @@ Licence: {license_id}. Please cite the dataset as:
 }}
 ```
 """
+
+
+def card_files(repo_id: str, registry, *, license_id: str, space_id: str) -> dict[str, bytes]:
+    """The repo paths and bytes HubSync publishes beside the votes: the card, and the
+    registry with its prompt files (under :data:`REGISTRY_DIR`) when it was read from one,
+    so that ``leaderboard --repo --revision`` replays with the registry the boards used."""
+    card = dataset_card(repo_id, license_id=license_id, space_id=space_id,
+                        arenas=tuple(a.id for a in registry.arenas))  # fmt: skip
+    files = {"README.md": card.encode()}
+    if registry.path is not None:
+        base = registry.path.parent
+        files[f"{REGISTRY_DIR}/registry.yaml"] = registry.path.read_bytes()
+        for prompt_file in sorted({a.prompt_file for a in registry.arenas if a.prompt_file}):
+            files[f"{REGISTRY_DIR}/{prompt_file.relative_to(base).as_posix()}"] = (
+                prompt_file.read_bytes()
+            )
+    return files

@@ -33,9 +33,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from arena_core.dataset.uploader import DAMAGED_SUFFIX
+from arena_core.dataset.uploader import DAMAGED_SUFFIX, adopted_file
+from arena_core.votes.clean import VoteTable
 from arena_core.votes.lines import damaged_lines
 from arena_core.votes.log import shard_in_use
+from arena_core.votes.parquet import contract_table, write_atomically
 from arena_core.votes.read import read_listed, read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE, INVALID_JSON, NOT_OBJECT, TRUNCATED, WRONG_TYPE
 
@@ -65,6 +67,11 @@ def vote_ids(paths) -> set[str]:
     return set(read_votes(paths, columns=["vote_id"]).column("vote_id").to_pylist())
 
 
+def only(votes: VoteTable, ids: set[str]) -> VoteTable:
+    """The votes of ``votes`` whose ``vote_id`` is in ``ids``, in their order."""
+    return votes.without(set(votes.column("vote_id").to_pylist()) - ids)
+
+
 def all_published(path: Path, published: set[str], damaged: Counter | None = None) -> bool:
     """Whether every line of the vote file ``path`` is a vote in ``published``, or a damaged
     line that ``damaged`` holds (the lines of the repo's damaged files of that shard,
@@ -78,11 +85,18 @@ def all_published(path: Path, published: set[str], damaged: Counter | None = Non
     lacks, or the whole file unreadable) may be an acknowledged vote that no ``vote_id``
     comparison can vouch for, so the file is not published.
     """
+    ids = readable_ids(path, damaged)
+    return ids is not None and ids <= published
+
+
+def readable_ids(path: Path, damaged: Counter | None = None) -> set[str] | None:
+    """The vote ids of the vote file ``path`` when every row it skips is one
+    :func:`all_published` lets pass (``damaged``: as there), else None."""
     votes = read_votes(path, columns=["vote_id"])
     other = {r: n for r, n in votes.skipped.items() if n and r not in ACCOUNTED_SKIPS}
     if other and not (other.keys() <= LINE_SKIPS and _damaged_pushed(path, other, damaged)):
-        return False
-    return set(votes.column("vote_id").to_pylist()) <= published
+        return None
+    return set(votes.column("vote_id").to_pylist())
 
 
 def _damaged_pushed(path: Path, skipped: dict[str, int], pushed: Counter | None) -> bool:
@@ -107,9 +121,12 @@ def pushed_damaged_lines(hub_votes: Path, shard_stem: str) -> Counter:
     return lines
 
 
-def prune_mirror(mirror: Path, folder: str, listed: Iterable[str]) -> set[str]:
-    """Delete the files of ``mirror/folder`` that the repo does not list (``listed``: repo
-    paths at the downloaded commit); returns the vote ids they held.
+def prune_mirror(mirror: Path, folder: str, listed: Iterable[str],
+                 also: Iterable[str] = ()) -> set[str]:  # fmt: skip
+    """Delete the files of ``mirror/folder``, and those of ``also`` (repo paths), that the
+    repo does not list (``listed``: repo paths at the downloaded commit); returns the vote
+    ids they held. The card is one of ``also``: it is published again only when it differs
+    from the local copy, so a card deleted on the Hub, left here, never came back.
 
     Those votes were in the repo and were taken out (a forged file deleted by the
     operator), or moved (a compaction: then they are in its new file too). Either way
@@ -120,6 +137,7 @@ def prune_mirror(mirror: Path, folder: str, listed: Iterable[str]) -> set[str]:
     stale = [p for p in sorted(root.rglob("*"))
              if p.is_file() and p.relative_to(mirror).as_posix() not in listed]  # fmt: skip
     withdrawn = vote_ids(p for p in stale if p.suffix in (".jsonl", ".parquet"))
+    stale += [mirror / rel for rel in also if rel not in listed and (mirror / rel).is_file()]
     for path in stale:
         path.unlink()
     if stale:
@@ -160,43 +178,102 @@ class EarlierFiles:
             return
         published, held_votes = self._tally(held)
         self.held, self.held_votes = held, held_votes
-        queued = uploader.adopt(votes, published)
-        aside = self._set_aside(earlier, published)
+        queued, aside = self._adopt(uploader, earlier, votes, published)
         log.info("earlier local vote files: %d adopted (%d of their votes not on the Hub yet), "
                  "%d set aside as published, %d held by a live process",
                  len(earlier), queued, aside, len(held))  # fmt: skip
 
-    def released(self, uploader, pushed_by: Callable[[list[str]], set[str]]) -> None:
-        """At each push: adopt the held files whose process has let them go. ``pushed_by``
-        gives the vote ids the Hub holds in those processes' own pushes (file names start
-        with their shard's stem), which the copy downloaded at connect may lack."""
+    def released(self, uploader, fetch: Callable[[list[str]], object]) -> bool:
+        """At each push: adopt the held files whose process has let them go, as at connect;
+        True if any was let go. ``fetch(stems)`` adds to the local copy of the repo the files
+        those processes pushed themselves (file names start with their shard's stem), which
+        the copy downloaded at connect may lack.
+
+        The caller then replays every file again: the board read a held shard as it was at
+        start-up, while its process went on taking and pushing votes. Left as it was, the
+        board lacked those votes and skipped each vote the shard shared with the repo's
+        copy as a duplicate, while it named a commit that held every one of them once."""
         held = self.held
         released = [p for p in held if not shard_in_use(p)]
         if not released:
-            return
+            return False
         remaining = [p for p in held if p not in released]
-        published, held_votes = self._tally(remaining, pushed_by([p.stem for p in released]))
+        fetch([p.stem for p in released])
+        published, held_votes = self._tally(remaining)
         files, votes = read_listed(lambda: [p for p in released if p.exists()])
-        queued = uploader.adopt(votes, published)
+        queued, aside = self._adopt(uploader, files, votes, published)
         self.held, self.held_votes = remaining, held_votes  # after adopt: never under-counted
-        log.info("adopted %d vote files a process left; %d of their votes were not on the Hub",
-                 len(files), queued)  # fmt: skip
+        log.info("adopted %d vote files a process left; %d of their votes were not on the Hub, "
+                 "%d files set aside as published", len(files), queued, aside)  # fmt: skip
+        return True
 
-    def _tally(self, held: list[Path], pushed: set[str] = frozenset()) -> tuple[set[str], int]:
+    def _adopt(self, uploader, files: list[Path], votes, published: set[str]) -> tuple[int, int]:
+        """Queue the votes of ``files`` (read together: ``votes``) not in ``published``, and
+        set aside the files the repo then holds whole; the votes queued and files set aside.
+
+        The votes of the files every row of which is read or accounted for are copied to a
+        local file first (:meth:`_copy_missing`) and pushed as that very file (one
+        adoption), so their files go aside; the others' as another adoption, as before."""
+        whole = self._readable(files)
+        copied, copy = self._copy_missing(votes, whole, published)
+        queued = uploader.adopt(only(votes, copied), published) if copied else 0
+        queued += uploader.adopt(votes.without(copied), published)
+        aside = self._set_aside({p: i for p, i in whole.items() if p != copy},
+                                published | copied)  # fmt: skip
+        return queued, aside
+
+    def _tally(self, held: list[Path]) -> tuple[set[str], int]:
         """The vote ids counted as published, and how many votes of ``held`` are not among
-        them (:attr:`held_votes`). Published: the repo's copy, the ids :func:`prune_mirror`
-        withdrew, and ``pushed``, what the Hub holds beyond the copy."""
-        published = vote_ids(self.hub_votes) | self._withdrawn | pushed
+        them (:attr:`held_votes`). Published: the repo's copy and the ids
+        :func:`prune_mirror` withdrew."""
+        published = vote_ids(self.hub_votes) | self._withdrawn
         return published, len(vote_ids(held) - published)
 
-    def _set_aside(self, files: list[Path], published: set[str]) -> int:
-        """Move the files every line of which is a vote in ``published`` or a damaged line
-        in the repo's copy (:func:`all_published`) to :data:`PUBLISHED_DIR`."""
-        moved = 0
+    def _readable(self, files: list[Path]) -> dict[Path, set[str]]:
+        """Each of ``files`` every row of which is read or accounted for (see
+        :func:`readable_ids`: the repo's copy holds its damaged lines), with its vote ids."""
+        whole = {}
         for path in files:
             try:
-                damaged = pushed_damaged_lines(self.hub_votes, path.stem)
-                if not all_published(path, published, damaged):
+                ids = readable_ids(path, pushed_damaged_lines(self.hub_votes, path.stem))
+            except FileNotFoundError:  # compacted meanwhile: its part is looked at next time
+                continue
+            if ids is not None:
+                whole[path] = ids
+        return whole
+
+    def _copy_missing(self, votes, whole: dict[Path, set[str]],
+                      published: set[str]) -> tuple[set[str], Path | None]:  # fmt: skip
+        """Write the votes of the ``whole`` files (:meth:`_readable`) that the repo lacks into
+        a local copy of the file that pushes them (:func:`adopted_file`); their ids, and it.
+
+        Their files can then be set aside like the published ones. Replayed in place
+        beside the repo's copy, every vote such a file shared with the repo (a run whose
+        last push failed) was a skipped ``duplicate_vote_id`` on the board for the whole
+        run, while ``leaderboard --repo --revision`` of the commit that the board named
+        once the missing votes were pushed skipped none. The copy is the pushed file, so
+        the next start finds it in the repo and sets it aside too. If it cannot be written
+        the files stay in place (as before) and nothing is lost.
+        """
+        table = contract_table(only(votes, set().union(*whole.values()) - published).table)
+        if not table.num_rows:
+            return set(), None
+        name, data = adopted_file(table)
+        try:
+            path = write_atomically(self.votes_dir / name, lambda f: f.write(data))
+        except OSError as exc:
+            log.error("could not copy the earlier votes the repo lacks to %s (%s): their "
+                      "files stay in place", self.votes_dir / name, exc)  # fmt: skip
+            return set(), None
+        return set(table.column("vote_id").to_pylist()), path  # what the copy holds, no more
+
+    def _set_aside(self, files: dict[Path, set[str]], published: set[str]) -> int:
+        """Move the files (:meth:`_readable`, with their vote ids) every vote of which is in
+        ``published`` to :data:`PUBLISHED_DIR`."""
+        moved = 0
+        for path, ids in files.items():
+            try:
+                if not ids <= published:
                     continue
                 target = self.votes_dir / PUBLISHED_DIR / path.relative_to(self.votes_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)

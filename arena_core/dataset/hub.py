@@ -31,7 +31,6 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -40,8 +39,8 @@ from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, HfApi
 
-from arena_core.dataset.card import REGISTRY_DIR, dataset_card
-from arena_core.dataset.earlier import EarlierFiles, prune_mirror, vote_ids
+from arena_core.dataset.card import card_files
+from arena_core.dataset.earlier import EarlierFiles, prune_mirror
 from arena_core.dataset.uploader import (
     DATA_DIR,
     CommitTracking,
@@ -249,9 +248,7 @@ class HubSync:
             log.error("could not update the dataset card and publish the registry (%s); "
                       "retrying at the next push", exc)  # fmt: skip
             return
-        with uploader._votes_lock:
-            commit, pushed, adopted, _ = uploader.pushed_commit
-            uploader.pushed_commit = (made or commit, pushed, adopted, True)
+        uploader.renamed(made, registry_published=True)
         log.info("published the dataset card and registry of %s at %s", self.repo_id, made)
 
     def _download(self) -> set[str]:
@@ -270,7 +267,7 @@ class HubSync:
         listed = self.api.list_repo_files(self.repo_id, repo_type="dataset", revision=sha)
         self.hub_votes.mkdir(parents=True, exist_ok=True)
         with self.lock:  # a replay under the lock never sees half the removal
-            withdrawn = prune_mirror(self.mirror, DATA_DIR, listed)
+            withdrawn = prune_mirror(self.mirror, DATA_DIR, listed, also=["README.md"])
         self.commit = sha
         return withdrawn
 
@@ -318,36 +315,38 @@ class HubSync:
             if self.connect():
                 return
 
-    def _adopt_released(self, uploader: VoteUploader) -> None:
-        """Before each push: adopt the earlier files a live neighbour held at connect and has
-        let go since (:meth:`EarlierFiles.released`). A Hub error waits for the next push."""
+    def _adopt_released(self, uploader: CommitTracking) -> None:
+        """Before each push: adopt the files a live neighbour held at connect and has let go
+        since (:meth:`EarlierFiles.released`), name the commit its pushes were fetched at
+        (it holds the local copy and this process's pushes), and replay again. A Hub error
+        waits for the next push."""
         try:
-            self.earlier.released(uploader, self._pushed_by)
+            if not self.earlier.released(uploader, self._fetch_pushed):
+                return
         except Exception:
             log.exception("could not adopt the vote files a neighbouring process left")
+            return
+        uploader.renamed(self.commit)
+        if self.on_download is not None:
+            try:
+                self.on_download()
+            except Exception:  # the board lags, but the votes must still be pushed
+                log.exception("could not replay the votes after a neighbour's exit")
 
-    def _pushed_by(self, stems: list[str]) -> set[str]:
-        """Vote ids of the repo's files pushed from the shards named ``stems`` (by their own
-        processes, possibly after this one's download): fetched into a temporary folder."""
-        with tempfile.TemporaryDirectory() as tmp:
-            self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", local_dir=tmp,
-                                       allow_patterns=[f"{DATA_DIR}/{stem}-*" for stem in stems])  # fmt: skip
-            fetched = Path(tmp) / DATA_DIR
-            return vote_ids(fetched) if fetched.is_dir() else set()
+    def _fetch_pushed(self, stems: list[str]) -> None:
+        """Add to the local copy the repo's files pushed from the shards ``stems`` by their
+        own processes (after this one's download, too), at the current commit: :attr:`commit`."""
+        sha = self.api.repo_info(self.repo_id, repo_type="dataset").sha
+        self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", revision=sha,
+                                   local_dir=self.mirror,
+                                   allow_patterns=[f"{DATA_DIR}/{stem}-*" for stem in stems])  # fmt: skip
+        self.commit = sha
 
     def publish_card(self, registry: Registry) -> str | None:
         """Create or update the dataset card and the registry snapshot, if they changed; the
         commit made (None when nothing changed)."""
-        card = dataset_card(self.repo_id, license_id=self.license_id, space_id=self.space_id,
-                            arenas=tuple(a.id for a in registry.arenas))  # fmt: skip
-        files = {"README.md": card.encode()}
-        if registry.path is not None:
-            base = registry.path.parent
-            files[f"{REGISTRY_DIR}/registry.yaml"] = registry.path.read_bytes()
-            for prompt_file in sorted({a.prompt_file for a in registry.arenas if a.prompt_file}):
-                files[f"{REGISTRY_DIR}/{prompt_file.relative_to(base).as_posix()}"] = (
-                    prompt_file.read_bytes()
-                )
+        files = card_files(self.repo_id, registry, license_id=self.license_id,
+                           space_id=self.space_id)  # fmt: skip
         changed = [
             CommitOperationAdd(path_in_repo=name, path_or_fileobj=data)
             for name, data in files.items()

@@ -107,6 +107,16 @@ def push_lines(new: tuple[int, bytes]) -> bytes:
     return data
 
 
+def adopted_file(table: pa.Table) -> tuple[str, bytes]:
+    """The name and bytes of the file that pushes adopted votes (``table``, contract form):
+    named by its own votes, so the same votes always make the same file (a retry rewrites
+    the file that landed; :class:`~arena_core.dataset.earlier.EarlierFiles` keeps a local
+    copy under the same name)."""
+    ids = "\n".join(table.column("vote_id").to_pylist())
+    digest = hashlib.sha256(ids.encode()).hexdigest()[:16]
+    return f"adopted-{digest}.parquet", parquet_bytes(table)
+
+
 class LineCount:
     """Complete lines of a growing shard, counted incrementally: each call reads only the
     bytes written since the last one, so the page can ask often even when hours of votes
@@ -215,10 +225,9 @@ class VoteUploader(CommitScheduler):
         # adoption (a neighbour's shard let go meanwhile) had a new name, and the landed
         # file's votes were in the dataset twice.
         for table in adopted:
-            ids = "\n".join(table.column("vote_id").to_pylist())
-            digest = hashlib.sha256(ids.encode()).hexdigest()[:16]  # same votes, same file name
-            operations.append(CommitOperationAdd(path_in_repo=f"{DATA_DIR}/adopted-{digest}.parquet",
-                                                 path_or_fileobj=parquet_bytes(table)))  # fmt: skip
+            name, data = adopted_file(table)
+            operations.append(CommitOperationAdd(path_in_repo=f"{DATA_DIR}/{name}",
+                                                 path_or_fileobj=data))  # fmt: skip
             votes += table.num_rows
         return operations, votes
 
@@ -261,6 +270,14 @@ class CommitTracking(VoteUploader):
         self.pushed_commit = (base, 0, 0, registry_published)
         self.before_push = before_push  # set first: the scheduler's thread pushes at once
         super().__init__(**kwargs)
+
+    def renamed(self, commit: str | None, *, registry_published: bool | None = None) -> None:
+        """Name ``commit`` as the one the boards stand on (it holds every vote pushed so far:
+        a later commit made by HubSync itself), with the registry flag when given."""
+        with self._votes_lock:
+            old, pushed, adopted, published = self.pushed_commit
+            published = published if registry_published is None else registry_published
+            self.pushed_commit = (commit or old, pushed, adopted, published)
 
     def adopt(self, votes, published_ids: set[str]) -> int:
         queued = super().adopt(votes, published_ids)
