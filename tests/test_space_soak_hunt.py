@@ -116,7 +116,8 @@ def test_a_hosted_spaces_download_folder_goes_with_its_file(tmp_path):
     shared.mkdir()
     (shared / "audio.wav").write_bytes(b"RIFF")
     (shared / "other.wav").write_bytes(b"RIFF")  # another download still there
-    assert _read_result_file({"path": str(alone / "audio.wav")}) == b"RIFF"
-    assert _read_result_file(str(shared / "audio.wav")) == b"RIFF"
+    downloads = tmp_path / "download"
+    assert _read_result_file({"path": str(alone / "audio.wav")}, downloads) == b"RIFF"
+    assert _read_result_file(str(shared / "audio.wav"), downloads) == b"RIFF"
     assert not alone.exists() and sorted(p.name for p in shared.iterdir()) == ["other.wav"]
     assert (tmp_path / "download").is_dir()  # the client's own folder stays

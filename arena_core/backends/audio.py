@@ -109,8 +109,10 @@ def decode_wav(data: bytes, *, whole: bool = False) -> tuple[int, np.ndarray]:
             rate, width, channels = wav.getframerate(), wav.getsampwidth(), wav.getnchannels()
             declared = wav.getnframes()
             frames = wav.readframes(declared)
-    except (wave.Error, EOFError) as exc:
-        raise AudioFormatError(f"unreadable WAV: {exc}") from None
+    # RuntimeError: ``wave`` raises a bare one for a chunk whose size runs past the file (a
+    # damaged chunk header), which must read as damage like the others, not as a crash.
+    except (wave.Error, EOFError, RuntimeError) as exc:
+        raise AudioFormatError(f"unreadable WAV: {exc or type(exc).__name__}") from None
     present = len(frames) // (width * channels)
     if whole and present < declared:
         raise AudioFormatError(f"WAV cut short: {present} of the {declared} frames it declares")

