@@ -16,15 +16,17 @@ from pathlib import Path
 import gradio as gr
 from gradio import utils as gr_utils
 
+from arena_core.backends import BackendConfigError
 from arena_core.integrity.identity import IdentityError
 from arena_core.page import assets, battle, media, speed, ui_text, visit
 from arena_core.page.arena_tab import arena_layout
 from arena_core.page.board_tab import board_tab
 from arena_core.page.handlers import BATTLE_WORKERS, VOTE_WORKERS, Battles, refusal
+from arena_core.registry import RegistryError
 from arena_core.snapshots.live import LiveBoards
 from arena_core.space.battles import ALREADY_VOTED, LISTENING
 from arena_core.space.clips import ClipStore
-from arena_core.space.config import Settings
+from arena_core.space.config import ConfigError, Settings
 from arena_core.space.service import ArenaError, ArenaService
 from arena_core.space.startup import (
     build_service,
@@ -297,8 +299,14 @@ def main() -> None:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     forget_missing_matplotlib()
-    settings = Settings.from_env()
-    service = build_service(settings)
+    try:
+        settings = Settings.from_env()
+        service = build_service(settings)
+    except (ConfigError, RegistryError, BackendConfigError) as exc:
+        # The operator's mistake, which the message names (variable, or file, arena, model
+        # and field): one line, not a traceback through the loader with it at the end.
+        log.error("cannot start: %s", exc)
+        raise SystemExit(2) from None
     if service.sync is not None:
         service.sync.flush_on_sigterm()
     loading = service.start_loading()

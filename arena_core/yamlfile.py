@@ -38,9 +38,14 @@ class _StrictLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:  # ``<<: *shared``: construct_mapping merges it (the
+            continue  # mapping's own keys win); building ``<<`` as a key failed the file
         key = loader.construct_object(key_node, deep=deep)
         try:
             hash(key)

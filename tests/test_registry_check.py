@@ -27,18 +27,18 @@ MIXED = textwrap.dedent(f"""
         prior_mapping: {{benchmark: Q, center: 82, points_per_unit: 8}}
         prompts: [{{id: p1, text: Hi}}]
         models:
-          - {{id: a, name: A, backend: {{type: fake}}, prior: {{value: 86.5, source: '{SOURCE}', accessed: 2026-03-01}}}}
-          - {{id: b, name: B, backend: {{type: fake}}}}
-          - {{id: c, name: C, backend: {{type: fake}}, prior: {{value: 80, accessed: 2026-03-01}}}}
-          - {{id: d, name: D, backend: {{type: fake}}, prior: {{value: 80, source: '{SOURCE}', accessed: 2026-03-01, benchmark: MOS}}}}
+          - {{id: a, name: A, backend: {{type: espeak, voice: en}}, prior: {{value: 86.5, source: '{SOURCE}', accessed: 2026-03-01}}}}
+          - {{id: b, name: B, backend: {{type: espeak, voice: en}}}}
+          - {{id: c, name: C, backend: {{type: espeak, voice: en}}, prior: {{value: 80, accessed: 2026-03-01}}}}
+          - {{id: d, name: D, backend: {{type: espeak, voice: en}}, prior: {{value: 80, source: '{SOURCE}', accessed: 2026-03-01, benchmark: MOS}}}}
       - id: chat
         title: Chat
         modality: text
         prior_mapping: {{benchmark: Q, center: 0, points_per_unit: 0}}
         prompts: [{{id: p1, text: Hi}}]
         models:
-          - {{id: e, name: E, backend: {{type: fake}}, prior: {{value: 3, source: '{SOURCE}', accessed: 2026-03-01}}}}
-          - {{id: f, name: F, backend: {{type: fake}}}}
+          - {{id: e, name: E, backend: {{type: hf-inference, model: org/m}}, prior: {{value: 3, source: '{SOURCE}', accessed: 2026-03-01}}}}
+          - {{id: f, name: F, backend: {{type: hf-inference, model: org/m}}}}
     """)  # fmt: skip
 
 

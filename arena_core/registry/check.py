@@ -8,7 +8,8 @@ problem with a prior or a mapping, with the rules of
 does not round-trip, a prior on another benchmark, a bad or future date. The
 loader stops at the first problem; the check walks the whole file and lists
 them all, then validates the rest of the file with the loader (priors with
-problems set aside), so a file the check passes is a file the Space loads.
+problems set aside) and the backend blocks as the Space's start does, so a file the
+check passes is a file the Space loads.
 
 Exit codes: 0 when no prior or mapping has a problem (models without a prior
 are fine), 1 when one does, 2 when the file cannot be read or something other
@@ -28,7 +29,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from arena_core.registry.fields import Ctx
+from arena_core.backends.factory import registry_problems
+from arena_core.registry.fields import Ctx, RegistryError
 from arena_core.registry.loader import load_document, parse_registry
 from arena_core.registry.priors import Prior, read_mapping, read_prior
 
@@ -108,7 +110,12 @@ def check_document(data: Any, *, file: Path | None = None, base_dir: Path | None
                 set_aside.add((a, m))
             else:
                 priors.append((arena_id, model_id, prior))
-    parse_registry(_without(data, set_aside), file=file, base_dir=base_dir)
+    registry = parse_registry(_without(data, set_aside), file=file, base_dir=base_dir)
+    # The Space's start checks the backend blocks too (an unknown type, a misspelt or
+    # missing option): without this the check passed a file the Space then refused.
+    backend_problems = registry_problems(registry)
+    if backend_problems:
+        raise RegistryError("; ".join(backend_problems), file=file)
     return CheckReport(str(file) if file else None, models, tuple(findings), tuple(priors))
 
 

@@ -162,8 +162,28 @@ def number(
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         got = "nothing" if value is None else shown(value)
-        raise ctx.error(f"must be a number, got {got}", prefix + key)
+        raise ctx.error(f"must be a number, got {got}{_text_hint(value)}", prefix + key)
     try:
         return float(value)
     except OverflowError:  # YAML reads integers of any size: past a float's range, as .inf is
         return math.inf if value > 0 else -math.inf
+
+
+#: A number with an exponent, as YAML 1.2 and Python write it.
+_EXPONENT = re.compile(r"([-+]?\d+)(?:\.(\d*))?[eE]([-+]?)(\d+)")
+_DECIMAL = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")
+
+
+def _text_hint(value: object) -> str:
+    """Why YAML read a number as text, when it did: ``weight: 5e-1`` was refused with
+    "must be a number, got '5e-1'", a number the operator was told is not one (PyYAML,
+    YAML 1.1, takes an exponent only with a dot and a signed exponent)."""
+    if not isinstance(value, str):
+        return ""
+    if found := _EXPONENT.fullmatch(value.strip()):
+        whole, fraction, sign, exponent = found.groups()
+        return (f" (YAML reads an exponent as a number only with a dot and a sign: write "
+                f"{whole}.{fraction or 0}e{sign or '+'}{exponent})")  # fmt: skip
+    if _DECIMAL.fullmatch(value.strip()):  # unquoted, YAML would have read a number
+        return " (quoted, so YAML reads it as text: write it without quotes)"
+    return ""

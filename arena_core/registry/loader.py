@@ -207,6 +207,7 @@ def _parse_arena(ctx: Ctx, raw: Any) -> Arena:
         raise ctx.error("must be a non-empty list of models", "models")
     models = tuple(_parse_model(ctx, m, mapping) for m in raw_models)
     check_unique(ctx, [m.id for m in models], "model id")
+    _check_names(ctx, models)
     prompts = _parse_prompts(ctx, raw.get("prompts"))
     never = _parse_never_paired(ctx, raw.get("never_paired"), [m.id for m in models])
     return Arena(
@@ -220,6 +221,18 @@ def _parse_arena(ctx: Ctx, raw: Any) -> Arena:
         prompt_file=ctx.base_dir / raw["prompts"] if isinstance(raw.get("prompts"), str) else None,
         never_paired=never,
     )
+
+
+def _check_names(ctx: Ctx, models: tuple[Model, ...]) -> None:
+    """Refuse a display name two models of the arena share (spacing aside, as a page shows
+    it): the board, the Model view's picker and the CLI's table show names only, so an
+    entry copied with its id changed but not its name gave two rows nobody could tell apart."""
+    seen: dict[str, str] = {}
+    for m in models:
+        first = seen.setdefault(" ".join(m.name.split()), m.id)
+        if first != m.id:
+            raise ctx.error(f"models {first!r} and {m.id!r} have one display name {m.name!r}: "
+                            "the board shows names only; give each its own", "name")  # fmt: skip
 
 
 def _parse_never_paired(ctx: Ctx, raw: Any, model_ids: list[str]) -> tuple[tuple[str, ...], ...]:

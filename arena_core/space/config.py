@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+
 from arena_core.integrity.identity import IdentityRule
 
 log = logging.getLogger(__name__)
@@ -153,7 +155,7 @@ class Settings:
             max_prompt_chars=_number(env, "ARENA_MAX_PROMPT_CHARS", cls.max_prompt_chars),
             cache_mb=_number(env, "ARENA_CACHE_MB", cls.cache_mb),
             cache_memory_mb=_number(env, "ARENA_CACHE_MEMORY_MB", cls.cache_memory_mb),
-            dataset_repo=_text(env, "ARENA_DATASET_REPO", ""),
+            dataset_repo=_repo_id("ARENA_DATASET_REPO", _text(env, "ARENA_DATASET_REPO", "")),
             hf_token=_text(env, "HF_TOKEN", ""),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes),
             dataset_license=_text(env, "ARENA_DATASET_LICENSE", cls.dataset_license),
@@ -188,10 +190,17 @@ class Range:
 
     def __str__(self) -> str:
         what = "whole number" if self.kind is int else "number"
+        low, high = _bound(self.low), _bound(self.high)
         if (self.above_low and self.low == 0) or (self.kind is int and self.low == 1):
-            return f"a positive {what} at most {self.high:g}"
+            return f"a positive {what} at most {high}"
         above = "above" if self.above_low else "from"
-        return f"a {what} {above} {self.low:g} to {self.high:g}"
+        return f"a {what} {above} {low} to {high}"
+
+
+def _bound(value: float) -> str:
+    """A bound as the README writes it: every digit, in groups of three. ``:g`` kept six
+    digits and went to exponents: ARENA_CACHE_MB's 1,048,576 read "1.04858e+06"."""
+    return f"{int(value):,}" if value == int(value) else f"{value:,}"
 
 
 #: The range of every number setting. Each is finite and bounded so that a typo (an extra
@@ -250,6 +259,19 @@ def _number(env: Mapping[str, str], name: str, default):
     if not (low_ok and value <= bounds.high):  # NaN compares false: refused too
         raise ConfigError(f"{name} must be {bounds}, got {raw!r}")
     return value
+
+
+def _repo_id(name: str, repo: str) -> str:
+    """A Hub repo id (``my-org/arena-votes``), or "" when unset. One that can never name a
+    repo (its URL pasted, a trailing newline) stopped nothing: every connection failed in
+    the background and the votes stayed on the Space's disk, which a restart wipes."""
+    if repo:
+        try:
+            validate_repo_id(repo)
+        except HFValidationError as exc:
+            raise ConfigError(f"{name}={repo!r} is not a Hub repo id such as my-org/arena-"
+                              f"votes: {' '.join(str(exc).split())}") from None  # fmt: skip
+    return repo
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
