@@ -159,6 +159,18 @@ def test_openai_compatible_posts_chat_completions_with_the_named_key(server):
     assert request["json"]["messages"] == [{"role": "user", "content": "Capital of France?"}]
 
 
+def test_a_key_pasted_with_its_newline_is_sent_without_it(server):
+    """A secret pasted with its trailing newline (a Space secret, a ``.env`` line) kept it:
+    every call failed authentication and the model stayed paused; a blank one is unset."""
+    options = {"base_url": f"{server.url}/v1", "model": "m", "key_env": "MY_API_KEY"}
+    backend = make_backend(model("openai-compatible", **options), "text",
+                           env={"MY_API_KEY": " sk-test\n"})  # fmt: skip
+    backend.generate("Capital of France?", TIMEOUT)
+    assert server.requests[-1]["headers"]["authorization"] == "Bearer sk-test"
+    blank = make_backend(model("openai-compatible", **options), "text", env={"MY_API_KEY": "\n"})
+    assert blank.availability().reason == "MY_API_KEY not set"
+
+
 # -- availability ----------------------------------------------------------------------------
 
 

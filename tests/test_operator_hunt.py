@@ -180,3 +180,14 @@ def test_a_number_yaml_reads_as_text_says_why(tmp_path):
     with pytest.raises(RegistryError, match=r"field 'weight'.*'5e-1'.*5\.0e-1") as refused:
         load_registry(path)
     assert "YAML" in str(refused.value)
+
+
+def test_a_token_pasted_with_its_newline_and_a_judge_named_twice_are_read_as_meant():
+    """A Space secret pasted with its trailing newline kept it: every Hub push and download
+    failed authentication in the background while the votes stayed on a disk a restart
+    wipes (huggingface_hub strips the variables it reads itself, not a token handed to it).
+    And ``ARENA_JUDGES=a,b,a`` started judge ``a`` twice."""
+    settings = Settings.from_env({"HF_TOKEN": "hf_abc123\n", "ARENA_JUDGES": "a, b,a",
+                                  "ARENA_JUDGE_TOKEN": "secret"})  # fmt: skip
+    assert settings.hf_token == "hf_abc123"
+    assert settings.judges == ("a", "b")

@@ -98,8 +98,10 @@ class HostedBackend(Backend):
         return self.options.get(self.token_option, self.default_token_env)
 
     def _token(self) -> str | None:
+        """The key from its variable, without the newline a pasted secret may keep (no key
+        holds whitespace; with it every call failed authentication); None when unset."""
         name = self._token_env()
-        return (self.env.get(name) or None) if name else None
+        return ((self.env.get(name) or "").strip() or None) if name else None
 
     def _check_availability(self) -> Availability:
         library = Availability.of_package(self.library, self.distribution)

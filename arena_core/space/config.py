@@ -137,7 +137,9 @@ class Settings:
         if require_login and not space_id:
             raise ConfigError("ARENA_REQUIRE_LOGIN needs Hugging Face sign-in, which only a Space "
                               "offers (SPACE_ID is not set): every vote would be refused")  # fmt: skip
-        judges = tuple(j.strip() for j in _text(env, "ARENA_JUDGES", "").split(",") if j.strip())
+        # Each judge once: "a,b,a" started judge a twice, judging every battle twice as often.
+        judges = tuple(dict.fromkeys(
+            j.strip() for j in _text(env, "ARENA_JUDGES", "").split(",") if j.strip()))  # fmt: skip
         judge_token = _text(env, "ARENA_JUDGE_TOKEN", "")
         if judges and not judge_token:
             raise ConfigError("ARENA_JUDGES needs ARENA_JUDGE_TOKEN: judges vote with it")
@@ -156,7 +158,9 @@ class Settings:
             cache_mb=_number(env, "ARENA_CACHE_MB", cls.cache_mb),
             cache_memory_mb=_number(env, "ARENA_CACHE_MEMORY_MB", cls.cache_memory_mb),
             dataset_repo=_repo_id("ARENA_DATASET_REPO", _text(env, "ARENA_DATASET_REPO", "")),
-            hf_token=_text(env, "HF_TOKEN", ""),
+            # A token holds no whitespace: one pasted with its newline failed every Hub call
+            # in the background (huggingface_hub strips the variables it reads itself).
+            hf_token=_text(env, "HF_TOKEN", "").strip(),
             push_minutes=_number(env, "ARENA_PUSH_MINUTES", cls.push_minutes),
             dataset_license=_text(env, "ARENA_DATASET_LICENSE", cls.dataset_license),
             space_id=space_id,
