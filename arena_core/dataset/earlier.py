@@ -5,19 +5,23 @@ its own new shard, and the copy of the repo it downloaded last time. Each file i
 of three states, and :class:`EarlierFiles` keeps to these rules:
 
 * **Published**: every line of it is a vote in the downloaded repo, or a damaged line
-  that the repo's damaged file of that shard holds as it is (see :func:`all_published`). It moves to :data:`PUBLISHED_DIR` (kept, but neither replayed
-  nor adopted again). Replayed beside the repo's copy, each of its votes was a skipped
+  that the repo's damaged file of that shard holds as it is (see :func:`readable_ids`). It
+  moves to :data:`PUBLISHED_DIR` (kept, but neither replayed nor adopted again). Replayed beside the repo's copy, each of its votes was a skipped
   ``duplicate_vote_id``, so the board's counts differed from ``leaderboard --repo
   --revision <commit>``; adopted again after the operator deleted its votes from the
   repo, they came back. A row the reader skips today keeps the file in place, since
   nothing reads that folder: dated ahead of this clock (a run whose clock was ahead) or
   of a newer schema (a release rolled back), it is adopted by a later start that reads it.
-* **Not all on the Hub**: its missing votes are adopted (pushed by this process), and it
-  stays, replayed, until a later start finds it published.
+* **Not all on the Hub**: its missing votes are adopted (pushed by this process). When
+  every row of it is read or accounted for, those votes are first copied to a local file,
+  ``adopted-<digest>.parquet``, the very file that pushes them, and it moves aside as a
+  published one: replayed beside the repo's copy, each vote they shared was a skipped
+  duplicate for the whole run. The copy is found in the repo by the next start and set
+  aside in turn. A file with another skipped row stays, replayed, as before.
 * **Held** by a live neighbour (its ``flock``): that process pushes its own. It is
-  adopted at the first push after the neighbour let it go, with what the neighbour
-  pushed meanwhile counted as published: a neighbour that failed its last push and
-  exited left those votes to nobody.
+  adopted at the first push after the neighbour let it go: the files the neighbour
+  pushed meanwhile are fetched into the local copy of the repo first, and the boards
+  replayed (a neighbour that failed its last push and exited left those votes to nobody).
 
 :func:`prune_mirror` makes the local copy exactly the repo's files: ``snapshot_download``
 never deletes, so files deleted or compacted on the Hub were replayed at every start.
@@ -72,26 +76,19 @@ def only(votes: VoteTable, ids: set[str]) -> VoteTable:
     return votes.without(set(votes.column("vote_id").to_pylist()) - ids)
 
 
-def all_published(path: Path, published: set[str], damaged: Counter | None = None) -> bool:
-    """Whether every line of the vote file ``path`` is a vote in ``published``, or a damaged
-    line that ``damaged`` holds (the lines of the repo's damaged files of that shard,
-    :func:`pushed_damaged_lines`).
+def readable_ids(path: Path, damaged: Counter | None = None) -> set[str] | None:
+    """The vote ids of the vote file ``path`` when every row it skips is accounted for, else
+    None: the file can go aside once the repo holds those votes.
 
     Only what :data:`ACCOUNTED_SKIPS` names may be skipped on the way, and damaged lines
-    the repo holds as they are: its replay skips and counts them, so the file's copy,
+    that ``damaged`` holds (the lines of the repo's damaged files of that shard,
+    :func:`pushed_damaged_lines`): the repo's replay skips and counts them, so the file,
     replayed beside it, would count them twice, and the board's skip counts would differ
     from ``leaderboard --repo --revision <commit>``. Any other skipped row (dated ahead of
     this clock, of a schema version this release does not know, a damaged line the repo
     lacks, or the whole file unreadable) may be an acknowledged vote that no ``vote_id``
-    comparison can vouch for, so the file is not published.
+    comparison can vouch for, so the file stays.
     """
-    ids = readable_ids(path, damaged)
-    return ids is not None and ids <= published
-
-
-def readable_ids(path: Path, damaged: Counter | None = None) -> set[str] | None:
-    """The vote ids of the vote file ``path`` when every row it skips is one
-    :func:`all_published` lets pass (``damaged``: as there), else None."""
     votes = read_votes(path, columns=["vote_id"])
     other = {r: n for r, n in votes.skipped.items() if n and r not in ACCOUNTED_SKIPS}
     if other and not (other.keys() <= LINE_SKIPS and _damaged_pushed(path, other, damaged)):

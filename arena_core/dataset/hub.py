@@ -317,21 +317,28 @@ class HubSync:
 
     def _adopt_released(self, uploader: CommitTracking) -> None:
         """Before each push: adopt the files a live neighbour held at connect and has let go
-        since (:meth:`EarlierFiles.released`), name the commit its pushes were fetched at
-        (it holds the local copy and this process's pushes), and replay again. A Hub error
-        waits for the next push."""
+        since (:meth:`EarlierFiles.released`), replay again, and name the commit its pushes
+        were fetched at (it holds the local copy and this process's pushes). A Hub error
+        waits for the next push. At the final push (:meth:`flush`) the files are adopted, so
+        their votes go with it, but nothing is replayed: a full replay under the vote lock
+        ate into the flush's 20 s."""
         try:
             if not self.earlier.released(uploader, self._fetch_pushed):
                 return
         except Exception:
             log.exception("could not adopt the vote files a neighbouring process left")
             return
-        uploader.renamed(self.commit)
+        if self._stopped.is_set():  # the final push: no board to serve, and its time is short
+            return
         if self.on_download is not None:
             try:
                 self.on_download()
             except Exception:  # the board lags, but the votes must still be pushed
                 log.exception("could not replay the votes after a neighbour's exit")
+                return
+        # Named once the boards hold those votes: before, the revision named the new commit
+        # while the old board was still served.
+        uploader.renamed(self.commit)
 
     def _fetch_pushed(self, stems: list[str]) -> None:
         """Add to the local copy the repo's files pushed from the shards ``stems`` by their

@@ -272,8 +272,9 @@ class CommitTracking(VoteUploader):
         super().__init__(**kwargs)
 
     def renamed(self, commit: str | None, *, registry_published: bool | None = None) -> None:
-        """Name ``commit`` as the one the boards stand on (it holds every vote pushed so far:
-        a later commit made by HubSync itself), with the registry flag when given."""
+        """Name ``commit`` as the one the boards stand on, with the registry flag when given:
+        a commit later than the last push, which holds every vote pushed so far (the card's,
+        or the one a neighbour's pushes were fetched at)."""
         with self._votes_lock:
             old, pushed, adopted, published = self.pushed_commit
             published = published if registry_published is None else registry_published

@@ -341,7 +341,9 @@ class Blinder:
         )
 
     def has_shaped(self, source: str) -> bool:
-        """Whether :meth:`shaped` would find the clip, without reading it."""
+        """Whether :meth:`shaped` would find the clip, without reading it: a damaged entry
+        (one whose rate :meth:`shaped` refuses) counts as found until it is shaped again
+        (the pacer's hold then treats that battle as warm once, no more)."""
         return self._cache is not None and self._cache.has(self._source_key(source), "audio")
 
     def deliver(self, prepared: Sequence[Output]) -> tuple[Output, ...]:

@@ -205,7 +205,9 @@ def rows_table(rows: Sequence[dict], schema: pa.Schema) -> pa.Table:
     (strings, 64-bit integers, doubles, booleans, lists of strings), a missing key or None
     a null, built from buffers: ``from_pylist`` asks pandas about every column (a tenth
     to a third of a second, the first time, in a fresh process). Rows are those a reader
-    has already checked against the contract; a value a column cannot hold raises."""
+    has already checked against the contract (``lines.judge_line``): values are not checked
+    here, and a wrong type may be converted (``True`` as 1, ``1`` in a boolean as False)
+    where ``from_pylist`` would raise."""
     return pa.Table.from_arrays(
         [_column([row.get(field.name) for row in rows], field.type) for field in schema],
         schema=schema,
