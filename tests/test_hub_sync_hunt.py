@@ -148,3 +148,40 @@ def test_a_restart_on_one_disk_shows_the_votes_its_predecessor_took_meanwhile(
     new.sync.flush(timeout=5)
     new.close()
     assert set(raw_vote_ids(api).values()) == {1}
+
+
+def test_votes_a_live_process_adopted_are_not_adopted_again_by_a_process_started_meanwhile(
+    tmp_path,
+):
+    """A run's last push failed, leaving two acknowledged votes in its shard. The restart
+    adopted them (a copy, ``adopted-<digest>.parquet``, queued for its next push) while the
+    Hub was still failing. A third process started on the same disk meanwhile (a restart
+    overlapping the live one) found that copy and another earlier file free, adopted all of
+    their votes under a name of its own, and both pushed: the dataset held the two votes
+    twice (found by a review). The live process now locks the files of its adoptions until
+    they are pushed; the newcomer leaves them, and takes them up once they are let go."""
+    settings = space_settings(tmp_path)
+    api = HistoryHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    seed_repo(api, [row(k, vote="ab"[k % 2]) for k in range(1, 5)])
+    env = {"PATH": os.environ.get("PATH", "")}
+    first = build_steady_service(settings, env=env, hf_api=api)
+    first.load()
+    for choice in ("a", "b"):
+        battle_and_vote(first, choice)
+    api.failures = [unavailable()]
+    first.sync.flush(timeout=5)  # the last push fails: two acknowledged votes wait
+    first.close()
+    second = build_steady_service(settings, env=env, hf_api=api)  # adopts them; no push yet
+    second.load()
+    late = row(40)  # an earlier file freed meanwhile, with a vote the repo lacks
+    (settings.votes_dir / "votes-late.jsonl").write_text(json.dumps(late) + "\n")
+    third = build_steady_service(settings, env=env, hf_api=api)  # same disk, second still live
+    third.load()
+    second.sync.uploader.trigger().result()  # the second's adoption lands, its lock goes
+    third.sync.uploader.trigger().result()  # the third takes up what the second let go
+    for service in (second, third):
+        service.sync.flush(timeout=5)
+        service.close()
+    counts = raw_vote_ids(api)
+    assert len(counts) == 4 + 2 + 1 and set(counts.values()) == {1}

@@ -213,8 +213,11 @@ class EarlierFiles:
         adoption), so their files go aside; the others' as another adoption, as before."""
         whole = self._readable(files)
         copied, copy = self._copy_missing(votes, whole, published)
-        queued = uploader.adopt(only(votes, copied), published) if copied else 0
-        queued += uploader.adopt(votes.without(copied), published)
+        # Each adoption locks the files its votes stay in until they are pushed (see
+        # VoteUploader.adopt): the copy, or the files that are not set aside.
+        queued = uploader.adopt(only(votes, copied), published, hold=[copy]) if copied else 0
+        kept = [p for p in files if p not in whole]
+        queued += uploader.adopt(votes.without(copied), published, hold=kept)
         aside = self._set_aside({p: i for p, i in whole.items() if p != copy},
                                 published | copied)  # fmt: skip
         return queued, aside

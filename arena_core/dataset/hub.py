@@ -342,11 +342,14 @@ class HubSync:
 
     def _fetch_pushed(self, stems: list[str]) -> None:
         """Add to the local copy the repo's files pushed from the shards ``stems`` by their
-        own processes (after this one's download, too), at the current commit: :attr:`commit`."""
+        own processes (after this one's download, too), and every adoption's file (a
+        neighbour's adopted votes, locked until pushed, go under a name of their own:
+        :func:`~arena_core.dataset.uploader.adopted_file`), at the current commit:
+        :attr:`commit`."""
         sha = self.api.repo_info(self.repo_id, repo_type="dataset").sha
+        patterns = [f"{DATA_DIR}/{stem}-*" for stem in stems] + [f"{DATA_DIR}/adopted-*"]
         self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", revision=sha,
-                                   local_dir=self.mirror,
-                                   allow_patterns=[f"{DATA_DIR}/{stem}-*" for stem in stems])  # fmt: skip
+                                   local_dir=self.mirror, allow_patterns=patterns)  # fmt: skip
         self.commit = sha
 
     def publish_card(self, registry: Registry) -> str | None:

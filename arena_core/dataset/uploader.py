@@ -13,8 +13,11 @@ calls ``create_repo``): :class:`~arena_core.dataset.hub.HubSync` decides when.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import fcntl
 import hashlib
 import logging
+import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -117,6 +120,28 @@ def adopted_file(table: pa.Table) -> tuple[str, bytes]:
     return f"adopted-{digest}.parquet", parquet_bytes(table)
 
 
+def _lock(path: Path) -> int | None:
+    """An exclusive ``flock`` on ``path`` (the mark of a file in use,
+    :func:`~arena_core.votes.log.shard_in_use`), held by the returned descriptor; None if
+    the file is gone or another process holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _release(fds) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)  # closing lets go of the lock
+
+
 class LineCount:
     """Complete lines of a growing shard, counted incrementally: each call reads only the
     bytes written since the last one, so the page can ask often even when hours of votes
@@ -163,22 +188,39 @@ class VoteUploader(CommitScheduler):
         self._pushed_lines = 0  # lines of the shard those bytes held
         self._lines = LineCount(Path(folder_path) / shard_name)
         self._adopted: list[pa.Table] = []
+        self._holds: list[list[int]] = []  # per adoption: fds of the files it locks (hold)
         self.status = SyncStatus()
         super().__init__(repo_id=repo_id, repo_type="dataset", folder_path=folder_path,
                          path_in_repo=DATA_DIR, every=every, hf_api=hf_api, token=token)  # fmt: skip
         self.lock = lock
 
-    def adopt(self, votes: VoteTable, published_ids: set[str]) -> int:
+    def adopt(self, votes: VoteTable, published_ids: set[str], hold=()) -> int:
         """Queue those of ``votes`` (read from earlier local vote files) that the Hub does
         not have yet. For a restart on a machine that kept its disk (shards and compacted
-        files of earlier runs). Returns the number of votes queued."""
+        files of earlier runs). Returns the number of votes queued.
+
+        The files of ``hold`` (those the votes came from, still in the vote folder) are
+        locked as a live shard is (``flock``) until the push that holds these votes lands
+        or the uploader stops: a process starting meanwhile on the same disk takes them for
+        a live neighbour's and leaves them (:mod:`~arena_core.dataset.earlier`). Unlocked,
+        it adopted the same votes again, under another file name when other free files
+        joined them, and the dataset held them twice."""
         known = pa.array(sorted(published_ids), type=pa.string())
         missing = votes.table.filter(pc.invert(pc.is_in(votes.column("vote_id"), known)))
         with self._votes_lock:
             if missing.num_rows:
                 self._adopted.append(contract_table(missing))
+                self._holds.append([fd for path in hold if (fd := _lock(path)) is not None])
             self.status.waiting = missing.num_rows + self._count_waiting()
             return missing.num_rows
+
+    def stop(self) -> None:
+        """Stop pushing, and let go of the files of the adoptions not pushed: another
+        process may adopt them now (this one exits)."""
+        super().stop()
+        with self._votes_lock:
+            _release(fd for fds in self._holds for fd in fds)
+            self._holds = [[] for _ in self._holds]
 
     def push_to_hub(self):
         """Send the shard's complete new lines; advance only after the commit succeeded."""
@@ -201,6 +243,8 @@ class VoteUploader(CommitScheduler):
                 self._offset, self._sequence = new[0], self._sequence + 1
                 self._pushed_lines += new[1].count(b"\n")
             self._adopted = self._adopted[len(adopted) :]
+            _release(fd for fds in self._holds[: len(adopted)] for fd in fds)
+            self._holds = self._holds[len(adopted) :]
             self.status.last_push = self._clock()
             self.status.pushed_votes += votes
             self.status.last_error = self.status.unreachable_since = None
@@ -280,8 +324,8 @@ class CommitTracking(VoteUploader):
             published = published if registry_published is None else registry_published
             self.pushed_commit = (commit or old, pushed, adopted, published)
 
-    def adopt(self, votes, published_ids: set[str]) -> int:
-        queued = super().adopt(votes, published_ids)
+    def adopt(self, votes, published_ids: set[str], hold=()) -> int:
+        queued = super().adopt(votes, published_ids, hold)
         with self._votes_lock:
             commit, pushed, adopted, published = self.pushed_commit
             self.pushed_commit = (commit, pushed, adopted + queued, published)
