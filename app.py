@@ -156,7 +156,7 @@ def _wire_page(battles: Battles, page, session, demo) -> None:
     """
 
     def page_begin(state, prompt, arena_id):
-        refusal = battle.promptrefusal(prompt, battles.settings.max_prompt_chars)
+        refusal = battle.prompt_refusal(prompt, battles.settings.max_prompt_chars)
         if refusal is not None:  # before anything is cleared: the battle on screen stays
             gr.Warning(refusal, duration=WARNING_SECONDS)
             return NO_TICKET, gr.skip(), *page.prompt_refused(refusal)

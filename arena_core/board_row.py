@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
+from arena_core.printable import controls_escaped, spreadsheet_cell, terminal_safe
 from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.fit import MAX_DROPPED_SHARE, BoardFit
 
@@ -110,7 +111,10 @@ def write_board(board: Board, fmt: str, out, document: dict | None = None) -> No
     elif fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rounded(r) for r in board.rows)
+        # Text cells as text: without --registry the names and ids are the votes' own, any
+        # string, and one starting with "=" was a formula the reader's spreadsheet ran.
+        writer.writerows({k: spreadsheet_cell(v) for k, v in rounded(r).items()}
+                         for r in board.rows)  # fmt: skip
     else:
         out.write(format_table(board) + "\n")
 
@@ -150,22 +154,10 @@ def format_table(board: Board, names: dict[str, str] | None = None) -> str:
     unrated = [names[r.model_id] for r in board.rows if r.provenance is None]
     lines += [f"note: {names[r.model_id]}: {r.note}" for r in board.rows if r.unbounded]
     lines += [f"{UNRATED_NOTE}: {', '.join(unrated)}"] if unrated else []
-    lines += [f"warning: {w}" for w in board.warnings]
+    # The warnings name models by their raw ids (the JSON keeps them so): escaped here, or an
+    # id's escape sequence or newline reached the terminal the names above are quoted for.
+    lines += [f"warning: {controls_escaped(w)}" for w in board.warnings]
     return f"== {terminal_safe(board.arena)} ==\n" + "\n".join(lines)
-
-
-def terminal_safe(text: str) -> str:
-    """A name as the table prints it: as it is, unless a terminal would show it as something
-    else (a control character: a newline broke the table's rows, an escape sequence
-    recoloured the terminal; spaces at an end: "m1 " and " m1" looked the same), then
-    quoted with JSON's escapes."""
-    if text.strip() == text and text.isprintable():
-        return text
-    return f'"{"".join(_escaped(ch) for ch in text)}"'
-
-
-def _escaped(ch: str) -> str:
-    return json.dumps(ch)[1:-1] if not ch.isprintable() or ch in '"\\' else ch
 
 
 def _cell(value, digits) -> str:

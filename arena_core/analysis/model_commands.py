@@ -12,7 +12,7 @@ import math
 import sys
 
 from arena_core.analysis.model_report import RECENT
-from arena_core.board_row import terminal_safe
+from arena_core.printable import terminal_safe
 
 
 def add_commands(sub) -> None:

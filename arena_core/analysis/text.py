@@ -10,6 +10,7 @@ import textwrap
 from arena_core.analysis.boards import StyleBoard
 from arena_core.analysis.insights import ComplementarityReport
 from arena_core.judges.bias import BiasReport
+from arena_core.printable import terminal_safe
 from arena_core.ratings.style import Coefficient
 
 #: What each style covariate is, for the reader of a table.
@@ -23,7 +24,12 @@ COVARIATE_LABELS = {
 
 
 def plain_table(head: list[str], rows: list[list[str]], left: int = 0) -> str:
-    """Columns padded to their widest cell; column ``left`` left-aligned, the others right."""
+    """Columns padded to their widest cell; column ``left`` left-aligned, the others right.
+
+    A cell a terminal would garble is quoted with JSON's escapes, as the ``leaderboard``
+    table prints names: these tables name models and judges by the votes' ids, any string
+    (a newline in one split its row and printed a line of its own, an escape recoloured)."""
+    rows = [[terminal_safe(c) for c in r] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=False)]
 
     def line(cells):
@@ -155,7 +161,7 @@ def left_out(reason: str) -> str:
 
 def _self_kept(report: BiasReport) -> str:
     """The judges whose self-preference the correction leaves in, for the consensus's title."""
-    kept = [j.judge for j in report.judges if j.self_corrected is False]
+    kept = [terminal_safe(j.judge) for j in report.judges if j.self_corrected is False]
     return f", except for the self-preference of {', '.join(kept)}" if kept else ""
 
 
@@ -185,8 +191,9 @@ def judges_table(report: BiasReport, arena: str, names: dict[str, str]) -> str:
         "A term: fitted position term (points); self excess: favour for its own family beyond "
         "humans'; longer: decisive verdicts for the longer clip; discr.: discrimination.",
     ]
-    parts += [f"{j.judge}: {left_out(j.not_fitted)}" for j in report.judges if j.not_fitted]
-    parts += [f"{j.judge}: {note}" for j in report.judges for note in j.notes]
+    parts += [f"{terminal_safe(j.judge)}: {left_out(j.not_fitted)}"
+              for j in report.judges if j.not_fitted]  # fmt: skip
+    parts += [f"{terminal_safe(j.judge)}: {note}" for j in report.judges for note in j.notes]
     if report.fit_error:
         parts.append(f"\n{fit_failed(report.fit_error)}")
     else:

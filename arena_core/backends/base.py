@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from arena_core.backends.output import Output
+from arena_core.printable import controls_escaped
 from arena_core.registry import Model
 
 logger = logging.getLogger(__name__)
@@ -80,8 +81,12 @@ class BackendConfigError(ValueError):
 
 
 def one_line(text: str) -> str:
-    """Collapse whitespace and cut to :data:`MAX_REASON_CHARS` so a reason fits one status line."""
-    flat = " ".join(str(text).split())
+    """Collapse whitespace and cut to :data:`MAX_REASON_CHARS` so a reason fits one status line.
+
+    Other control characters are escaped: a reason may quote a hosted service's own error
+    message, which the Space's log prints, and an escape sequence in it erased or recoloured
+    the operator's log lines in a terminal."""
+    flat = controls_escaped(" ".join(str(text).split()))
     return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
 
 

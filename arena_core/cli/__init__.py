@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from arena_core.cli.board import add_command as add_board_command
 from arena_core.cli.files import add_commands as add_file_commands
 from arena_core.cli.streams import spooled
+from arena_core.printable import LineFormatter, controls_escaped
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.scale.cli_options import add_counts_command
 from arena_core.simulation import SCENARIOS, scenario
@@ -50,11 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.run is not _simulate:  # only a scenario takes options of its own
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    # One record per line, whatever the logged values hold (a board's warnings name the
+    # votes' ids, any string: a newline in one forged a record, an escape recoloured).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LineFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        handlers=[handler])  # fmt: skip
     try:
         with spooled(args):
             return args.run(args)
@@ -80,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _error(message) -> int:
     """The failure as one line (a library's message, DuckDB's say, may span several), so
     a script reading stderr gets one record per failure; exit status 2."""
-    print("error: " + " ".join(str(message).split()), file=sys.stderr)
+    # Control characters escaped: the message may list the votes' arena or judge ids.
+    print("error: " + controls_escaped(" ".join(str(message).split())), file=sys.stderr)
     return 2
 
 

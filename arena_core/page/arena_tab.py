@@ -7,17 +7,18 @@ tab (:mod:`arena_core.page.board_tab`).
 
 from __future__ import annotations
 
+import time
+from html import escape
+
 import gradio as gr
 
 from arena_core.page import battle, ui_text
-from arena_core.page.battle import Offer
+from arena_core.page.battle import VOTE_LABELS, Offer
 from arena_core.page.clip import clip_player
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaService, Reveal
 from arena_core.votes.schema import VOTES
 
-#: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
-VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
 #: Percent of a clip the players' skip buttons jump (Gradio's is 5%, a third of a second on
 #: a sentence): a fifth, about a second, enough to hear a word again.
 SKIP_SHARE = 20
@@ -146,8 +147,15 @@ class ArenaPage:
 
     def prompt_refused(self, message: str):
         """A typed prompt refused before a battle was asked for: the reason under the
-        buttons, and the battle on screen kept as it is (its clips, what was heard)."""
-        return gr.skip(), f"⚠️ {message}", *[gr.skip()] * (len(self.begin_outputs) - 2)
+        buttons, and the battle on screen kept as it is (its clips, what was heard).
+
+        The page script also shows the reason under the prompt box, in its live line (by
+        the class): under the buttons alone it was below a laptop's fold and said to no
+        screen reader, and the toast never shows (the event skips the queue)."""
+        # Each refusal its own element (data-at), also when its words are the last one's.
+        line = (f'<span class="prompt-refusal" data-at="{time.monotonic_ns()}">⚠️ '
+                f"{escape(message)}</span>")  # fmt: skip
+        return gr.skip(), line, *[gr.skip()] * (len(self.begin_outputs) - 2)
 
     def refused(self, message: str):
         heads = [battle.side_head(s, "") for s in "AB"]

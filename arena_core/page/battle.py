@@ -11,6 +11,7 @@ name is data, never markup.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ LANGUAGE_NAMES = {
 }  # fmt: skip
 #: Keyboard shortcuts of the vote buttons (the page's script binds the same keys).
 VOTE_KEYS = {"a": "A", "b": "B", "tie": "T", "both_bad": "X"}
+#: The vote buttons' words on the page (the API and the reveal say ``VOTE_WORDS``).
+VOTE_LABELS = {"a": "← A is better", "b": "B is better →", "tie": "Tie", "both_bad": "Both are bad"}
 #: A padlock drawn inline (an emoji needs a font the visitor may lack).
 LOCK = ('<svg class="lock" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">'
         '<path fill="currentColor" d="M6 10V8a6 6 0 1 1 12 0v2h1a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H5'
@@ -189,7 +192,9 @@ def gate_html(
         "anonymous models.",
         "working": "Making both outputs…",
         "open": (
-            f"{LOCK} Voting opens once you have heard <b>both clips</b> to the end. "
+            _held_line(wait, pending)
+            if modality == "audio" and wait is not None
+            else f"{LOCK} Voting opens once you have heard <b>both clips</b> to the end. "
             f"Press <b>Play A then B</b>{_key_hint(' (or <kbd>P</kbd>)')}."
             if modality == "audio"
             else f"Compare both, then vote{_key_hint(': ' + keys)}."
@@ -208,6 +213,20 @@ def gate_html(
         f'<span class="gate-keys"><span class="keys-on">Keys: {keys} · <kbd>N</kbd> new battle'
         f"</span>{KEYS_OFF}</span></div>"
     )
+
+
+def _held_line(wait: float, pending: str | None) -> str:
+    """The gate's words while the server's listening gate holds votes back, as the page
+    script writes them (its countdown's seconds hidden from screen readers, told the wait
+    once): the same words to a screen reader, so the gate, a live region, is read once. (It
+    said "Voting opens once you have heard both clips" until the script's next render, to
+    a visitor who had.)"""
+    seconds = math.ceil(float(f"{wait:.3f}"))  # as the script reads data-wait
+    count = (f'<b aria-hidden="true">{seconds} s</b><span class="sr-only">about {seconds} s'
+             "</span>: the server waits as long as the clips take to play.")  # fmt: skip
+    if pending in VOTE_LABELS:
+        return f"{LOCK} Both clips heard. Your vote <b>{VOTE_LABELS[pending]}</b> will be sent in {count}"
+    return f"{LOCK} Both clips heard. Voting opens in {count}"
 
 
 #: The gate's words while the visitor has turned the single-key shortcuts off (the styles

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from urllib.parse import quote
 
 from arena_core.leaderboard import BoardParams
 from arena_core.registry import Registry
@@ -243,11 +245,34 @@ def about(registry: Registry, params: BoardParams, status: Mapping[str, str] | N
             "| --- | --- | --- | --- | --- | --- |"
         )
         for m in arena.models:
-            name = f"[{m.name}]({m.url})" if m.url and http_url(m.url) else m.name
+            name = markdown_text(m.name)
+            if m.url and http_url(m.url):
+                name = f"[{name}]({markdown_url(m.url)})"
             here = model_state((status or {}).get(f"{arena.id}/{m.id}", ""))
-            licence = m.license or "not stated"
+            licence = markdown_text(m.license or "not stated")
             speed = f"{rtf[m.id]:.2f}" if rtf and m.id in rtf else ""
-            sections[-1] += (
-                f"\n| {name} | `{m.id}` | {m.params or ''} | {licence} | {speed} | {here} |"
-            )
+            sections[-1] += (f"\n| {name} | `{m.id}` | {markdown_text(m.params or '')} | "
+                             f"{licence} | {speed} | {here} |")  # fmt: skip
     return "\n\n".join(sections)
+
+
+#: Characters that start Markdown or HTML inside a line of text or a table cell (``:`` and
+#: ``@``: a bare URL or address is made a link, which swallowed what followed it).
+_MARKDOWN = re.compile(r"[&<>\\`*_\[\]!|~:@]")
+
+
+def markdown_text(text: str) -> str:
+    """A registry field (a model's name, licence, size) as Markdown that shows it as written:
+    each character that Markdown or HTML reads as markup written as a character reference
+    (``&#91;`` for ``[``), which is text wherever it stands (a backslash's escape was undone
+    inside a link's text). Written as it is, a name holding ``![](http://...)`` or ``<img
+    src=...>`` showed an image fetched from anywhere to every visitor of the About tab
+    (Gradio's sanitizer keeps images and forms), and a ``|`` split its table cell."""
+    return _MARKDOWN.sub(lambda m: f"&#{ord(m[0])};", text)
+
+
+def markdown_url(url: str) -> str:
+    """An http(s) URL as a Markdown link's target: the characters that would end the target
+    (a ``)``: the rest of the URL went on as Markdown, an image say), or split the table's
+    cell, percent-encoded; the link leads to the same page."""
+    return quote(url, safe=":/?#[]@!$&'*+,;=%~-._")

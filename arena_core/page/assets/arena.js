@@ -33,6 +33,10 @@
   // acts at once must be possible to turn off: a speech-input user's dictated word, or a
   // stray key, otherwise votes). "off" turns them off; anything else, or no storage, is on.
   const KEYS_STORE = "arena-shortcuts";
+  // Inputs that take no typing: a key pressed there is a shortcut. (The shortcuts' own
+  // switch keeps the focus once clicked, and N or A did nothing there until the visitor
+  // clicked elsewhere: shortcuts just turned on seemed broken.)
+  const NOT_TYPED = new Set(["checkbox", "radio", "button", "submit", "reset", "range", "color", "file", "image"]);
 
   const $ = (selector) => document.querySelector(selector);
   const visible = (el) => !!el && el.offsetParent !== null;
@@ -299,10 +303,14 @@
     if (g && listening()) {
       const text = g.querySelector(".gate-text");
       const held = g.dataset.pending && $(`#vote-${g.dataset.pending}`);
+      // The gate is a live region: a count that changes each second had a screen reader
+      // read the whole gate again each second. The seconds shown are hidden from it, and
+      // it is told the wait once, as the server sent it (battle.gate_html says the same).
+      const wait = `<b aria-hidden="true">${Math.ceil(left)} s</b><span class="sr-only">about ${Math.ceil(parseFloat(g.dataset.wait))} s</span>`;
       const html = missing.length === 0 && left > 0 && held
-        ? `${LOCK} Both clips heard. Your vote <b>${held.textContent.trim()}</b> will be sent in <b>${Math.ceil(left)} s</b>: the server waits as long as the clips take to play.`
+        ? `${LOCK} Both clips heard. Your vote <b>${held.textContent.trim()}</b> will be sent in ${wait}: the server waits as long as the clips take to play.`
         : missing.length === 0 && left > 0
-        ? `${LOCK} Both clips heard. Voting opens in <b>${Math.ceil(left)} s</b>: the server waits as long as the clips take to play.`
+        ? `${LOCK} Both clips heard. Voting opens in ${wait}: the server waits as long as the clips take to play.`
         : missing.length === 0
         ? '✓ Both clips heard: your vote, please<span class="key-hint"> (<kbd>A</kbd> <kbd>B</kbd> <kbd>T</kbd> <kbd>X</kbd>)</span>.'
         : missing.length === 2
@@ -348,6 +356,13 @@
     const now = document.activeElement;
     if (!now || now === document.body || (now.closest && now.closest("#votes"))) {
       next.focus({ preventScroll: true });
+      // Scrolled to only if wholly out of the window (at 200% zoom it was below it, and a
+      // keyboard user could not see where the focus was): the reveal otherwise stays put.
+      const box = next.getBoundingClientRect();
+      if (box.bottom <= 0 || box.top >= window.innerHeight) {
+        const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+        next.scrollIntoView({ behavior: still ? "auto" : "smooth", block: "nearest" });
+      }
     }
   }
 
@@ -367,11 +382,17 @@
       area.closest(".input-container").after(line);
     }
     const count = [...area.value.trim().split(/\s+/).join(" ")].length;
-    const text = count > limit
+    // A prompt the server refused (the line under the vote buttons, below a laptop's fold
+    // and in no live region) is said here too, under the box, until the prompt is edited;
+    // one too long is said by the count already.
+    const refusal = $("#status .prompt-refusal");
+    if (refusal && !refusal.arenaPrompt) refusal.arenaPrompt = { value: area.value };
+    const refused = !!refusal && refusal.arenaPrompt.value === area.value && count <= limit;
+    const text = refused ? refusal.textContent.trim() : count > limit
       ? `${count} / ${limit} characters: ${count - limit} too many`
       : count > limit * 0.8 ? `${count} / ${limit} characters` : "";
     if (line.textContent !== text) line.textContent = text;
-    line.classList.toggle("over", count > limit);
+    line.classList.toggle("over", refused || count > limit);
   }
 
   function bringIntoView(g) {
@@ -570,7 +591,8 @@
 
   document.addEventListener("keydown", (event) => {
     const target = event.target;
-    const typing = target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+    const typing = target && (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName)
+      || (target.tagName === "INPUT" && !NOT_TYPED.has(target.type)));
     if (typing && event.key !== "Enter") st.typed = Date.now();
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
     if (typing || !keysOn()) return; // turned off by the visitor: the keys do nothing
