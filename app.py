@@ -158,7 +158,8 @@ def _wire_page(battles: Battles, page, session, demo) -> None:
     def page_begin(state, prompt, arena_id):
         refusal = battle.prompt_refusal(prompt, battles.settings.max_prompt_chars)
         if refusal is not None:  # before anything is cleared: the battle on screen stays
-            gr.Warning(refusal, duration=WARNING_SECONDS)
+            # Said beside the prompt box and under the buttons (page.prompt_refused): a toast
+            # needs the queue, which this event skips, so gr.Warning here showed nothing.
             return NO_TICKET, gr.skip(), *page.prompt_refused(refusal)
         # The arena on screen is recorded here too: both calls skip the queue and may be
         # served in either order, so the pick's own call can come after this one.
