@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
@@ -31,6 +30,7 @@ from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 from arena_core.votes.clean import VoteTable
 from arena_core.votes.jsonl import parse_jsonl
 from arena_core.votes.lines import damaged_lines
+from arena_core.votes.log import hold_file
 from arena_core.votes.parquet import contract_table, parquet_bytes
 
 log = logging.getLogger(__name__)
@@ -121,19 +121,11 @@ def adopted_file(table: pa.Table) -> tuple[str, bytes]:
 
 
 def _lock(path: Path) -> int | None:
-    """An exclusive ``flock`` on ``path`` (the mark of a file in use,
-    :func:`~arena_core.votes.log.shard_in_use`), held by the returned descriptor; None if
-    the file is gone or another process holds it."""
+    """:func:`~arena_core.votes.log.hold_file`, or None if the file is gone or held."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        return hold_file(path)
     except OSError:
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def _release(fds) -> None:

@@ -93,7 +93,8 @@ class LogClosedError(VoteWriteError):
 
 
 def shard_in_use(path: Path) -> bool:
-    """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it)."""
+    """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it), or a
+    live uploader a file of its adoptions (:func:`hold_file`)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -105,6 +106,18 @@ def shard_in_use(path: Path) -> bool:
     finally:
         os.close(fd)  # closing releases a lock we may have taken
     return False
+
+
+def hold_file(path: Path) -> int:
+    """Mark ``path`` in use (:func:`shard_in_use`): an exclusive ``flock``, held by the
+    returned descriptor until it is closed; OSError if the file is gone or held."""
+    held = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(held)
+        raise
+    return held
 
 
 def new_shard_name() -> str:
@@ -340,13 +353,7 @@ class VoteLog:
 
     def _hold(self) -> None:
         """Take the shard's ``flock`` that marks it in use (see :func:`shard_in_use`)."""
-        held = os.open(self.path, os.O_RDONLY)
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(held)
-            raise
-        self._held = held
+        self._held = hold_file(self.path)
 
 
 def _fsync_folder(folder: Path) -> None:
