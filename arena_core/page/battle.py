@@ -187,18 +187,18 @@ def gate_html(
     once the count ends, for this gate's battle only (a new battle replaces the gate).
     """
     keys = " · ".join(f"<kbd>{k}</kbd> {VOTE_WORDS[v]}" for v, k in VOTE_KEYS.items())
+    if modality != "audio":
+        opened = f"Compare both, then vote{_key_hint(': ' + keys)}."
+    elif wait is not None:  # the server's listening gate holds votes back
+        opened = _held_line(wait, pending)
+    else:
+        opened = (f"{LOCK} Voting opens once you have heard <b>both clips</b> to the end. "
+                  f"Press <b>Play A then B</b>{_key_hint(' (or <kbd>P</kbd>)')}.")  # fmt: skip
     lines = {
         "idle": f"Press <b>New battle</b>{_key_hint(' (or <kbd>N</kbd>)')} to hear two "
         "anonymous models.",
         "working": "Making both outputs…",
-        "open": (
-            _held_line(wait, pending)
-            if modality == "audio" and wait is not None
-            else f"{LOCK} Voting opens once you have heard <b>both clips</b> to the end. "
-            f"Press <b>Play A then B</b>{_key_hint(' (or <kbd>P</kbd>)')}."
-            if modality == "audio"
-            else f"Compare both, then vote{_key_hint(': ' + keys)}."
-        ),
+        "open": opened,
         "voted": f"Vote saved. Press <b>Next battle</b>{_key_hint(' (or <kbd>N</kbd>)')} "
         "for another one.",
     }
