@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from arena_core.votes.clean import FUTURE_SLACK_US
+from arena_core.votes.parquet import sync_folder
 from arena_core.votes.schema import Vote, VoteError, format_ts, new_vote_id
 
 log = logging.getLogger(__name__)
@@ -166,8 +167,6 @@ class VoteLog:
         self._clock = clock or _utc_now
         self._last: datetime | None = None
         self._held: int | None = None  # fd whose flock marks the shard as in use
-        #: A write failed and could not be cut back: the shard may end in half a line.
-        self._unfinished = False
         #: The shard's directory entry was fsynced after a write that succeeded. Not merely
         #: "this write created the file": a failed first write (a full disk, the folder's
         #: fsync failing) leaves the file behind, empty, and the next vote, finding it, was
@@ -237,7 +236,10 @@ class VoteLog:
         if taken:
             try:
                 self._write(b"".join(lines))
-            except VoteWriteError as exc:
+            except Exception as exc:  # every caller of the batch hears of it, not just its leader
+                if not isinstance(exc, VoteWriteError):
+                    log.exception("unexpected failure writing %d votes", len(lines))
+                    exc = VoteWriteError(f"could not write the vote: {exc}", rolled_back=False)
                 for request, _ in taken:
                     request.error, request.done = exc, True
                 return
@@ -319,49 +321,58 @@ class VoteLog:
         I/O error at fsync) becomes a :class:`VoteWriteError`, so the caller never
         acknowledges a vote that is not durably in the file.
         """
-        if not self.path.exists():  # created now (or again, if something removed it)
+        # os.path, not Path.exists: that raised on an I/O error (or a folder it may not
+        # search), and a batch whose write raised anything but VoteWriteError left its other
+        # votes without an answer. In doubt, the folder is synced again.
+        if not os.path.exists(self.path):  # created now (or again, if something removed it)
             self._entry_durable = False
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise VoteWriteError(f"could not open the vote shard: {exc}", rolled_back=True) from exc
+        size = None
         try:
             size = os.fstat(fd).st_size
-            if self._unfinished and size and os.pread(fd, 1, size - 1) != b"\n":
-                # An earlier failed write could not be cut back: end its half line, so it is
-                # one damaged row (skipped and counted) and this vote a whole line after it.
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # Half a line: a failed write that could not be cut back, or a shard cut
+                # short or replaced under the log. End it, so it is one damaged row (skipped
+                # and counted) and this vote a whole line after it; only the first case was
+                # looked for, and a vote after the others was glued onto the half line.
                 line = b"\n" + line
-            try:
-                if self._held is None:
-                    self._hold()
-                view = memoryview(line)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-                if not self._entry_durable:  # make the shard's directory entry durable too
-                    _fsync_folder(self.folder)
-            except OSError as exc:
-                rolled_back = _cut(fd, size)
-                self._unfinished = not rolled_back
-                raise VoteWriteError(
-                    f"could not write the vote: {exc}", rolled_back=rolled_back
-                ) from exc
-            self._unfinished = False
+            self._hold(fd)
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            if not self._entry_durable:  # make the shard's directory entry durable too
+                sync_folder(self.folder)
+        except OSError as exc:
+            rolled_back = size is None or _cut(fd, size)  # no size: nothing was written
+            raise VoteWriteError(
+                f"could not write the vote: {exc}", rolled_back=rolled_back
+            ) from exc
+        else:
             self._entry_durable = True
         finally:
             os.close(fd)
 
-    def _hold(self) -> None:
-        """Take the shard's ``flock`` that marks it in use (see :func:`shard_in_use`)."""
+    def _hold(self, fd: int) -> None:
+        """Hold the file ``fd`` is open on, the shard, by its ``flock`` (:func:`shard_in_use`).
+
+        A ``flock`` marks a file, not a name: when the shard was deleted or replaced under
+        the log, the old file's lock is let go and the new one's taken. Before, the shard
+        made again was held by nobody, and a compaction or a neighbour's start-up took it
+        from this process while it went on writing and pushing it."""
+        if self._held is not None:
+            if _same_file(os.fstat(self._held), os.fstat(fd)):
+                return
+            self.close()
+            self._entry_durable = False  # a new file: its folder entry has not been synced
         self._held = hold_file(self.path)
 
 
-def _fsync_folder(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _cut(fd: int, size: int) -> bool:

@@ -50,7 +50,9 @@ def write_parquet(table: pa.Table, path: Path) -> Path:
 
 def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
     """Write a file through ``write(f)`` so that a reader sees the old file or the whole
-    new one, never half: into a temporary file beside it, fsync, then rename.
+    new one, never half: into a temporary file beside it, fsync, then rename; the rename
+    is synced too (its folder, and any folder made for it), so the file is durable when
+    this returns.
 
     A path that exists and is not a regular file (a device, a named pipe) is written
     through, not replaced: renaming over it would replace the device itself, and pyarrow,
@@ -76,6 +78,7 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
         with path.open("wb") as f:
             write(f)
         return path
+    made = _missing_folders(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -87,7 +90,30 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    # The rename, and each folder made for it, is durable only once its folder is synced:
+    # compaction deletes its sources, and the adoption of earlier files sets them aside,
+    # as soon as this returns, and a power cut could keep that but lose the new file.
+    for folder in dict.fromkeys([path.parent, *(made_one.parent for made_one in made)]):
+        sync_folder(folder)
     return path
+
+
+def sync_folder(folder: str | Path) -> None:
+    """fsync ``folder``, which makes the names added to it (or removed) durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
 
 
 #: This process's streams by name.
