@@ -86,6 +86,23 @@ def test_a_name_with_markup_is_drawn_as_written():
     assert line == "Model &lt;b&gt; &amp; co" and _shown(line) == "Model <b> & co"
 
 
+def test_a_model_name_with_markup_is_drawn_as_written_in_every_chart():
+    """Plotly reads annotations, category tick labels and hover text as HTML too: a name
+    holding ``<a href=...>`` drew a link in the rating chart and the heatmaps' axes."""
+    board, counts = small_board()
+    name = '<a href="https://example.com/">Z</a> & <b>co</b>'
+    board = replace(board, rows=tuple(replace(r, model=name) if i == 0 else r
+                                      for i, r in enumerate(board.rows)))  # fmt: skip
+    ids = ["x", "y", "z"]
+    figures = [plots.rating_chart(board), plots.win_rate_heatmap(board, ids, counts),
+               plots.battle_count_heatmap(board, ids, counts)]  # fmt: skip
+    for fig in figures:
+        texts = [a.text for a in fig.layout.annotations or ()]
+        texts += [str(v) for trace in fig.data for v in (*trace.x, *trace.y)]
+        assert not any("<a" in t or "<b>" in t for t in texts), texts
+        assert any(_shown(t.replace("<br>", " ")) == name for t in texts), texts
+
+
 def test_the_rating_charts_note_on_models_left_out_is_a_line_of_its_own():
     board, _ = small_board()
     plain = plots.rating_chart(board)

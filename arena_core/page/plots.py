@@ -52,9 +52,15 @@ TITLE_LINE_PX, TITLE_ROOM_PX = 22, 30
 COLUMN_ANGLE = -50
 
 
+def escaped(name: str) -> str:
+    """A model name as Plotly text. Plotly reads annotations, category tick labels and hover
+    text as HTML (``<a href>``, ``<b>``, entities), so the name is escaped to draw as written."""
+    return escape(name, quote=False)
+
+
 def label(name: str) -> str:
     """A model name as an axis label: long ones on two lines ("eSpeak NG<br>(US English)")."""
-    return name.replace(" (", "<br>(", 1) if len(name) > WRAP_AT else name
+    return escaped(name).replace(" (", "<br>(", 1) if len(name) > WRAP_AT else escaped(name)
 
 
 def _rated(board: Board) -> list[LeaderboardRow]:
@@ -111,7 +117,7 @@ def rating_chart(board: Board) -> go.Figure | None:
         return None
     fig = go.Figure(
         go.Scatter(
-            y=[r.model for r in rows], x=[r.rating for r in rows], mode="markers",
+            y=[escaped(r.model) for r in rows], x=[r.rating for r in rows], mode="markers",
             marker={"size": 11, "color": [ACCENT if r.status == "established" else MUTED
                                           for r in rows]},
             error_x={"type": "data", "symmetric": False, "color": "#64748b", "thickness": 1.5,
@@ -132,8 +138,8 @@ def rating_chart(board: Board) -> go.Figure | None:
     # (Annotations, not "inside" tick labels: Plotly hides the rating ticks under those.)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     for r in rows:
-        fig.add_annotation(text=r.model, x=0, xref="paper", xanchor="left", y=r.model,
-                           yanchor="bottom", yshift=NAME_LIFT, showarrow=False,
+        fig.add_annotation(text=escaped(r.model), x=0, xref="paper", xanchor="left",
+                           y=escaped(r.model), yanchor="bottom", yshift=NAME_LIFT, showarrow=False,
                            font={"color": FONT["color"]})  # fmt: skip
     return frame(fig, "Rating with 95% interval", len(rows), note)
 
@@ -145,7 +151,7 @@ def _heatmap(board: Board, ids: list[str], matrix: np.ndarray, title: str, text:
         return None
     order = [ids.index(r.model_id) for r in rows]
     fig = go.Figure(
-        go.Heatmap(z=matrix[np.ix_(order, order)], x=[r.model for r in rows],
+        go.Heatmap(z=matrix[np.ix_(order, order)], x=[escaped(r.model) for r in rows],
                    y=[label(r.model) for r in rows],
                    text=text[np.ix_(order, order)], texttemplate="%{text}", xgap=1, ygap=1,
                    hovertemplate="%{y} vs %{x}: %{text}<extra></extra>", **scale)
