@@ -190,6 +190,7 @@ def _wire_page(battles: Battles, page, session, demo) -> None:
         if ticket != asked:  # asked for again, or another arena picked, while it was queued
             return stale()
         try:
+            language = battles.page_language(arena_id, language)
             view, values = await battles.open(arena_id, prompt, language, request)
         except Exception as exc:
             # A refusal says why; anything else (a bug, a full disk) was shown by Gradio as

@@ -258,18 +258,23 @@ UNNAMED_CONTROLS = """() => {
 class HeldCalls:
     """The page's first direct (unqueued) call each of ``wanted``'s tests accepts (by the
     call's body), held in the browser until released; every other call passes. One route
-    for all: Playwright lets a held request go when its route is removed."""
+    for all: Playwright lets a held request go when its route is removed. With ``served``,
+    the server answers a held call at once and only its answer is held (the server has
+    moved on, the page has not yet)."""
 
     PATTERN = "**/run/predict*"
 
-    def __init__(self, visit: Visit, **wanted):
-        self.visit, self.wanted, self.held = visit, wanted, {}
+    def __init__(self, visit: Visit, *, served: bool = False, **wanted):
+        self.visit, self.wanted, self.served = visit, wanted, served
+        self.held, self.answers = {}, {}
         visit.page.route(self.PATTERN, self._route)
 
     def _route(self, route) -> None:
         body = route.request.post_data_json or {}
         for name, test in self.wanted.items():
             if name not in self.held and test(body):
+                if self.served:
+                    self.answers[name] = route.fetch()
                 self.held[name] = route
                 return
         route.continue_()
@@ -298,7 +303,10 @@ class HeldCalls:
 
     def release(self, name: str) -> None:
         """Let the held call go on and return once its answer is in the page."""
-        route = self.held[name]
+        route, answer = self.held[name], self.answers.get(name)
         with self.visit.page.expect_response(lambda r: r.request == route.request):
-            route.continue_()
+            if answer:
+                route.fulfill(response=answer)
+            else:
+                route.continue_()
         self.visit.page.wait_for_timeout(500)  # the page applies the answer

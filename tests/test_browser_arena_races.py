@@ -98,3 +98,49 @@ def test_a_battle_asked_for_right_after_an_arena_pick_opens_when_the_pick_is_ser
     visit.battle_ready()
     expect(page.locator("#arena-header")).to_contain_text("Multilingual")
     page.close()
+
+
+def test_a_battle_asked_for_before_the_switch_back_to_english_is_answered_opens(
+    running_app, browser
+):
+    """Multilingual picked (its language box set to English), then English again, and New
+    battle pressed before the switch's answer reached the page (a busy server): the page
+    still sent Multilingual's language, which the server, already holding English's empty
+    choice of languages, refused before any handler ran. The visitor got a bare "Error" and
+    a gate "Making both outputs…" for good (session 34's flaky test_browser_clip_start met
+    this under load). An arena without languages now lets the stale one go."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "hunt-language-left")
+    visit.arrive(running_app.url)
+    page = visit.page
+    visit.pick("#arena-in", "Multilingual text-to-speech")
+    expect(page.locator("#language-in")).to_be_visible()
+    calls = HeldCalls(visit, served=True, english=header_of("tts-en"))
+    visit.pick("#arena-in", "English text-to-speech")
+    calls.wait_held("english")
+    page.locator("#prompt-in textarea").fill("Hi there.")
+    visit.key("n")
+    visit.battle_ready()
+    calls.release("english")
+    page.unroute(HeldCalls.PATTERN)
+    expect(page.locator("#language-in")).to_be_hidden()
+    expect(page.locator("#arena-header")).to_contain_text("English text-to-speech")
+    page.close()
+
+
+def test_a_language_typed_into_its_box_is_refused_in_words(running_app, browser):
+    """The language box takes any text (so a stale value reaches the handler, above): one
+    the arena has not is refused with a line asking for one from the list, and no battle."""
+    visit = Visit(browser.new_page(viewport=LAPTOP, locale="en-US"), "hunt-language-typed")
+    visit.arrive(running_app.url)
+    page = visit.page
+    visit.pick("#arena-in", "Multilingual text-to-speech")
+    box = page.locator("#language-in input")
+    box.fill("Klingon")
+    box.press("Enter")
+    page.locator("#prompt-in textarea").fill("Hi there.")
+    visit.key("n")
+    expect(page.locator("#status")).to_contain_text(
+        "Pick the language of your prompt from the list", timeout=20_000
+    )
+    expect(page.locator('#gate .gate[data-stage="open"]')).to_have_count(0)
+    page.close()

@@ -33,8 +33,13 @@ def arena_layout(service: ArenaService, settings: Settings, offer: Offer) -> Are
         page.arena_in = gr.Dropdown([(a.title, a.id) for a in offered],
                                     value=offered[0].id if offered else None, label="Arena",
                                     scale=2, min_width=260, elem_id="arena-in")  # fmt: skip
+        # Any value is let through to the handler (``Battles.page_language`` checks it): the
+        # box of the arena just left is still sent while the switch's answer is on its way,
+        # and Gradio, checking it against the new arena's choices, refused the battle before
+        # the page could say anything (the gate stayed "Making both outputs…").
         page.language_in = gr.Dropdown(label="Language of your prompt", visible=False, scale=2,
-                                       info=ui_text.LANGUAGE_INFO, elem_id="language-in")  # fmt: skip
+                                       info=ui_text.LANGUAGE_INFO, elem_id="language-in",
+                                       allow_custom_value=True)  # fmt: skip
         page.prompt_in = gr.Textbox(label="Prompt", placeholder=ui_text.PROMPT_HINT, scale=5,
                                     info=ui_text.PROMPT_INFO, elem_id="prompt-in",
                                     max_length=settings.max_prompt_chars * 2,

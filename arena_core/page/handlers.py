@@ -20,7 +20,7 @@ from arena_core.integrity.identity import (
     voter_hash,
     voter_identity,
 )
-from arena_core.page import media, presenters, visit
+from arena_core.page import media, presenters, ui_text, visit
 from arena_core.space.clips import ClipStore
 from arena_core.space.config import Settings
 from arena_core.space.service import ArenaError, ArenaService, BattleView, Reveal
@@ -78,6 +78,18 @@ class Battles:
         if view.hold > 0:
             await asyncio.sleep(view.hold)
         return view, values
+
+    def page_language(self, arena_id: str, language: str | None) -> str | None:
+        """The page's language box, checked for a battle of ``arena_id``. It may hold the
+        language of the arena just left (the switch's answer still on its way): no use to
+        an arena without languages, so dropped; an arena with languages refuses one it has
+        not (stale, or typed into the box) and asks for one from the list."""
+        languages = self.service.languages(arena_id)
+        if not language or language in languages:
+            return language or None
+        if not languages:
+            return None
+        raise gr.Error(ui_text.LANGUAGE_UNKNOWN, print_exception=False)
 
     def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
         view = self.service.new_battle(arena_id, prompt or None, language or None)

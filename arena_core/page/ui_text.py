@@ -20,6 +20,8 @@ one, and only then see who they were. Every vote is public, so anyone can recomp
 PROMPT_HINT = "Leave empty for a sentence from the arena's set, or type your own."
 PROMPT_INFO = "Your typed prompt is published with your vote: type nothing private."
 LANGUAGE_INFO = "The language of your typed prompt: only voices that speak it answer."
+#: A battle asked for with a language the arena has not (typed into the language box).
+LANGUAGE_UNKNOWN = "Pick the language of your prompt from the list."
 LISTEN_HINT = "Listen to both clips to the end, then vote."
 READ_HINT = "Compare both outputs, then vote."
 WORKING = "Generating both outputs…"
