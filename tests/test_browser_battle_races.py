@@ -157,7 +157,7 @@ def test_a_reveal_never_lands_on_the_battle_asked_for_after_the_vote(
     visit.key("a")
     visit.key("n")
     # Before the fix the late reveal turned the new battle's gate to "voted": no open battle.
-    visit.battle_ready(timeout=30_000)
+    visit.battle_ready()
     wait_logged(running_app, page, start + 1)  # the slow vote is written (on a busy machine
     page.wait_for_timeout(1500)  # after 2.5 s or more), and has answered by now
     assert page.evaluate(LABELS) == ["Clip A", "Clip B"]
@@ -193,7 +193,7 @@ def test_a_vote_the_server_handles_after_the_next_battle_was_asked_for_still_cou
     visit.key("a")
     vote.wait_sent()
     visit.key("n")
-    visit.battle_ready(timeout=30_000)
+    visit.battle_ready()
     vote.release()  # the vote reaches the server after the new battle was opened
     # Before the fix it was recorded on the new battle, unheard, and revealed it; with the
     # order of the last CI failure (new battle asked for, not yet open) it named no battle
