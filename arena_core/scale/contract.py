@@ -15,6 +15,7 @@ counts it.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 
 from arena_core.votes.kernels import pc
 from arena_core.votes.parquet import write_atomically
+from arena_core.votes.schema import TS_MAX_US, TS_MIN_US
 
 #: Version of this table's layout, written in the file's metadata.
 COUNTS_VERSION = 1
@@ -131,12 +133,19 @@ def stamped(table: pa.Table, read_at_us: int | None) -> pa.Table:
                                           READ_AT_KEY: str(int(read_at_us)).encode()})  # fmt: skip
 
 
+#: A clock as :func:`stamped` writes it: an integer in plain decimal digits.
+_CLOCK = re.compile(rb"-?[0-9]{1,18}")
+
+
 def read_at_of(table: pa.Table) -> int | None:
     """The clock in a counts table's metadata (:data:`READ_AT_KEY`), or None without one."""
     raw = (table.schema.metadata or {}).get(READ_AT_KEY)
     if raw is None:
         return None
-    if not raw.isdigit() or len(raw) > 17:  # beyond year 9999 in microseconds
+    # Any clock of the years 1 to 9999, as ``counts --read-at`` takes it: before 1970 it is
+    # negative, from year 5138 on it has 18 digits (both were refused: the file written by
+    # ``counts`` was then refused by ``leaderboard --counts``).
+    if not _CLOCK.fullmatch(raw) or not TS_MIN_US <= int(raw) <= TS_MAX_US:
         raise CountsError(f"the reader's clock in a counts table's metadata is not a time: {raw!r}")
     return int(raw)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from arena_core.votes.parquet_verdict import open_checked, read_checked
 from arena_core.votes.read import vote_files
@@ -81,6 +82,14 @@ def odd_columns(path: str, columns, skipped: Counter) -> tuple[tuple[str, str], 
         elif have == pa.uint64() and pa.types.is_integer(want):
             odd.append((name, UNSIGNED))
     return tuple(odd)
+
+
+def has_columns(path: str) -> bool:
+    """Whether a local Parquet file holds a column. One without any (what
+    ``pd.DataFrame().to_parquet`` writes) holds no row either: ``read_votes`` reads nothing
+    from it, while DuckDB refuses to open it ("Need at least one non-root column") and
+    stopped every counts path of the folder. The engines leave such a file out."""
+    return bool(pq.read_schema(path).names)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from arena_core.scale.sources import (
     SourceError,
     Sources,
     file_order,
+    has_columns,
     is_remote,
     odd_columns,
 )
@@ -157,7 +158,7 @@ def _checked_files(files: list[str], skipped: Counter) -> dict[tuple, list[str]]
     groups: dict[tuple, list[str]] = {}
     for path in files:
         odd = () if is_remote(path) else odd_columns(path, READ_COLUMNS, skipped)
-        if odd is not None:
+        if odd is not None and (is_remote(path) or has_columns(path)):  # no column: no row
             groups.setdefault(odd, []).append(path)
     return groups
 

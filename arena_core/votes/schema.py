@@ -14,7 +14,7 @@ import math
 import re
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
@@ -265,12 +265,18 @@ def parse_ts(text: str) -> int | None:
     """Microseconds since the epoch for an accepted timestamp, else None."""
     if not isinstance(text, str) or not _TS_RE.match(text):
         return None
+    # Python has no year 0; Arrow and DuckDB date it, and 0000-12-31T23:00-01:00 is in year
+    # 1 in UTC. Refused here alone, such a row counted or not by its column's other rows
+    # (a 30 February sends the whole column here). Year 400 has the same calendar.
+    shift = _GREGORIAN_CYCLE if text.startswith("0000") else timedelta(0)
     try:
-        moment = datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(text.replace("0000", "0400", 1) if shift else text)
     except ValueError:
         return None
-    us = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // _MICROSECOND
+    us = (moment - datetime(1970, 1, 1, tzinfo=UTC) - shift) // _MICROSECOND
     return us if TS_MIN_US <= us <= TS_MAX_US else None
 
 
 _MICROSECOND = datetime(1970, 1, 1, 0, 0, 0, 1) - datetime(1970, 1, 1)
+#: 400 Gregorian years: the calendar repeats after them.
+_GREGORIAN_CYCLE = timedelta(days=146_097)
