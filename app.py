@@ -5,7 +5,7 @@ Nothing happens at import time: ``build_demo`` lays out the page for a given ser
 What the page says and shows is built by ``arena_core.page`` (pure functions), and the
 handlers that open battles and take votes for the API and the page are
 ``arena_core.page.handlers``; the browser-side behaviour (players, lock, shortcuts) is
-``arena_core/page/assets/arena.js``.
+``arena_core/page/assets/arena/`` (one script in parts, ``assets.SCRIPT_PARTS``).
 """
 
 import logging

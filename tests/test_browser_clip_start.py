@@ -125,7 +125,7 @@ OVERLAPPING_SEEKS = """(() => {
 
 
 def test_a_clip_whose_player_stays_seeking_is_asked_again_and_plays(running_app, browser):
-    """The page asks a seek under way for more than a second again (arena.js ``unstick``).
+    """The page asks a seek under way for more than a second again (assets/arena/clips.js ``unstick``).
     Without that, this test failed in 3 of 5 runs here (each run is six battles)."""
     page = browser.new_page(viewport=LAPTOP, locale="en-US")
     page.add_init_script(OVERLAPPING_SEEKS)

@@ -20,7 +20,7 @@ SHORT = "The kettle is already boiling."
 #: Slack on a whole listen (seconds): the first reading of a clip may come a quarter
 #: second after it started.
 SLACK = 0.6
-#: Share of a clip that must have played before the page counts it heard (arena.js).
+#: Share of a clip that must have played before the page counts it heard (assets/arena/state.js).
 HEARD_SHARE = 0.9
 
 

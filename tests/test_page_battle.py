@@ -2,17 +2,14 @@
 language choice, the sides before and after the vote, and the gate over the buttons."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from arena_core.backends.pool import ModelStatus
 from arena_core.leaderboard import Board, LeaderboardRow
-from arena_core.page import battle
+from arena_core.page import assets, battle
 from arena_core.registry import Arena, BackendSpec, Model
 from arena_core.space.service import Reveal, Side
-
-ASSETS = Path(battle.__file__).parent / "assets"
 
 
 def status(model_id, available=True, reason=""):
@@ -135,7 +132,7 @@ def test_a_typed_prompt_the_service_would_refuse_is_known_before_a_battle_is_ask
 
 
 def test_the_pages_script_binds_the_keys_the_page_shows():
-    script = (ASSETS / "arena.js").read_text(encoding="utf-8")
+    script = assets.script()
     bound = dict(re.findall(r"(\w): \"(\w+)\"", re.search(r"VOTE_KEYS = \{([^}]*)\}", script)[1]))
     assert {key.upper(): vote for key, vote in bound.items()} == {
         key: vote for vote, key in battle.VOTE_KEYS.items()

@@ -1,7 +1,8 @@
 """The page's own script, styles and theme, handed to ``launch()`` (Gradio 6 takes them there).
 
-``arena.js`` is one function Gradio runs at page load: the players' states, one clip
-at a time, "Play A then B", the vote buttons' lock and the keyboard shortcuts.
+The page script is one function Gradio runs at page load: the players' states, one clip
+at a time, "Play A then B", the vote buttons' lock and the keyboard shortcuts. Its body is
+kept in parts by concern (``assets/arena/``, :data:`SCRIPT_PARTS`), joined here.
 ``arena.css`` styles the header, the two sides, the gate, the board and focus;
 ``frame.css`` the frame around them (page width, phone margins).
 Read when the app launches, never at import.
@@ -17,9 +18,17 @@ import gradio as gr
 FOLDER = Path(__file__).resolve().parent / "assets"
 
 
+#: The page script's parts, in order: one function's body, cut where its concerns part (a
+#: single file of 650 lines was hard to find one's way in). Joined, they share one scope, so
+#: a part may use what another declares; only statements that run at load (the listeners
+#: and ``showKeys()`` at the end) need what comes before them.
+SCRIPT_PARTS = ("state.js", "clips.js", "gate.js", "events.js")
+
+
 def script() -> str:
     """The page-load function (a JavaScript arrow function, as ``launch(js=...)`` wants)."""
-    return (FOLDER / "arena.js").read_text(encoding="utf-8")
+    parts = [(FOLDER / "arena" / part).read_text(encoding="utf-8") for part in SCRIPT_PARTS]
+    return "() => {\n" + "\n".join(parts) + "}\n"
 
 
 def styles() -> str:
