@@ -60,8 +60,7 @@ _READ_KEYS = ("model_a", "model_b", "winner", "tstamp", "judge", "language", "qu
 def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
                 arena: str = DEFAULT_ARENA) -> pa.Table:  # fmt: skip
     """Read one export into contract rows; rows that cannot map are left for validation."""
-    # utf-8-sig: an export saved by a Windows editor starts with a byte-order mark.
-    battles, cut = _battle_list(Path(path).read_bytes().decode("utf-8-sig"))
+    battles, cut = _battle_list(_decode(Path(path).read_bytes()))
     if cut:  # a download or a copy stopped midway: the battles before the cut are whole
         skipped[TRUNCATED] += 1
     rows, seen = [], Counter()
@@ -88,6 +87,16 @@ def read_export(path: Path, skipped: Counter, *, keep_all: bool = False,
         )  # our own exports keep their ids
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def _decode(data: bytes) -> str:
+    """An export's text, as a JSONL line's is decoded: bytes that are not UTF-8 kept as
+    surrogates, so that only a battle whose read fields hold them is skipped
+    (:func:`readable_text`, ``invalid_json``) and a cut inside a multi-byte character is
+    a cut like any other (one ``truncated_line``, the whole battles kept). The strict
+    decode refused the whole export for one such byte, even in a field nobody reads.
+    ``utf-8-sig``: an export saved by a Windows editor starts with a byte-order mark."""
+    return data.decode("utf-8-sig", "surrogateescape")
 
 
 def _battle_list(text: str) -> tuple[list, bool]:
