@@ -8,7 +8,7 @@
 # Too slow for CI (one to one and a half hours from scratch on two shared cores: README,
 # "Mutation testing"): run it before closing any issue that touches arena_core/ratings/,
 # arena_core/votes/, arena_core/space/battles.py, arena_core/integrity/{identity,limiter}.py
-# or arena_core/dataset/{hub,repo,uploader}.py, and keep every module at 90% or more.
+# or arena_core/dataset/{hub,repo,uploader,cursor}.py, and keep every module at 90% or more.
 #
 # What is mutated and which tests run is [tool.mutmut] in pyproject.toml. mutmut copies
 # the package and the tests into mutants/ (git-ignored) and keeps its results there, so a

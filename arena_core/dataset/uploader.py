@@ -4,7 +4,9 @@
 the complete lines its shard gained since the last successful push as one new
 Parquet file, ``data/<shard>-<n>.parquet``. A failed push is retried at the next
 tick under the same name with the same and newer lines, so a commit that
-reached the Hub although its answer was lost is overwritten, never doubled.
+reached the Hub although its answer was lost is overwritten, never doubled. What
+"new" means when the shard is replaced, cut short or deleted under the live process
+is :mod:`~arena_core.dataset.cursor`'s.
 
 It is built only once the Hub has answered (``CommitScheduler``'s constructor
 calls ``create_repo``): :class:`~arena_core.dataset.hub.HubSync` decides when.
@@ -27,9 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 
+from arena_core.dataset.cursor import Rows, ShardCursor, Unpushed
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.jsonl import parse_jsonl
-from arena_core.votes.lines import damaged_lines
 from arena_core.votes.log import hold_file
 from arena_core.votes.parquet import contract_table, parquet_bytes
 
@@ -76,9 +77,10 @@ def complete_lines(shard: Path, offset: int) -> tuple[int, bytes] | None:
     return (offset + cut, data[:cut]) if cut else None
 
 
-def damaged_file(path_in_repo: str, data: bytes, skipped: Counter) -> CommitOperationAdd:
-    """The damaged lines of a push's ``data`` (say, the half line of a write the log could
-    not cut back), as they are, in a JSONL file of their own.
+def damaged_file(path_in_repo: str, lines: list[bytes], skipped: Counter) -> CommitOperationAdd:
+    """The damaged ``lines`` of a push (say, the half line of a write the log could not cut
+    back; :func:`~arena_core.votes.lines.damaged_lines`), as they are, in a JSONL file of
+    their own.
 
     A bad row is skipped and counted by every reader: the Space's replay of its shard
     counts these lines, so the Hub's copy must hold them for a replay of the commit to
@@ -89,25 +91,14 @@ def damaged_file(path_in_repo: str, data: bytes, skipped: Counter) -> CommitOper
     Parquet file beside it holds the good lines, which the dataset's Parquet-only readers
     read; the compaction leaves a damaged file whole and reports it.
 
-    ``data`` must not begin with the byte-order mark of its shard's start, which is no
-    part of the first line (:func:`push_lines` drops it)."""
-    lines = damaged_lines(data)
+    The lines must not hold the byte-order mark of their shard's start, which is no part of
+    the first line (the cursor drops it)."""
     log.warning("pushing %d damaged vote lines (%s) as they are in %s: every replay skips "
                 "and counts them", len(lines), dict(skipped), path_in_repo)  # fmt: skip
     body = b"\n".join(lines) + b"\n"
     if body.startswith(codecs.BOM_UTF8):  # the line's own mark, kept behind the file's
         body = codecs.BOM_UTF8 + body
     return CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=body)
-
-
-def push_lines(new: tuple[int, bytes]) -> bytes:
-    """The lines of a push (end offset and bytes, as :func:`complete_lines` gives them) as
-    a replay of the shard reads them: at the shard's start, a UTF-8 byte-order mark (a
-    Windows editor's) is no part of the first vote, as ``read_votes`` reads a file."""
-    end, data = new
-    if end == len(data) and data.startswith(codecs.BOM_UTF8):  # the push starts at offset 0
-        return data[len(codecs.BOM_UTF8) :]
-    return data
 
 
 def adopted_file(table: pa.Table) -> tuple[str, bytes]:
@@ -137,7 +128,8 @@ def _release(fds) -> None:
 class LineCount:
     """Complete lines of a growing shard, counted incrementally: each call reads only the
     bytes written since the last one, so the page can ask often even when hours of votes
-    wait for the Hub."""
+    wait for the Hub. A file replaced, or cut short below what was counted, is counted
+    again from its top."""
 
     def __init__(self, shard: Path):
         self.shard = shard
@@ -149,9 +141,9 @@ class LineCount:
         """The count now. Call under the votes lock."""
         if not self.shard.exists():
             return 0
-        inode = self.shard.stat().st_ino
-        if inode != self._inode:  # first sight, or the file was replaced
-            self._inode, self._offset, self.lines = inode, 0, 0
+        stat = self.shard.stat()
+        if stat.st_ino != self._inode or stat.st_size < self._offset:  # replaced, or cut short
+            self._inode, self._offset, self.lines = stat.st_ino, 0, 0
         new = complete_lines(self.shard, self._offset)
         if new is not None:
             self._offset = new[0]
@@ -174,10 +166,8 @@ class VoteUploader(CommitScheduler):
         self.shard_name = shard_name
         self._votes_lock = lock  # CommitScheduler makes a lock of its own: it is replaced below
         self._clock = clock
-        self._offset = 0  # bytes of the shard already pushed
-        self._inode: int | None = None  # the shard file those bytes were in
+        self._cursor = ShardCursor(Path(folder_path) / shard_name)  # what is pushed
         self._sequence = 0  # files pushed so far
-        self._pushed_lines = 0  # lines of the shard those bytes held
         self._lines = LineCount(Path(folder_path) / shard_name)
         self._adopted: list[pa.Table] = []
         self._holds: list[list[int]] = []  # per adoption: fds of the files it locks (hold)
@@ -218,13 +208,23 @@ class VoteUploader(CommitScheduler):
         """Send the shard's complete new lines; advance only after the commit succeeded."""
         with self._votes_lock:  # the only time the shard is read: appends wait, uploads do not
             new, adopted = self._new_lines(), list(self._adopted)
-        operations, votes = self._operations(new, adopted)
+        try:
+            rows = self._cursor.fresh(new) if new is not None else None
+        except Exception:
+            self._cursor.dropped(new)
+            raise
+        operations, votes = self._operations(rows, adopted)
         if not operations:
+            if new is not None:  # lines all pushed before (a copy of the shard): move past them
+                with self._votes_lock:
+                    self._cursor.pushed(new, rows)
             return None
         try:
             info = self.api.create_commit(repo_id=self.repo_id, repo_type="dataset", operations=operations,
                                           commit_message=f"Add {votes} votes")  # fmt: skip
         except Exception as exc:
+            if new is not None:
+                self._cursor.dropped(new)
             with self._votes_lock:
                 self.status.last_error = f"{type(exc).__name__}: {exc}"
                 self.status.unreachable_since = self.status.unreachable_since or self._clock()
@@ -232,8 +232,8 @@ class VoteUploader(CommitScheduler):
             raise
         with self._votes_lock:
             if new is not None:
-                self._offset, self._sequence = new[0], self._sequence + 1
-                self._pushed_lines += new[1].count(b"\n")
+                self._cursor.pushed(new, rows)
+                self._sequence += not rows.empty
             self._adopted = self._adopted[len(adopted) :]
             _release(fd for fds in self._holds[: len(adopted)] for fd in fds)
             self._holds = self._holds[len(adopted) :]
@@ -244,18 +244,17 @@ class VoteUploader(CommitScheduler):
         log.info("pushed %d votes to %s", votes, self.repo_id)
         return info
 
-    def _operations(self, new, adopted) -> tuple[list[CommitOperationAdd], int]:
-        """The files of one push: the shard's new lines, and the adopted votes, if any."""
+    def _operations(self, rows: Rows | None, adopted) -> tuple[list[CommitOperationAdd], int]:
+        """The files of one push: the shard's new rows, and the adopted votes, if any."""
         operations, votes = [], 0
-        if new is not None:
-            skipped, data = Counter(), push_lines(new)
-            table = parse_jsonl(data, skipped)
+        if rows is not None and not rows.empty:
             name = f"{DATA_DIR}/{Path(self.shard_name).stem}-{self._sequence + 1:06d}"
             operations.append(CommitOperationAdd(path_in_repo=f"{name}.parquet",
-                                                 path_or_fileobj=parquet_bytes(table)))  # fmt: skip
-            if skipped:  # Parquet cannot hold them: the lines go as they are, beside it
-                operations.append(damaged_file(f"{name}{DAMAGED_SUFFIX}", data, skipped))
-            votes += table.num_rows
+                                                 path_or_fileobj=parquet_bytes(rows.table)))  # fmt: skip
+            if rows.damaged:  # Parquet cannot hold them: the lines go as they are, beside it
+                operations.append(damaged_file(f"{name}{DAMAGED_SUFFIX}", rows.damaged,
+                                               rows.skipped))  # fmt: skip
+            votes += rows.table.num_rows
         # One file per adoption, named by its own votes: a retry after a lost answer rewrites
         # the file that landed. Named by every queued vote, a retry that also carried a later
         # adoption (a neighbour's shard let go meanwhile) had a new name, and the landed
@@ -273,15 +272,14 @@ class VoteUploader(CommitScheduler):
             self.status.waiting = self._count_waiting() + sum(t.num_rows for t in self._adopted)
             return replace(self.status)
 
-    def _new_lines(self) -> tuple[int, bytes] | None:
-        """End offset and bytes of the shard's complete lines not pushed yet. Call under the lock."""
-        shard = self.folder_path / self.shard_name
-        if not shard.exists():
-            return None
-        inode = shard.stat().st_ino
-        if inode != self._inode:  # first sight, or the file was replaced: start from its top
-            self._inode, self._offset, self._pushed_lines = inode, 0, 0
-        return complete_lines(shard, self._offset)
+    def _new_lines(self) -> Unpushed | None:
+        """The shard's complete lines not pushed yet (:class:`ShardCursor`). Call under the lock."""
+        return self._cursor.unpushed()
+
+    @property
+    def _pushed_lines(self) -> int:
+        """Lines of the shard's current file that the dataset holds."""
+        return self._cursor.lines
 
     def _count_waiting(self) -> int:
         """Lines of the shard not pushed yet, without re-reading what was counted before."""
