@@ -39,9 +39,11 @@ What we do the same and what differs, and why
   own earlier votes, never an outcome or a flag decision, so ``H`` is chosen
   without looking at the vote tested (``p`` stays uniform for an honest
   vote) and the test stays non-recursive (a vote's ``p`` does not depend on
-  who is flagged). Votes without a voter all enter: they come from imported
-  logs (FastChat's has no voters), where they are the whole reference, and
-  the app cannot write one.
+  who is flagged). Votes without a voter all enter: the app cannot write one,
+  and in a log that names none they are the whole reference. An imported
+  FastChat export's ``judge`` is its voter, tested like any (its public
+  exports name one anonymous judge for every battle, so none is tested there;
+  ``--include-flagged`` gives FastChat's own board, which tests no one).
 * **Checkpoints.** [CA24] tests at five randomly chosen ``j`` in 1..100. The
   published log must replay to exactly the Space's board, so ours are fixed
   and public: ``j`` in :attr:`AnomalyParams.checks` (5, 10, 20, ... 2560), each
