@@ -190,8 +190,7 @@ def _wire_page(battles: Battles, page, session, demo) -> None:
         if ticket != asked:  # asked for again, or another arena picked, while it was queued
             return stale()
         try:
-            language = battles.page_language(arena_id, language)
-            view, values = await battles.open(arena_id, prompt, language, request)
+            view, values = await battles.open(arena_id, prompt, language, request, page=True)
         except Exception as exc:
             # A refusal says why; anything else (a bug, a full disk) was shown by Gradio as
             # a bare "Error" over every player, under a gate still "Making both outputs…":

@@ -61,17 +61,18 @@ class Battles:
         view, values = await self.open(arena_id, prompt, language, request)
         return visit.claim(state, view.handle, view.arena, view.modality), view.prompt, *values
 
-    async def open(self, arena_id, prompt, language="",
-                   request: gr.Request = None) -> tuple[BattleView, list]:  # fmt: skip
+    async def open(self, arena_id, prompt, language="", request: gr.Request = None, *,
+                   page: bool = False) -> tuple[BattleView, list]:  # fmt: skip
         """A new battle and its outputs as the page's media values, once its hold is over;
-        refused for a page of another site (``identity.same_site``)."""
+        refused for a page of another site (``identity.same_site``). ``page``: the language
+        came from the page's box (:meth:`page_language`)."""
         try:
             same_site(self.settings.identity, request.headers if request else None)
         except IdentityError as exc:
             raise refusal(exc) from None
         try:
             view, values = await asyncio.get_running_loop().run_in_executor(
-                self.battle_workers, self._open, arena_id, prompt, language
+                self.battle_workers, self._open, arena_id, prompt, language, page
             )
         except ArenaError as exc:
             raise refusal(exc) from None
@@ -89,9 +90,12 @@ class Battles:
             return language or None
         if not languages:
             return None
-        raise gr.Error(ui_text.LANGUAGE_UNKNOWN, print_exception=False)
+        raise ArenaError(ui_text.LANGUAGE_UNKNOWN)
 
-    def _open(self, arena_id, prompt, language) -> tuple[BattleView, list]:
+    def _open(self, arena_id, prompt, language, page=False) -> tuple[BattleView, list]:
+        # The page's language is checked here, on a battle worker like the battle itself,
+        # after the same-site check, and refused as the service's refusals are.
+        language = self.page_language(arena_id, language) if page else language
         view = self.service.new_battle(arena_id, prompt or None, language or None)
         return view, media.values(view, self.clips, self.cache)
 
