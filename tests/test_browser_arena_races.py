@@ -143,4 +143,5 @@ def test_a_language_typed_into_its_box_is_refused_in_words(running_app, browser)
         "Pick the language of your prompt from the list", timeout=20_000
     )
     expect(page.locator('#gate .gate[data-stage="open"]')).to_have_count(0)
+    visit.shot("refused")
     page.close()
