@@ -29,7 +29,8 @@ import pytest
 
 from arena_core.dataset import compact as compact_module
 from arena_core.dataset.compact import compact
-from arena_core.votes.log import VoteLog, VoteWriteError, shard_in_use
+from arena_core.votes.hold import shard_in_use
+from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.parquet import write_atomically
 from arena_core.votes.read import read_votes
 

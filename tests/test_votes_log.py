@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from arena_core.votes import log as vote_log
-from arena_core.votes.log import VoteLog, VoteWriteError, shard_in_use
+from arena_core.votes.hold import shard_in_use
+from arena_core.votes.log import VoteLog, VoteWriteError
 from arena_core.votes.read import read_votes
 from arena_core.votes.schema import FIELDS, VoteError, format_ts, parse_ts
 

@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 
 from arena_core.dataset.verdict import with_verdict
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.log import shard_in_use
+from arena_core.votes.hold import shard_in_use
 from arena_core.votes.parquet import parquet_bytes, write_atomically
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE

@@ -12,13 +12,22 @@ runs, and the dataset then held a vote twice (``load_dataset`` counts every row)
 * deleted before its last votes were pushed: the next vote made a new file, and the
   deleted file's acknowledged votes were never pushed.
 
-So :class:`ShardCursor` keeps a descriptor on the file it pushes, checks that the file still
-ends its pushed bytes where it did (the last pushed line is still there), and remembers the
-``vote_id`` of every vote pushed (and the damaged lines pushed as they are). When the
-shard's name now leads to another file, the old file's last complete lines are pushed first
-(read through the descriptor, even once deleted); a shard that no longer continues its
-pushed bytes (another file, or one cut short) is read from its top, leaving out what was
-pushed before. The ids cost about 40 bytes a vote pushed by this process.
+So :class:`ShardCursor` keeps, in the order it met them, every file of the shard whose
+complete lines have not all landed, each with a descriptor, the offset pushed up to and the
+last pushed line: a file is read through its descriptor, deleted or not, and let go only
+once the shard's name leads elsewhere and all its lines landed (a failed push keeps it). A
+file the log wrote and stopped writing before the cursor ever opened it (deleted, then a
+new file made by the next vote) comes from the log itself: it hands the file's descriptor
+over (:meth:`~arena_core.votes.log.VoteLog.take_retired`), and the cursor reads it from its
+top. A file that no longer holds its last pushed line where it was (cut short) is read from
+its top too. What is read from a file's top may repeat what was pushed (a copy), so the
+cursor remembers the ``vote_id`` of every vote pushed (about 40 bytes each, for the life of
+the process) and the damaged lines pushed, and leaves those out; an append-only file's new
+lines cost no id work.
+
+Holes left: lines of a file someone else appends to after the log stopped writing it, once
+its lines landed (it was let go), are not pushed; and a log followed while the Hub never
+answers keeps at most :data:`~arena_core.votes.log.MAX_RETIRED` retired files.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import codecs
 import contextlib
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,17 +61,39 @@ class Part:
     from_top: bool
 
 
-@dataclass(frozen=True)
-class Unpushed:
-    """What a push sends, read under the votes lock, and where the cursor stands once it
-    lands: ``fd`` on the shard's file (None: no shard), ``end`` and ``lines`` its pushed
-    bytes and their lines, ``tail`` the last of those bytes."""
+@dataclass(eq=False)
+class _File:
+    """One file of the shard the cursor follows: ``fd`` open on it, ``key`` its device and
+    inode (one file, however many descriptors), ``offset`` and ``lines`` its pushed bytes and
+    their lines, ``tail`` the last of those bytes."""
 
-    parts: tuple[Part, ...]
-    fd: int | None
+    fd: int
+    key: tuple[int, int]
+    offset: int = 0
+    lines: int = 0
+    tail: bytes = b""
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What a push read of one file, and where the file stands once the push lands.
+    ``named``: the shard's name led to the file (it may grow; one that is not named is let
+    go once the push lands: the log writes only through the name)."""
+
+    file: _File
     end: int
     lines: int
     tail: bytes
+    named: bool
+
+
+@dataclass(frozen=True)
+class Unpushed:
+    """What a push sends, read under the votes lock, and where each file read stands once
+    the push lands (:meth:`ShardCursor.pushed`)."""
+
+    parts: tuple[Part, ...]
+    reads: tuple[_Read, ...]
 
 
 @dataclass
@@ -78,26 +110,30 @@ class Rows:
         return not (self.table.num_rows or self.damaged)
 
 
-def fresh_rows(parts, pushed_ids: pa.Array, pushed_damaged: set[bytes]) -> Rows:
+def fresh_rows(parts, pushed_ids: list[pa.Array], pushed_damaged: set[bytes]) -> Rows:
     """The rows of ``parts`` that the dataset does not hold yet.
 
     A part read from a file's top may repeat what was pushed (a copy of the shard): its
-    votes already pushed (by ``vote_id``, as every reader dedupes) and its damaged lines
-    already pushed (as they are) are left out, and so are those of an earlier part of the
-    same push. Other parts are new bytes of an append-only file: every line goes."""
+    votes already pushed (``pushed_ids``, chunks of ``vote_id``: by id, as every reader
+    dedupes) and its damaged lines already pushed (as they are) are left out, and so are
+    those of an earlier part of the same push. Other parts are new bytes of an append-only
+    file: every line goes, and no id is looked at (the ids grow with every vote of the
+    process; combined for each push, they made each push slower than the one before)."""
     tables, damaged, skipped = [], [], Counter()
-    known, lines = pushed_ids, set(pushed_damaged)
+    known = list(pushed_ids)
     for part in parts:
         before = skipped.total()
         table = parse_jsonl(part.data, skipped)
         bad = damaged_lines(part.data) if skipped.total() > before else []  # rare: judged anew
         if part.from_top:
-            table = table.filter(pc.invert(pc.is_in(table.column("vote_id"), known)))
-            bad = [line for line in bad if line not in lines]
+            if known:  # combined only here: a file read from its top is rare
+                known = [pa.concat_arrays(known)]
+                table = table.filter(pc.invert(pc.is_in(table.column("vote_id"), known[0])))
+            seen = set(damaged)
+            bad = [line for line in bad if line not in pushed_damaged and line not in seen]
         tables.append(table)
         damaged += bad
-        known = pa.concat_arrays([known, table.column("vote_id").combine_chunks()])
-        lines.update(bad)
+        known += table.column("vote_id").chunks
     return Rows(pa.concat_tables(tables), damaged, skipped)
 
 
@@ -125,86 +161,136 @@ def _last_line(data: bytes) -> bytes:
     return data[max(start, len(data) - TAIL_BYTES) :]
 
 
-def _names(path: Path, fd: int) -> bool:
-    """Whether ``path`` still leads to the file ``fd`` is open on."""
-    try:
-        now, held = os.stat(path), os.fstat(fd)
-    except FileNotFoundError:
-        return False
-    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+def _key(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
 
 
-def _open(path: Path) -> int | None:
-    try:
-        return os.open(path, os.O_RDONLY)
-    except FileNotFoundError:  # created at the first vote
-        return None
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _no_retired() -> list[int]:
+    return []
 
 
 class ShardCursor:
-    """Where the pushes of one shard stand. Read and moved under the votes lock."""
+    """Where the pushes of one shard stand. Read and moved under the votes lock.
 
-    def __init__(self, path: Path):
+    ``retired`` returns the descriptors of files the log stopped writing (their name led to
+    another file), which the cursor then owns (:meth:`VoteLog.take_retired
+    <arena_core.votes.log.VoteLog.take_retired>`)."""
+
+    def __init__(self, path: Path, retired: Callable[[], list[int]] = _no_retired):
         self.path = Path(path)
-        self.lines = 0  # lines of the current file pushed
-        self._fd: int | None = None  # the file the pushed bytes are in
-        self._offset = 0
-        self._tail = b""
-        self._ids = pa.array([], type=pa.string())
+        self._retired = retired
+        self._files: list[_File] = []  # files with lines to push, then the named one, in order
+        #: Lines pushed of the file the shard's name led to at the last push that read it
+        #: (the waiting count is the current file's lines less these: off by what a copy or
+        #: a cut changed, until the next push reads it).
+        self.lines = 0
+        self._ids: list[pa.Array] = []  # vote_id of the votes pushed, a chunk a push
         self._damaged: set[bytes] = set()
 
     def unpushed(self) -> Unpushed | None:
-        """The complete lines not pushed yet; None when there are none."""
-        parts, fd = [], self._fd
-        if fd is not None and not _names(self.path, fd):  # deleted or replaced since
-            parts.append(Part(_as_read(_whole_lines(fd, self._offset), self._offset), False))
-            fd = None
-        if fd is None:
-            fd = _open(self.path)
-            offset = 0
-        else:
-            offset = self._offset if self._continues(fd) else 0
-        data = _whole_lines(fd, offset) if fd is not None else b""
-        if data:  # from the top: it may repeat pushed lines (nothing was pushed: no cost)
+        """The complete lines not pushed yet, in every file followed; None when there are none.
+        Every descriptor opened here is the cursor's at once: nothing leaks if a push fails."""
+        self._take_retired()
+        named = self._named(open_it=True)
+        parts, reads = [], []
+        for file in list(self._files):
+            offset = file.offset if self._continues(file) else 0
+            data = _whole_lines(file.fd, offset)
+            if not data:
+                if file is not named:  # every line landed, and the log writes it no more
+                    self._forget(file)
+                continue
             parts.append(Part(_as_read(data, offset), offset == 0))
-        if not any(part.data for part in parts):
-            if fd is not None and fd != self._fd:
-                os.close(fd)
-            return None
-        lines = (0 if offset == 0 else self.lines) + data.count(b"\n")
-        tail = _last_line(data) if data else b""  # no data: only the old file's lines, offset 0
-        return Unpushed(tuple(parts), fd, offset + len(data), lines, tail)
+            lines = (0 if offset == 0 else file.lines) + data.count(b"\n")
+            reads.append(_Read(file, offset + len(data), lines, _last_line(data), file is named))
+        return Unpushed(tuple(parts), tuple(reads)) if parts else None
 
-    def _continues(self, fd: int) -> bool:
-        """Whether the file still holds the last pushed line where it was (not cut short)."""
-        start = self._offset - len(self._tail)
-        return os.pread(fd, len(self._tail), start) == self._tail
+    def _take_retired(self) -> None:
+        """Follow the files the log handed over, before the one the name leads to (they are
+        older); one already followed is closed (the cursor has it open)."""
+        for fd in self._retired():
+            try:
+                key = _key(os.fstat(fd))
+            except OSError:
+                _close(fd)
+                continue
+            if any(file.key == key for file in self._files):
+                _close(fd)
+                continue
+            at = len(self._files)
+            if at and self._is_named(self._files[-1]):
+                at -= 1
+            self._files.insert(at, _File(fd, key))
+
+    def _named(self, *, open_it: bool = False) -> _File | None:
+        """The followed file the shard's name leads to; opened and followed if ``open_it``."""
+        try:
+            key = _key(os.stat(self.path))
+        except FileNotFoundError:
+            return None
+        for file in self._files:
+            if file.key == key:
+                return file
+        if not open_it:
+            return None
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:  # deleted since the stat
+            return None
+        try:
+            file = _File(fd, _key(os.fstat(fd)))
+        except BaseException:
+            _close(fd)
+            raise
+        self._files.append(file)
+        return file
+
+    def _is_named(self, file: _File) -> bool:
+        try:
+            return _key(os.stat(self.path)) == file.key
+        except FileNotFoundError:
+            return False
+
+    def _continues(self, file: _File) -> bool:
+        """Whether the file still holds its last pushed line where it was (not cut short)."""
+        start = file.offset - len(file.tail)
+        return os.pread(file.fd, len(file.tail), start) == file.tail
 
     def pushed(self, unpushed: Unpushed, rows: Rows) -> None:
-        """Move past ``unpushed``, whose ``rows`` the dataset now holds."""
-        if unpushed.fd != self._fd:
-            self.close()
-            self._fd = unpushed.fd
-        self._offset, self.lines, self._tail = unpushed.end, unpushed.lines, unpushed.tail
-        ids = rows.table.column("vote_id").combine_chunks()
-        self._ids = pa.concat_arrays([self._ids, ids])
+        """Move past ``unpushed``, whose ``rows`` the dataset now holds: no id is combined
+        here (it ran under the votes lock, longer at every push)."""
+        for read in unpushed.reads:
+            file = read.file
+            file.offset, file.lines, file.tail = read.end, read.lines, read.tail
+            if read.named:
+                self.lines = read.lines
+            else:  # the log writes it no more: every line it will hold landed
+                self._forget(file)
+        self._ids += rows.table.column("vote_id").chunks
         self._damaged.update(rows.damaged)
-
-    def dropped(self, unpushed: Unpushed) -> None:
-        """Let go of what :meth:`unpushed` opened for a push that failed (the next one
-        reads again)."""
-        if unpushed.fd is not None and unpushed.fd != self._fd:
-            os.close(unpushed.fd)
 
     def fresh(self, unpushed: Unpushed) -> Rows:
         """The rows of ``unpushed`` the dataset lacks (:func:`fresh_rows`)."""
+        ids = list(self._ids)
+        if len(ids) > 1 and any(part.from_top for part in unpushed.parts):
+            self._ids[: len(ids)] = [pa.concat_arrays(ids)]  # once, for this and later reads
         return fresh_rows(unpushed.parts, self._ids, self._damaged)
 
+    def _forget(self, file: _File) -> None:
+        if file in self._files:
+            self._files.remove(file)
+            _close(file.fd)
+
     def close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+        """Let go of every file followed."""
+        for file in self._files:
+            _close(file.fd)
+        self._files = []
 
     def __del__(self) -> None:
         self.close()

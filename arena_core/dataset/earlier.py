@@ -39,8 +39,8 @@ from pathlib import Path
 
 from arena_core.dataset.uploader import DAMAGED_SUFFIX, adopted_file
 from arena_core.votes.clean import VoteTable
+from arena_core.votes.hold import shard_in_use
 from arena_core.votes.lines import damaged_lines
-from arena_core.votes.log import shard_in_use
 from arena_core.votes.parquet import contract_table, write_atomically
 from arena_core.votes.read import read_listed, read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE, INVALID_JSON, NOT_OBJECT, TRUNCATED, WRONG_TYPE

@@ -147,7 +147,8 @@ class HubSync:
 
         ``vote_log`` is this process's log: its shard in :attr:`votes_dir` is pushed, and
         :meth:`flush` closes it. It must write under :attr:`lock`, or a push could read
-        half a line. ``on_download`` is called after the repo's votes
+        half a line. The log is followed (:meth:`VoteLog.follow`) from here, before the Hub
+        answers: a file it stops writing (the shard deleted) waits for the first push. ``on_download`` is called after the repo's votes
         are in :attr:`hub_votes` (the app replays them); ``registry``, when
         given, is published with the card. Nothing here raises on a Hub error:
         a Space that restarts during a Hub outage must still take votes.
@@ -155,6 +156,7 @@ class HubSync:
         if vote_log.lock is not self.lock:
             raise ValueError("the vote log must write under HubSync.lock")
         self.vote_log, self._shard = vote_log, vote_log.path.name
+        vote_log.follow()  # from now: a file it stops writing waits for the uploader
         self.registry, self.on_download = registry, on_download
         self._unpushed = LineCount(self.votes_dir / self._shard)
         self.earlier = EarlierFiles(self.votes_dir, self._shard, self.hub_votes)
@@ -187,7 +189,8 @@ class HubSync:
                                         before_push=self._before_push,
                                         repo_id=self.repo_id, folder_path=self.votes_dir,
                                         shard_name=self._shard, every=self.every, hf_api=self.api,
-                                        lock=self.lock, clock=self._clock)  # fmt: skip
+                                        lock=self.lock, clock=self._clock,
+                                        retired=self.vote_log.take_retired)  # fmt: skip
             except Exception as exc:
                 return self._failed("start pushing to", exc)
             try:  # before the replay: the files it sets aside are not replayed

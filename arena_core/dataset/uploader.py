@@ -31,7 +31,7 @@ from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 
 from arena_core.dataset.cursor import Rows, ShardCursor, Unpushed
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.log import hold_file
+from arena_core.votes.hold import hold_file
 from arena_core.votes.parquet import contract_table, parquet_bytes
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def adopted_file(table: pa.Table) -> tuple[str, bytes]:
 
 
 def _lock(path: Path) -> int | None:
-    """:func:`~arena_core.votes.log.hold_file`, or None if the file is gone or held."""
+    """:func:`~arena_core.votes.hold.hold_file`, or None if the file is gone or held."""
     try:
         return hold_file(path)
     except OSError:
@@ -157,16 +157,20 @@ class VoteUploader(CommitScheduler):
     Only this process's shard (``shard_name``) is pushed, so processes sharing a
     folder never push each other's votes. ``lock`` is the lock the VoteLog holds
     while it appends; it is in force before the scheduler's thread starts, so no
-    push, not even the first one, reads a line while it is being written.
+    push, not even the first one, reads a line while it is being written. ``retired`` is
+    the log's :meth:`~arena_core.votes.log.VoteLog.take_retired`: the files it stopped
+    writing (the shard deleted or replaced) are pushed from the descriptors it hands over.
     """
 
     def __init__(self, *, repo_id: str, folder_path: Path, shard_name: str, every: float,
                  hf_api: HfApi, lock, clock: Callable[[], datetime] = utc_now,
-                 token: str | None = None):  # fmt: skip
+                 token: str | None = None,
+                 retired: Callable[[], list[int]] | None = None):  # fmt: skip
         self.shard_name = shard_name
         self._votes_lock = lock  # CommitScheduler makes a lock of its own: it is replaced below
         self._clock = clock
-        self._cursor = ShardCursor(Path(folder_path) / shard_name)  # what is pushed
+        cursor_args = {} if retired is None else {"retired": retired}
+        self._cursor = ShardCursor(Path(folder_path) / shard_name, **cursor_args)  # what is pushed
         self._sequence = 0  # files pushed so far
         self._lines = LineCount(Path(folder_path) / shard_name)
         self._adopted: list[pa.Table] = []
@@ -208,11 +212,9 @@ class VoteUploader(CommitScheduler):
         """Send the shard's complete new lines; advance only after the commit succeeded."""
         with self._votes_lock:  # the only time the shard is read: appends wait, uploads do not
             new, adopted = self._new_lines(), list(self._adopted)
-        try:
-            rows = self._cursor.fresh(new) if new is not None else None
-        except Exception:
-            self._cursor.dropped(new)
-            raise
+        # Whatever fails from here on (even a BaseException), the files read stay the
+        # cursor's, to be read again at the next push: nothing to let go.
+        rows = self._cursor.fresh(new) if new is not None else None
         operations, votes = self._operations(rows, adopted)
         if not operations:
             if new is not None:  # lines all pushed before (a copy of the shard): move past them
@@ -223,8 +225,6 @@ class VoteUploader(CommitScheduler):
             info = self.api.create_commit(repo_id=self.repo_id, repo_type="dataset", operations=operations,
                                           commit_message=f"Add {votes} votes")  # fmt: skip
         except Exception as exc:
-            if new is not None:
-                self._cursor.dropped(new)
             with self._votes_lock:
                 self.status.last_error = f"{type(exc).__name__}: {exc}"
                 self.status.unreachable_since = self.status.unreachable_since or self._clock()

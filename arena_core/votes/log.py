@@ -23,7 +23,7 @@ vote is durable, and a failed batch is cut back whole, so no caller is told
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import logging
 import os
 import threading
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from arena_core.votes.clean import FUTURE_SLACK_US
+from arena_core.votes.hold import hold_file, names, same_file, unhold
 from arena_core.votes.parquet import sync_folder
 from arena_core.votes.schema import Vote, VoteError, format_ts, new_vote_id
 
@@ -47,6 +48,11 @@ _TICK = timedelta(milliseconds=1)
 #: Furthest ahead of the clock a vote may be stamped: what readers accept (a second of grace
 #: for the stamp's own milliseconds; a floor exactly at the readers' limit is followed).
 _MOST_AHEAD = timedelta(microseconds=FUTURE_SLACK_US, seconds=1)
+
+#: Most files the log keeps for a follower that has not taken them (a Hub that never
+#: answers while the shard is deleted again and again): one descriptor each; past this the
+#: oldest is closed, with an error logged (its unpushed votes stay only on the disk).
+MAX_RETIRED = 16
 
 T = TypeVar("T")
 
@@ -91,34 +97,6 @@ class LogClosedError(VoteWriteError):
 
     def __init__(self, message: str):
         super().__init__(message, rolled_back=True)
-
-
-def shard_in_use(path: Path) -> bool:
-    """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it), or a
-    live uploader a file of its adoptions (:func:`hold_file`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock we may have taken
-    return False
-
-
-def hold_file(path: Path) -> int:
-    """Mark ``path`` in use (:func:`shard_in_use`): an exclusive ``flock``, held by the
-    returned descriptor until it is closed; OSError if the file is gone or held."""
-    held = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(held)
-        raise
-    return held
 
 
 def new_shard_name() -> str:
@@ -167,6 +145,8 @@ class VoteLog:
         self._clock = clock or _utc_now
         self._last: datetime | None = None
         self._held: int | None = None  # fd whose flock marks the shard as in use
+        self._followed = False  # set by follow(): files it stops writing go to _retired
+        self._retired: list[int] = []  # their descriptors, oldest first (take_retired)
         #: The shard's directory entry was fsynced after a write that succeeded. Not merely
         #: "this write created the file": a failed first write (a full disk, the folder's
         #: fsync failing) leaves the file behind, empty, and the next vote, finding it, was
@@ -281,11 +261,35 @@ class VoteLog:
         with self.lock:
             self._refusal = reason
 
+    def follow(self) -> None:
+        """Keep each file the log stops writing (:meth:`_hold`) for :meth:`take_retired`,
+        instead of closing it. For the uploader: a shard deleted before the uploader read
+        its last votes (or before it ever opened it) is then read through that descriptor.
+        A log nobody follows (no Hub) closes such a file at once."""
+        with self.lock:
+            self._followed = True
+
+    def take_retired(self) -> list[int]:
+        """The descriptors (read-only, unlocked) of the files the log stopped writing since
+        the last call, oldest first; the caller owns and closes them. Call under :attr:`lock`.
+
+        The file held is among them once the shard's name no longer leads to it (deleted or
+        replaced), before the next vote makes the log move on: a shard deleted after the
+        last vote of a process (or of a quiet hour) has its last votes pushed from it."""
+        if self._held is not None and not names(self.path, self._held):
+            self._retire()
+            self._entry_durable = False  # the next vote writes another file
+        taken, self._retired = self._retired, []
+        return taken
+
     def close(self) -> None:
-        """Release the shard (see :func:`shard_in_use`)."""
+        """Release the shard (:func:`~arena_core.votes.hold.shard_in_use`), close the files
+        retired and not taken."""
         if self._held is not None:
             os.close(self._held)
             self._held = None
+        while self._retired:
+            os.close(self._retired.pop())
 
     def __del__(self) -> None:
         self.close()
@@ -357,22 +361,35 @@ class VoteLog:
             os.close(fd)
 
     def _hold(self, fd: int) -> None:
-        """Hold the file ``fd`` is open on, the shard, by its ``flock`` (:func:`shard_in_use`).
+        """Hold the file ``fd`` is open on, the shard, by its ``flock``
+        (:func:`~arena_core.votes.hold.shard_in_use`).
 
         A ``flock`` marks a file, not a name: when the shard was deleted or replaced under
         the log, the old file's lock is let go and the new one's taken. Before, the shard
         made again was held by nobody, and a compaction or a neighbour's start-up took it
-        from this process while it went on writing and pushing it."""
+        from this process while it went on writing and pushing it. The old file's
+        descriptor goes to the follower, if any (:meth:`follow`)."""
         if self._held is not None:
-            if _same_file(os.fstat(self._held), os.fstat(fd)):
+            if same_file(os.fstat(self._held), os.fstat(fd)):
                 return
-            self.close()
+            self._retire()
             self._entry_durable = False  # a new file: its folder entry has not been synced
         self._held = hold_file(self.path)
 
-
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+    def _retire(self) -> None:
+        """Hand the file held over to the follower (unlocked: it is no longer the shard), or
+        close it when nobody follows the shard."""
+        retired, self._held = self._held, None
+        if not self._followed:
+            os.close(retired)
+            return
+        with contextlib.suppress(OSError):  # still locked: harmless, its name is gone
+            unhold(retired)
+        self._retired.append(retired)
+        if len(self._retired) > MAX_RETIRED:
+            log.error("%d files of the deleted vote shard wait for the Hub: closing the oldest, "
+                      "its unpushed votes stay only on the disk", len(self._retired))  # fmt: skip
+            os.close(self._retired.pop(0))
 
 
 def _cut(fd: int, size: int) -> bool:
