@@ -18,9 +18,10 @@ decoding were a quarter of a battle's server time.
 
 Concurrency: writes go to a temporary file, synced to disk, then :func:`os.replace`, so
 readers (threads or other processes), and a restart after a crash, see a whole file or none. A read refreshes the
-file's modification time, which serves as its last-access time; when the total
+file's modification time, which serves as its last-access time (entries the memory layer
+holds count as more recent than the rest); when the total
 size exceeds ``max_bytes``, the least recently used files are deleted down to
-:data:`LOW_WATER` of the budget. A file evicted or corrupted under a reader is
+:data:`LOW_WATER` of the budget. A folder removed at run time is made again by the next write. A file evicted or corrupted under a reader is
 a miss, never an error.
 
 **Damage.** The folder is kept across restarts, so anything may be found in it: an
@@ -178,7 +179,11 @@ class OutputCache:
         path = self.directory / f"{key}{output.suffix}"
         self._remember(key, output)
         try:
-            _write_atomically(path, data)
+            try:
+                _write_atomically(path, data)
+            except FileNotFoundError:  # the folder was removed under the running app
+                self._make_folder_again()
+                _write_atomically(path, data)
         except OSError as exc:
             self._write_failed(path, exc)
             return None
@@ -190,6 +195,17 @@ class OutputCache:
             if self._size > self.max_bytes:
                 self._evict()
         return path
+
+    def _make_folder_again(self) -> None:
+        """Recreate a cache folder deleted at run time (an operator clearing ``data/cache``):
+        without it every later write failed until a restart. The folder gets this process's
+        secret back, so a restart still finds what is written from now on; the byte count
+        restarts from what is there (the old entries went with the folder)."""
+        logger.warning("cache folder %s was removed; making it again", self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _store_secret(self.directory / SECRET_FILE, self._secret)
+        with self._lock:
+            self._size = sum(size for _, _, size in self._entries())
 
     def _write_failed(self, path: Path, exc: OSError) -> None:
         """Count a failed write; log the first of a run of failures (a full disk fails them all)."""
@@ -233,8 +249,15 @@ class OutputCache:
         return entries
 
     def _evict(self) -> None:
-        """Delete least recently used entries down to the low-water mark; the caller holds the lock."""
-        entries = sorted(self._entries(), key=lambda entry: entry[0])
+        """Delete least recently used entries down to the low-water mark; the caller holds the lock.
+
+        An entry the memory layer holds counts as more recent than any other, in the memory's
+        own order: its hits never touch the file, whose time would make the most played
+        clips look the oldest (and be deleted first)."""
+        held = {key: rank for rank, key in enumerate(self._memory)}
+        entries = sorted(
+            self._entries(), key=lambda e: (e[1].stem in held, held.get(e[1].stem, e[0]))
+        )
         total = sum(size for _, _, size in entries)
         target = self.max_bytes * LOW_WATER
         for _, path, size in entries:
@@ -288,6 +311,25 @@ def _read_secret(path: Path) -> bytes | None:
     return secret if len(secret) == _SECRET_BYTES else None
 
 
+def _store_secret(path: Path, secret: bytes) -> bool:
+    """Write ``secret`` to ``path`` unless a file is there already (first writer wins);
+    whether it was stored. A failure is logged, never raised: the secret is also in memory."""
+    temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
+    try:
+        temp.write_bytes(secret)
+        os.link(temp, path)
+    except FileExistsError:  # another process made it first
+        return False
+    except OSError as exc:
+        logger.warning("could not store cache secret %s (%s); entries written now will be "
+                       "misses after a restart", path, exc)  # fmt: skip
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+    return True
+
+
 def _load_or_create_secret(path: Path) -> bytes:
     """Read the cache's secret, creating it atomically (first writer wins) if absent.
 
@@ -299,16 +341,14 @@ def _load_or_create_secret(path: Path) -> bytes:
     if secret is not None:
         return secret
     fresh = secrets.token_bytes(_SECRET_BYTES)
+    if not (path.is_symlink() or path.exists()):
+        _store_secret(path, fresh)
+        return _read_secret(path) or fresh
+    logger.warning("cache secret %s is damaged; starting a fresh one", path)
     temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
-    damaged = path.is_symlink() or path.exists()
     try:
         temp.write_bytes(fresh)
-        if damaged:
-            logger.warning("cache secret %s is damaged; starting a fresh one", path)
-            os.replace(temp, path)
-        else:
-            with contextlib.suppress(FileExistsError):  # another process created it first
-                os.link(temp, path)
+        os.replace(temp, path)
     except OSError as exc:
         logger.warning("could not store cache secret %s (%s); entries written now will be "
                        "misses after a restart", path, exc)  # fmt: skip

@@ -11,7 +11,9 @@ with what the app needs around each generation:
   most ``settings.timeout`` (plus a short grace for the backend's own timeout to
   fire first). A thread cannot be killed: an in-process engine that overruns
   is reported as :class:`BackendTimeout` and finishes in the background, its
-  result discarded. Subprocess and HTTP backends stop themselves at the timeout.
+  result discarded. Subprocess backends stop themselves at the timeout; an HTTP
+  read that dribbles does not (httpx times each read), so a model of its own with
+  ``workload.MAX_OVERRUNS`` calls still running gets no new thread (they fail at once).
 * **Outages, checks and probes** (the rules in :mod:`arena_core.backends.health`, the
   probes started by :mod:`arena_core.backends.probes`).
   Repeated failures pause a model for a while. A failure on a prompt a visitor
@@ -305,7 +307,8 @@ class ModelPool:
             raise EngineBusy(model_id, "busy with other typed prompts, try again soon")
         began = self._clock()
         future = self._workload.submit(self._executor, ticket, backend.generate, text,
-                                       self.settings.timeout, language)  # fmt: skip
+                                       self.settings.timeout, language,
+                                       capped=backend.shared_engine is None)  # fmt: skip
         return Started(model_id, key, future=future, began=began, trusted=trusted or probe,
                         text=text, ticket=ticket, probe=probe)  # fmt: skip
 
@@ -316,10 +319,12 @@ class ModelPool:
         model_id = started.model_id
         try:
             limit = self.settings.timeout + TIMEOUT_GRACE  # real seconds: the wait is real
-            output = started.future.result(started.ticket.patience(limit, probe=started.probe))
+            done = started.future.done()  # refused at once (``Workload.submit``): no wait
+            output = started.future.result(0 if done else started.ticket.patience(
+                limit, probe=started.probe))  # fmt: skip
         except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
-            if not started.ticket.running.is_set():
-                started.future.cancel()  # still queued: it would only fail later, unseen
+            if not started.future.cancel():  # queued: cancelled; running: counts (``overran``)
+                self._workload.overran(started.ticket)
             error = BackendTimeout(model_id, f"no output within {self.settings.timeout:g} s")
             self._failed(started, error)
             raise error from None

@@ -26,6 +26,15 @@ A typed generation still running ``stuck_after`` seconds after it was admitted n
 longer counts as "busy": the engine is stuck, and a stuck engine is an outage that
 must pause its models (or one hanging prompt would shield them forever).
 
+A model of its own (no shared engine lock) with :data:`MAX_OVERRUNS` generations still
+running after the pool stopped waiting for them (:meth:`Workload.overran`) gets no other
+thread until one returns: :meth:`Workload.submit` fails the generation at once instead.
+Otherwise a model that hangs on every call (a hosted service that dribbles: httpx's
+timeout is per read) took one more of the pool's workers at each retry after a pause,
+for good, until none was left for any model and the arena had no battles until a
+restart. A shared engine needs no cap: its other calls wait for its lock at most their
+timeout, then return.
+
 Time here is the pool's injected clock (for the stuck cut-off) and a sequence
 number (for overlaps, so a clock that stands still in tests cannot blur them). No
 method calls a backend or a callback while holding the lock.
@@ -49,6 +58,10 @@ QUEUED, CONTENDED = "it waited for a free worker", "typed prompts kept its engin
 #: Timeouts after which a typed generation that has not returned no longer excuses
 #: failures on its engine: the engine is stuck (an outage), not busy.
 STUCK_TIMEOUTS = 20
+#: Generations of a model of its own that may still run after the pool stopped waiting
+#: for them; beyond, its generations fail at once (each held a pool worker for good).
+#: Two, not one: a call that was just let go has not returned yet when the next starts.
+MAX_OVERRUNS = 2
 
 
 class Ticket:
@@ -66,6 +79,8 @@ class Ticket:
         self.running = threading.Event()
         self.ran_at: float | None = None
         self.excuse = ""
+        #: The generation returned (or was cancelled, or refused): set under the workload's lock.
+        self.finished = False
 
     def run(self, function: Callable, *args):
         """Call ``function(*args)`` as this ticket's generation (in the worker thread)."""
@@ -100,6 +115,8 @@ class _Engine:
     typed_ended_seq: int = -1
     #: Callbacks waiting for the engine to have no typed generation (postponed probes).
     waiting: list[Callable[[], None]] = field(default_factory=list)
+    #: Sequence numbers of generations still running after the pool stopped waiting.
+    overrunning: set[int] = field(default_factory=set)
 
 
 class Workload:
@@ -140,13 +157,24 @@ class Workload:
             return ticket
 
     def submit(self, executor: concurrent.futures.Executor, ticket: Ticket,
-               function: Callable, *args) -> concurrent.futures.Future:  # fmt: skip
+               function: Callable, *args, capped: bool = False) -> concurrent.futures.Future:  # fmt: skip
         """Run ``function(*args)`` on ``executor`` as the ticket's generation.
 
         The ticket is released when the function returns in its worker thread (however
         long after its timeout, and before anyone waiting for the result is woken), or
-        when the generation is cancelled before it ran.
+        when the generation is cancelled before it ran. ``capped`` (a model of its own):
+        while :data:`MAX_OVERRUNS` generations on the engine overrun (:meth:`overran`),
+        nothing is run: the future fails at once with :class:`TimeoutError` (the pool's
+        timeout, counted by its usual rules).
         """
+        with self._lock:
+            overruns = len(self._engines[ticket.engine].overrunning)
+        refused = capped and overruns >= MAX_OVERRUNS
+        if refused:
+            self.release(ticket)
+            future = concurrent.futures.Future()
+            future.set_exception(TimeoutError("an earlier generation on its engine still runs"))
+            return future
 
         def run():
             try:
@@ -167,14 +195,21 @@ class Workload:
 
         Runs the callbacks that waited for the engine, when no typed generation is left.
         """
-        if ticket.trusted:
-            return
         with self._lock:
             record = self._engines[ticket.engine]
-            if record.typed.pop(ticket.seq, None) is None:
+            ticket.finished = True
+            record.overrunning.discard(ticket.seq)
+            if ticket.trusted or record.typed.pop(ticket.seq, None) is None:
                 return
             record.typed_ended_seq = next(self._seq)
         self.run_due()
+
+    def overran(self, ticket: Ticket) -> None:
+        """The pool stopped waiting for the ticket's running generation: it counts toward
+        its engine's :data:`MAX_OVERRUNS` until it returns (see :meth:`submit`)."""
+        with self._lock:
+            if not ticket.finished:
+                self._engines[ticket.engine].overrunning.add(ticket.seq)
 
     def contended(self, ticket: Ticket) -> bool:
         """Whether a typed generation ran on the ticket's engine while the ticket's did:
