@@ -311,13 +311,17 @@ def _read_secret(path: Path) -> bytes | None:
     return secret if len(secret) == _SECRET_BYTES else None
 
 
-def _store_secret(path: Path, secret: bytes) -> bool:
-    """Write ``secret`` to ``path`` unless a file is there already (first writer wins);
-    whether it was stored. A failure is logged, never raised: the secret is also in memory."""
+def _store_secret(path: Path, secret: bytes, *, replace: bool = False) -> bool:
+    """Write ``secret`` to ``path``: unless a file is there already (first writer wins), or
+    over a damaged one (``replace``); whether it was stored. A failure is logged, never
+    raised: the secret is also in memory."""
     temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
     try:
         temp.write_bytes(secret)
-        os.link(temp, path)
+        if replace:
+            os.replace(temp, path)
+        else:
+            os.link(temp, path)
     except FileExistsError:  # another process made it first
         return False
     except OSError as exc:
@@ -341,9 +345,11 @@ def _load_or_create_secret(path: Path) -> bytes:
     if secret is not None:
         return secret
     fresh = secrets.token_bytes(_SECRET_BYTES)
-    if not (path.is_symlink() or path.exists()):
-        _store_secret(path, fresh)
-        return _read_secret(path) or fresh
+    damaged = path.is_symlink() or path.exists()
+    if damaged:
+        logger.warning("cache secret %s is damaged; starting a fresh one", path)
+    _store_secret(path, fresh, replace=damaged)
+    return _read_secret(path) or fresh
     logger.warning("cache secret %s is damaged; starting a fresh one", path)
     temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
     try:
