@@ -16,9 +16,9 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
+from fakes import Clock, FakeBackend
 
 from arena_core.backends import (
-    Availability,
     Backend,
     BackendTimeout,
     ModelPool,
@@ -27,7 +27,6 @@ from arena_core.backends import (
     PoolSettings,
     make_backend,
 )
-from arena_core.backends.base import VOICE_OPTIONS
 from arena_core.backends.cache import SECRET_FILE
 from arena_core.backends.workload import MAX_OVERRUNS
 from arena_core.registry import Arena, BackendSpec, Model, Prompt
@@ -37,33 +36,16 @@ PATIENCE = 60
 PAUSE = 300.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Fake(Backend):
+class Fake(FakeBackend):
     """A model of its own (no shared engine lock), as a hosted model is: ``hang`` set
     makes every call block until the test ends, ignoring its timeout."""
-
-    type_name = "fake"
-    options_spec = MappingProxyType(dict(VOICE_OPTIONS))
 
     modalities = frozenset({"text", "audio"})
 
     def __init__(self, model_id: str, hang: threading.Event | None = None, modality="text"):
         model = Model(id=model_id, name=model_id, backend=BackendSpec("fake"))
-        super().__init__(model, modality)
+        Backend.__init__(self, model, modality)
         self.hang, self.calls = hang, 0
-
-    def _check_availability(self):
-        return Availability.yes()
-
-    def _engine_version(self):
-        return "1"
 
     def _generate(self, text, timeout, language):
         self.calls += 1

@@ -350,16 +350,3 @@ def _load_or_create_secret(path: Path) -> bytes:
         logger.warning("cache secret %s is damaged; starting a fresh one", path)
     _store_secret(path, fresh, replace=damaged)
     return _read_secret(path) or fresh
-    logger.warning("cache secret %s is damaged; starting a fresh one", path)
-    temp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
-    try:
-        temp.write_bytes(fresh)
-        os.replace(temp, path)
-    except OSError as exc:
-        logger.warning("could not store cache secret %s (%s); entries written now will be "
-                       "misses after a restart", path, exc)  # fmt: skip
-        return fresh
-    finally:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-    return _read_secret(path) or fresh

@@ -168,8 +168,7 @@ class Workload:
         timeout, counted by its usual rules).
         """
         with self._lock:
-            overruns = len(self._engines[ticket.engine].overrunning)
-        refused = capped and overruns >= MAX_OVERRUNS
+            refused = capped and len(self._engines[ticket.engine].overrunning) >= MAX_OVERRUNS
         if refused:
             self.release(ticket)
             future = concurrent.futures.Future()

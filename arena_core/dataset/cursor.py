@@ -43,6 +43,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arena_core.votes.hold import names
 from arena_core.votes.jsonl import parse_jsonl
 from arena_core.votes.lines import damaged_lines
 
@@ -170,10 +171,6 @@ def _close(fd: int) -> None:
         os.close(fd)
 
 
-def _no_retired() -> list[int]:
-    return []
-
-
 class ShardCursor:
     """Where the pushes of one shard stand. Read and moved under the votes lock.
 
@@ -181,9 +178,9 @@ class ShardCursor:
     another file), which the cursor then owns (:meth:`VoteLog.take_retired
     <arena_core.votes.log.VoteLog.take_retired>`)."""
 
-    def __init__(self, path: Path, retired: Callable[[], list[int]] = _no_retired):
+    def __init__(self, path: Path, retired: Callable[[], list[int]] | None = None):
         self.path = Path(path)
-        self._retired = retired
+        self._retired = retired or list  # none handed over: an empty list each time
         self._files: list[_File] = []  # files with lines to push, then the named one, in order
         #: Lines pushed of the file the shard's name led to at the last push that read it
         #: (the waiting count is the current file's lines less these: off by what a copy or
@@ -223,7 +220,7 @@ class ShardCursor:
                 _close(fd)
                 continue
             at = len(self._files)
-            if at and self._is_named(self._files[-1]):
+            if at and names(self.path, self._files[-1].fd):
                 at -= 1
             self._files.insert(at, _File(fd, key))
 
@@ -249,12 +246,6 @@ class ShardCursor:
             raise
         self._files.append(file)
         return file
-
-    def _is_named(self, file: _File) -> bool:
-        try:
-            return _key(os.stat(self.path)) == file.key
-        except FileNotFoundError:
-            return False
 
     def _continues(self, file: _File) -> bool:
         """Whether the file still holds its last pushed line where it was (not cut short)."""

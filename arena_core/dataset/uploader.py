@@ -169,8 +169,7 @@ class VoteUploader(CommitScheduler):
         self.shard_name = shard_name
         self._votes_lock = lock  # CommitScheduler makes a lock of its own: it is replaced below
         self._clock = clock
-        cursor_args = {} if retired is None else {"retired": retired}
-        self._cursor = ShardCursor(Path(folder_path) / shard_name, **cursor_args)  # what is pushed
+        self._cursor = ShardCursor(Path(folder_path) / shard_name, retired)  # what is pushed
         self._sequence = 0  # files pushed so far
         self._lines = LineCount(Path(folder_path) / shard_name)
         self._adopted: list[pa.Table] = []

@@ -278,7 +278,6 @@ class VoteLog:
         last vote of a process (or of a quiet hour) has its last votes pushed from it."""
         if self._held is not None and not names(self.path, self._held):
             self._retire()
-            self._entry_durable = False  # the next vote writes another file
         taken, self._retired = self._retired, []
         return taken
 
@@ -373,13 +372,13 @@ class VoteLog:
             if same_file(os.fstat(self._held), os.fstat(fd)):
                 return
             self._retire()
-            self._entry_durable = False  # a new file: its folder entry has not been synced
         self._held = hold_file(self.path)
 
     def _retire(self) -> None:
         """Hand the file held over to the follower (unlocked: it is no longer the shard), or
         close it when nobody follows the shard."""
         retired, self._held = self._held, None
+        self._entry_durable = False  # the next vote writes another file: its entry is unsynced
         if not self._followed:
             os.close(retired)
             return
