@@ -98,7 +98,15 @@ class LocalHubApi(HfApi):
         self.failures: list = []
         self.down: Exception | None = None
         self.commit_dates: dict[str, datetime] = {}
-        self._lock = threading.Lock()
+        # A commit lands whole or not at all for the Hub's readers; here every reader (the
+        # server's routes, snapshot_download, the tests' raw_vote_ids) takes this lock, which
+        # a commit holds while it writes. Without it a test read a Parquet file the commit
+        # had created but not yet filled ("Parquet file size is 0 bytes", CI of session 35).
+        self._lock = threading.RLock()
+
+    def reading(self) -> threading.RLock:
+        """Hold while reading the store: no commit is half written meanwhile."""
+        return self._lock
 
     @property
     def fail_next(self) -> int:
@@ -167,12 +175,13 @@ class LocalHubApi(HfApi):
     ):
         self._reach()
         repo, out = self.repo_dir(repo_id), Path(local_dir)
-        for path in sorted(p for p in repo.rglob("*") if p.is_file()):
-            rel = path.relative_to(repo).as_posix()
-            if allow_patterns and not any(fnmatch.fnmatch(rel, pat) for pat in allow_patterns):
-                continue
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, out / rel)
+        with self.reading():
+            for path in sorted(p for p in repo.rglob("*") if p.is_file()):
+                rel = path.relative_to(repo).as_posix()
+                if allow_patterns and not any(fnmatch.fnmatch(rel, p) for p in allow_patterns):
+                    continue
+                (out / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, out / rel)
         (out / ".cache" / "huggingface").mkdir(
             parents=True, exist_ok=True
         )  # as the real one leaves
@@ -184,10 +193,12 @@ class LocalHubApi(HfApi):
         self._reach()
         repo = self.repo_dir(repo_id)
         base = repo / (path_in_repo or "")
-        for path in sorted(p for p in base.rglob("*") if p.is_file()):
-            rel = path.relative_to(repo).as_posix()
+        with self.reading():
+            found = [(p.relative_to(repo).as_posix(), p.stat().st_size)
+                     for p in sorted(base.rglob("*")) if p.is_file()]  # fmt: skip
+        for rel, size in found:
             date = self.commit_dates.get(rel, datetime.now(UTC))
-            yield RepoFile(path=rel, size=path.stat().st_size, oid="0" * 40,
+            yield RepoFile(path=rel, size=size, oid="0" * 40,
                            last_commit={"id": "0" * 40, "title": "t", "date": date.strftime("%Y-%m-%dT%H:%M:%S.%fZ")})  # fmt: skip
 
 
@@ -319,24 +330,25 @@ def _handler(hub: HubServer):
             return self._json(200, {"url": url})
 
         def _revision(self, repo_id, _):
-            files = _files(store.repo_dir(repo_id))
+            files = _files(store, repo_id)
             return self._json(200, {"id": repo_id, "sha": store.head(repo_id), "private": False,
                                     "siblings": [{"rfilename": rel} for rel in files]})  # fmt: skip
 
         def _tree(self, repo_id, prefix):
             entries = [
                 {"type": "file", "path": rel, "size": len(data), "oid": _oid(data)}
-                for rel, data in _files(store.repo_dir(repo_id)).items()
+                for rel, data in _files(store, repo_id).items()
                 if rel.startswith(prefix)
             ]
             return self._json(200, entries)
 
         def _resolve(self, repo_id, rel, head):
             target = store.repo_dir(repo_id) / rel
-            if not target.is_file():
+            with store.reading():
+                data = target.read_bytes() if target.is_file() else None
+            if data is None:
                 return self._json(404, {"error": "Entry not found"},
                                   {"X-Error-Code": "EntryNotFound"})  # fmt: skip
-            data = target.read_bytes()
             headers = {"X-Repo-Commit": store.head(repo_id), "ETag": f'"{_oid(data)}"'}
             return self._send(200, data, headers, head=head)
 
@@ -370,12 +382,14 @@ def _handler(hub: HubServer):
     return Handler
 
 
-def _files(repo: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(repo).as_posix(): p.read_bytes()
-        for p in sorted(repo.rglob("*"))
-        if p.is_file()
-    }
+def _files(store: LocalHubApi, repo_id: str) -> dict[str, bytes]:
+    repo = store.repo_dir(repo_id)
+    with store.reading():
+        return {
+            p.relative_to(repo).as_posix(): p.read_bytes()
+            for p in sorted(repo.rglob("*"))
+            if p.is_file()
+        }
 
 
 def _oid(data: bytes) -> str:
@@ -403,15 +417,17 @@ PROMPTS = "- {id: p1, text: One two three., category: numbers}\n- {id: p2, text:
 
 def repo_votes(api, **kwargs):
     """The votes in the stand-in's copy of the repo, deduplicated by vote_id."""
-    return read_votes(api.repo_dir(REPO) / "data", **kwargs)
+    with api.reading():
+        return read_votes(api.repo_dir(REPO) / "data", **kwargs)
 
 
 def raw_vote_ids(api) -> Counter:
     """How many times each vote_id appears across the repo's files (no deduplication)."""
-    files = sorted((api.repo_dir(REPO) / "data").glob("**/*.parquet"))
-    return Counter(
-        v for f in files for v in pq.read_table(f, columns=["vote_id"])["vote_id"].to_pylist()
-    )
+    with api.reading():
+        files = sorted((api.repo_dir(REPO) / "data").glob("**/*.parquet"))
+        return Counter(
+            v for f in files for v in pq.read_table(f, columns=["vote_id"])["vote_id"].to_pylist()
+        )
 
 
 def write_votes(path: Path, rows) -> None:

@@ -27,9 +27,9 @@ class HistoryHubApi(LocalHubApi):
 
     def _apply(self, repo_id, operations, commit_message, repo_type):
         states = self.history.setdefault(repo_id, {})
-        states.setdefault(self.head(repo_id), _files(self.repo_dir(repo_id)))
+        states.setdefault(self.head(repo_id), _files(self, repo_id))
         info = super()._apply(repo_id, operations, commit_message, repo_type)
-        states[info.oid] = _files(self.repo_dir(repo_id))
+        states[info.oid] = _files(self, repo_id)
         return info
 
     def _resolve(self, repo_id: str, revision: str | None) -> str:
@@ -49,7 +49,7 @@ class HistoryHubApi(LocalHubApi):
         sha = self._resolve(repo_id, revision)
         files = self.history.get(repo_id, {}).get(sha)
         if files is None:  # the head, before any commit
-            files = _files(self.repo_dir(repo_id))
+            files = _files(self, repo_id)
         out = Path(local_dir)
         for rel, data in files.items():
             if data is None or (
