@@ -105,9 +105,8 @@ def rounded(row: LeaderboardRow) -> dict:
 def write_board(board: Board, fmt: str, out, document: dict | None = None) -> None:
     """The board as JSON (``document``: the board's JSON with its revision, code version and
     settings, when the caller has them), CSV (rows only: a CSV has no room for them) or text."""
-    if fmt == "json":
-        json.dump(document or board.to_json(), out, indent=1, allow_nan=False)
-        out.write("\n")
+    if fmt == "json":  # one write: a value JSON cannot hold leaves ``out`` empty, not half full
+        out.write(json.dumps(document or board.to_json(), indent=1, allow_nan=False) + "\n")
     elif fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")
         writer.writeheader()

@@ -36,6 +36,7 @@ from arena_core.provenance import (
 )
 from arena_core.ratings import graph
 from arena_core.ratings.counts import PairCounts
+from arena_core.ratings.decay import check_half_life
 from arena_core.ratings.elo import EloParams, EloState
 from arena_core.ratings.fit import BoardFit, fit_board
 from arena_core.ratings.ranks import rank_bands
@@ -142,8 +143,8 @@ class BoardParams:
         if self.bootstrap_rounds < 0:
             raise ValueError("bootstrap_rounds must be >= 0")
         check_prior_weight(self.prior_weight)
-        if self.half_life_days is not None and not self.half_life_days > 0:
-            raise ValueError(f"half_life_days must be > 0, got {self.half_life_days}")
+        if self.half_life_days is not None:
+            check_half_life(self.half_life_days)
         if not 0.0 < self.ci_level < 1.0:
             raise ValueError(f"ci_level must be between 0 and 1, got {self.ci_level}")
 

@@ -315,14 +315,10 @@ def newton(pairs, win_i, win_j, theta, prior_theta, precision, params: BTParams,
         if prec is not None:
             grad -= prec[active] * (th - prior_theta)
             hess[:, diag, diag] += prec[active]
-        if gauge is not None:
-            # Scaled to each component's curvature (its mean diagonal): the step is the same
-            # in every other direction, but a group whose votes all decayed to 1e-18 of a
-            # vote kept its Hessian block, 0.5 + 1e-18 rounding to 0.5: a singular matrix,
-            # and with --prior-weight 0 --half-life the board failed with LinAlgError.
-            level = np.einsum("bij,bj->bi", gauge[active], hess[:, diag, diag])
-            hess += gauge[active] * np.where(level > 0, level, 1.0)[:, :, None]
-        step = np.linalg.solve(hess, grad[..., None])[..., 0]
+        if gauge is None:
+            step = np.linalg.solve(hess, grad[..., None])[..., 0]
+        else:
+            step = _gauged_step(hess, grad, gauge[active])
         p_act = None if prec is None else prec[active]
         theta[active] = _halve_until_better(pairs, wi, wj, th, step, prior_theta, p_act)
         moved = np.abs(step).max(axis=1)
@@ -336,6 +332,29 @@ def newton(pairs, win_i, win_j, theta, prior_theta, precision, params: BTParams,
     if gauge is not None:
         theta -= np.einsum("bij,bj->bi", gauge, theta)
     return theta
+
+
+def _gauged_step(hess: np.ndarray, grad: np.ndarray, gauge: np.ndarray) -> np.ndarray:
+    """The Newton step of plain maximum likelihood, each component's mean pinned by ``gauge``
+    (:func:`component_gauge`), solved on the Hessian scaled to a unit diagonal (Jacobi).
+
+    Unscaled, a model whose votes weigh 1e-16 of the others' (with ``--half-life``, one that
+    last played a year of 7-day half-lives ago) has a row of curvatures that round away
+    beside the rest of its group: Newton's matrix was singular ("Singular matrix") or its
+    steps never settled (ConvergenceError, a traceback). Scaled, its row is as large as
+    any: the graph's normalised Laplacian, whose conditioning depends on how its models
+    are linked, not on how much their votes weigh. A group whose votes all decayed is the
+    same case (it was mended before by scaling the gauge to the group's mean
+    curvature). The gauge pins, per component, the free shift of its ratings: in scaled
+    coordinates the direction of the square roots of the curvatures.
+    """
+    n = hess.shape[1]
+    curvature = hess[:, np.arange(n), np.arange(n)]
+    root = np.sqrt(np.where(curvature > 0, curvature, 1.0))  # a model without votes: as is
+    scaled = hess / root[:, :, None] / root[:, None, :]
+    shift = (gauge > 0) * root[:, :, None] * root[:, None, :]  # the free shift, scaled
+    scaled += shift / np.einsum("bij,bj->bi", gauge > 0, root**2)[:, :, None]
+    return np.linalg.solve(scaled, (grad / root)[..., None])[..., 0] / root
 
 
 def _halve_until_better(pairs, wi, wj, theta, step, prior_theta, prec) -> np.ndarray:

@@ -173,11 +173,16 @@ class DailySnapshots:
         self._thread: threading.Thread | None = None
 
     def due(self, now: datetime) -> bool:
-        """A snapshot of today is missing, or the last one is ``every_hours`` old."""
+        """The last snapshot this run wrote is ``every_hours`` old, or a snapshot of today is
+        missing and the period is at most a day (or this run wrote none yet). A longer period
+        (a week, 168) was ignored: each new UTC day's file was missing, so one was written
+        every day."""
         day = now.astimezone(UTC).date()
-        if any(not self.store.has(snapshot_path(a.id, day)) for a in self.registry.arenas):
-            return True
-        return self.last_written is not None and now - self.last_written >= self.every
+        missing = any(not self.store.has(snapshot_path(a.id, day)) for a in self.registry.arenas)
+        if self.last_written is None:
+            return missing
+        fresh = now - self.last_written < self.every
+        return not fresh or (missing and self.every <= timedelta(days=1))
 
     def tick(self) -> bool:
         """Write the snapshots if due; True if written. Never raises: a failure is logged
