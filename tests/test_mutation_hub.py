@@ -32,7 +32,7 @@ from hubfake import (
 )
 from huggingface_hub.hf_api import RepoFolder
 
-from arena_core.dataset import hub as hub_module
+from arena_core.dataset import shutdown
 from arena_core.dataset.hub import HubSync
 from arena_core.dataset.repo import compact_repo
 from arena_core.dataset.uploader import LineCount, SyncStatus, complete_lines, utc_now
@@ -114,7 +114,7 @@ def test_sigterm_flushes_then_hands_over_to_the_previous_handler(tmp_path, monke
     def leave(code):  # the handler leaves with os._exit, which would end pytest
         raise SystemExit(code)
 
-    monkeypatch.setattr(hub_module, "_exit_now", leave)
+    monkeypatch.setattr(shutdown, "exit_now", leave)
     api = LocalHubApi(tmp_path / "hub")
     sync, log = writer(tmp_path / "data", api)
     append(log, "a")

@@ -28,9 +28,6 @@ download, compaction) are in :mod:`~arena_core.dataset.repo`.
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +36,7 @@ from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, HfApi
 
+from arena_core.dataset import shutdown
 from arena_core.dataset.card import card_files
 from arena_core.dataset.earlier import EarlierFiles, prune_mirror
 from arena_core.dataset.uploader import (
@@ -62,17 +60,6 @@ FLUSH_TIMEOUT = 20.0
 #: start-up (shorter when pushes are more frequent): a minute of delay after an outage,
 #: one request a minute during it.
 RECONNECT_SECONDS = 60.0
-
-
-def _exit_now(code: int) -> None:
-    """Leave at once, the votes pushed. A normal exit (``SystemExit``) ran the interpreter's
-    finalisation while a native library's worker thread was still alive, and now and then
-    C++ aborted the process ("terminate called without an active exception", exit -6) after
-    the push: seen once in a full test run. Tests replace it (it would end pytest)."""
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 class HubSync:
@@ -401,26 +388,9 @@ class HubSync:
         self.uploader.stop()
 
     def flush_on_sigterm(self) -> None:
-        """Spaces restart with SIGTERM, which skips ``atexit``: flush first, then exit.
-
-        Python runs the handler in the main thread, and a signal the kernel hands to another
-        thread does not cut short a sleep of the main thread: the handler waits until it wakes.
-        Gradio's ``launch()`` keeps the main thread waking every 0.1 s, so it runs at once; a
-        main thread blocked for minutes would hold the flush back as long (a test caught this
-        with ``time.sleep(120)``).
-        """
-        if threading.current_thread() is not threading.main_thread():
-            raise RuntimeError("signal handlers can only be installed from the main thread")
-        previous = signal.getsignal(signal.SIGTERM)
-
-        def handler(signum, frame):
-            log.info("SIGTERM: pushing waiting votes before exiting")
-            self.flush()
-            if callable(previous) and previous not in (signal.SIG_DFL, signal.SIG_IGN):
-                previous(signum, frame)
-            _exit_now(0)
-
-        signal.signal(signal.SIGTERM, handler)
+        """Spaces restart with SIGTERM, which skips ``atexit``: :meth:`flush` first, then exit
+        (:func:`~arena_core.dataset.shutdown.flush_on_sigterm`). Main thread only."""
+        shutdown.flush_on_sigterm(self.flush)
 
     def status(self) -> SyncStatus:
         """Last push, votes waiting, and since when the Hub has not answered, if it has not."""
