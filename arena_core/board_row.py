@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from arena_core.printable import controls_escaped, spreadsheet_cell, terminal_safe
+from arena_core.printable import controls_escaped, emit, spreadsheet_cell, terminal_safe
 from arena_core.provenance import UNRATED_NOTE
 from arena_core.ratings.fit import MAX_DROPPED_SHARE, BoardFit
 
@@ -105,8 +105,8 @@ def rounded(row: LeaderboardRow) -> dict:
 def write_board(board: Board, fmt: str, out, document: dict | None = None) -> None:
     """The board as JSON (``document``: the board's JSON with its revision, code version and
     settings, when the caller has them), CSV (rows only: a CSV has no room for them) or text."""
-    if fmt == "json":  # one write: a value JSON cannot hold leaves ``out`` empty, not half full
-        out.write(json.dumps(document or board.to_json(), indent=1, allow_nan=False) + "\n")
+    if fmt == "json":  # made whole first: a value JSON cannot hold leaves ``out`` empty
+        emit(json.dumps(document or board.to_json(), indent=1, allow_nan=False) + "\n", out)
     elif fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=[c.name for c in COLUMNS], lineterminator="\n")
         writer.writeheader()
@@ -115,7 +115,7 @@ def write_board(board: Board, fmt: str, out, document: dict | None = None) -> No
         writer.writerows({k: spreadsheet_cell(v) for k, v in rounded(r).items()}
                          for r in board.rows)  # fmt: skip
     else:
-        out.write(format_table(board) + "\n")
+        emit(format_table(board) + "\n", out)
 
 
 #: Columns of the text table (the full set, with ids, is in JSON and CSV).

@@ -4,13 +4,16 @@ Vote rows read back from a dataset anyone may have edited (model, judge, arena i
 hosted service's messages, are any string. Printed raw, an escape sequence recoloured or
 rewrote the reader's terminal and a newline forged a line of its own; written raw into a
 CSV, a cell starting with ``=`` was a formula the spreadsheet ran. The data stays as it is
-(the vote files, the JSON); these functions are for the places that show it.
+(the vote files, the JSON); these functions are for the places that show it, and
+:func:`emit` prints a command's text so that a reader who goes away is noticed.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import sys
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -72,3 +75,27 @@ class LineFormatter(logging.Formatter):
 
 def _lines_escaped(text: str) -> str:
     return "\n".join(controls_escaped(line) for line in text.split("\n"))
+
+
+def emit(text: str, out=None) -> None:
+    """Write ``text`` to ``out`` (standard output) and flush it; BrokenPipeError if its reader
+    went away before the end.
+
+    Handed to a buffered stream in one piece larger than its buffer, the text went to the
+    pipe in one write; when the reader left mid-way the stream returned the part the pipe
+    had taken and dropped the rest without an error (CPython's ``BufferedWriter``), so
+    ``leaderboard --format table | head -1`` ended with status 0, its output cut short
+    silently. In pieces no larger than the buffer, every write that fails raises. A stream
+    without a binary buffer (``io.StringIO``) takes the text as it is.
+    """
+    out = sys.stdout if out is None else out
+    raw = getattr(out, "buffer", None)
+    if raw is None:
+        out.write(text)
+        return
+    out.flush()  # what the text layer holds goes first
+    data = text.encode(out.encoding or "utf-8", out.errors or "strict")
+    step = io.DEFAULT_BUFFER_SIZE
+    for start in range(0, len(data), step):
+        raw.write(data[start : start + step])
+    raw.flush()

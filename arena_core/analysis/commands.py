@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from arena_core.analysis.complementarity import MIN_OVERLAP, ROUNDS
 from arena_core.analysis.model_commands import add_commands as add_model_commands
+from arena_core.printable import emit
 
 
 def add_commands(sub) -> None:
@@ -71,11 +71,11 @@ def _complementarity(args) -> int:
                                     rng=np.random.default_rng(args.seed))  # fmt: skip
     if args.format == "json":
         out = report.to_json() | {"seed": args.seed, "skipped": dict(votes.skipped)}
-        json.dump(out, sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
+        emit(json.dumps(out, indent=1, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(complementarity_table(report, {}) + "\n")
+        text = complementarity_table(report, {}) + "\n"
         if votes.skipped:
             skipped = ", ".join(f"{k} {v}" for k, v in sorted(votes.skipped.items()))
-            sys.stdout.write(f"rows skipped while reading: {skipped}\n")
+            text += f"rows skipped while reading: {skipped}\n"
+        emit(text)
     return 0

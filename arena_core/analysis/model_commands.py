@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 
 from arena_core.analysis.model_report import RECENT
-from arena_core.printable import terminal_safe
+from arena_core.printable import emit, terminal_safe
 
 
 def add_commands(sub) -> None:
@@ -44,10 +43,9 @@ def _model(args) -> int:
     report = model_report(votes, args.arena, args.model, arena=arena, recent=args.recent)
     if args.format == "json":
         out = report.to_json() | {"skipped": dict(sorted(votes.skipped.items()))}
-        json.dump(_no_nan(out), sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
+        emit(json.dumps(_no_nan(out), indent=1, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(model_table(report) + "\n")
+        emit(model_table(report) + "\n")
     return 0
 
 

@@ -10,7 +10,7 @@ import textwrap
 from arena_core.analysis.boards import StyleBoard
 from arena_core.analysis.insights import ComplementarityReport
 from arena_core.judges.bias import BiasReport
-from arena_core.printable import terminal_safe
+from arena_core.printable import emit, terminal_safe
 from arena_core.ratings.style import Coefficient
 
 #: What each style covariate is, for the reader of a table.
@@ -135,15 +135,14 @@ def write_style_board(board: StyleBoard, fmt: str, out, names: dict[str, str]) -
     """The style-controlled board in the CLI's three formats (CSV: one row per model, the
     columns named as on the default board)."""
     if fmt == "json":
-        json.dump(board.to_json(), out, indent=1, allow_nan=False)
-        out.write("\n")
+        emit(json.dumps(board.to_json(), indent=1, allow_nan=False) + "\n", out)
     elif fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["rank", "model_id", "rating", "ci_low", "ci_high"])
         writer.writerows([k + 1, r.model, f"{r.rating:.2f}", f"{r.low:.2f}", f"{r.high:.2f}"]
                          for k, r in enumerate(board.rows))  # fmt: skip
     else:
-        out.write(style_table(board, names) + "\n")
+        emit(style_table(board, names) + "\n", out)
 
 
 def fit_failed(error: str) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from arena_core.cli.board import add_command as add_board_command
 from arena_core.cli.files import add_commands as add_file_commands
 from arena_core.cli.streams import spooled
-from arena_core.printable import LineFormatter, controls_escaped
+from arena_core.printable import LineFormatter, controls_escaped, emit
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.scale.cli_options import add_counts_command
 from arena_core.simulation import SCENARIOS, scenario
@@ -59,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         handlers=[handler])  # fmt: skip
     try:
         with spooled(args):
-            return args.run(args)
+            status = args.run(args)
+            sys.stdout.flush()  # a reader gone before the last bytes: 141 here, not at exit
+            return status
     except BrokenPipeError:  # e.g. `... | head -1` stopped reading: not an error of ours
         # Python would print a second BrokenPipeError flushing stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -151,8 +153,8 @@ def _simulate(args) -> int:
         full.print_help()
         return 0
     result = module.run(args)
-    if args.format == "json":  # one write: a value JSON cannot hold leaves stdout empty
-        sys.stdout.write(json.dumps(result, indent=1, allow_nan=False) + "\n")
+    if args.format == "json":  # made whole first: a value JSON cannot hold leaves stdout empty
+        emit(json.dumps(result, indent=1, allow_nan=False) + "\n")
     else:
-        print(module.format_table(result))
+        emit(module.format_table(result) + "\n")
     return 0

@@ -28,6 +28,7 @@ from arena_core.leaderboard import (
     board_from_votes,
     check_prior_weight,
 )
+from arena_core.printable import emit
 from arena_core.scale.cli_options import add_read_at, add_scale_options, reader_clock
 from arena_core.simulation.options import whole
 from arena_core.snapshots import source as snapshot_source
@@ -148,9 +149,7 @@ def run(args) -> int:
         write_board(boards[0], args.format, sys.stdout,
                snapshot_source.document(boards[0], revision, params, args))  # fmt: skip
         return 0
-    sys.stdout.write(
-        "\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n"
-    )
+    emit("\n\n".join(format_table(b, _titles(registry, b.arena)) for b in boards) + "\n")
     return 0
 
 

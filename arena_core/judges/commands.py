@@ -15,6 +15,8 @@ import os
 import secrets
 import sys
 
+from arena_core.printable import emit
+
 
 def add_commands(sub) -> None:
     """Register the judges' subcommands on the CLI's subparsers."""
@@ -108,13 +110,12 @@ def _report(args) -> int:
     require_votes_of(votes.table, "arena", arena.id)
     report = judges_report(votes, arena, registry)
     if args.format == "json":
-        json.dump(report.to_json(), sys.stdout, indent=1, allow_nan=False, default=_plain)
-        sys.stdout.write("\n")
+        emit(json.dumps(report.to_json(), indent=1, allow_nan=False, default=_plain) + "\n")
         if report.fit_error:  # in the JSON as fit_error; said on stderr too, for the operator
             sys.stderr.write(fit_failed(report.fit_error) + "\n")
     else:
         names = {m.id: m.name for m in arena.models}
-        sys.stdout.write(judges_table(report, arena.id, names) + "\n")
+        emit(judges_table(report, arena.id, names) + "\n")
     return 0
 
 

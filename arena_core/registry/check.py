@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_core.backends.factory import registry_problems
+from arena_core.printable import emit
 from arena_core.registry.fields import Ctx, RegistryError
 from arena_core.registry.loader import load_document, parse_registry
 from arena_core.registry.priors import Prior, read_mapping, read_prior
@@ -198,8 +198,7 @@ def add_commands(sub) -> None:
 def _check(args) -> int:
     report = check_registry(args.registry, today=date.today())
     if args.format == "json":
-        json.dump(report.to_json(), sys.stdout, indent=1, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        emit(json.dumps(report.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(format_report(report) + "\n")
+        emit(format_report(report) + "\n")
     return EXIT_PROBLEMS if report.problems else 0
