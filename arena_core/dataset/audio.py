@@ -3,7 +3,7 @@
 A preference predictor learns from what was heard, so the dataset publishes, next to
 the votes, the audio of each (model, prompt) output that fought in a battle, where
 the Space's output cache still holds it: one Parquet file per output,
-``audio/<arena>/<model>/<version>/<prompt>.parquet``, with the columns of
+``audio/<arena>/<model>/<hash>.parquet`` (:meth:`OutputKey.path`), with the columns of
 :data:`AUDIO_SCHEMA` and the ``datasets`` Audio feature declared in the file's
 metadata (``audio`` is ``{bytes, path}``: a WAV file, 16-bit PCM at the engine's
 own rate). A file's name is a hash of its key (arena, model, version, prompt id),

@@ -92,14 +92,25 @@ Arenas: {", ".join(f"`{a}`" for a in arenas) or "see the registry snapshot"}.
 - `data/votes-<process>-<n>.damaged.jsonl`, rarely: the lines of that push that are not
   valid votes (say, half a line a failed write left), as they were, so that a replay
   skips and counts them as the Space did. The `default` config reads Parquet only.
-- `data/compacted/<YYYY-MM>/part-*.parquet`: the same votes rolled up by month.
+- `data/compacted/<YYYY-MM>/part-*.parquet`: the same votes rolled up by month (of `ts`
+  in UTC).
+- `data/adopted-<digest>.parquet`: votes of an earlier run that a restarted Space found on
+  its disk and the repo lacked (a run whose last push failed), pushed under a name made
+  from their ids.
+- `data/compacted/MANIFEST.json`: what compaction proved of each monthly file (its digest
+  and rows), so the arena's DuckDB engine need not prove it again. Not votes.
 - `{AUDIO_DIR}/<arena>/<model>/<hash>.parquet`: the `{AUDIO_CONFIG}` config, one file per
   output that fought in a battle (see "Audio" below).
 - `{REGISTRY_DIR}/registry.yaml` (and its prompt files): the models, names and priors
   the Space rated with.
+- `leaderboards/<arena>/<YYYY-MM-DD>.json`: daily snapshots of the arena's boards (UTC
+  date), each with the revision it was computed from (see "Reproduce the leaderboard").
 
-A vote can appear in two files for a moment while files are compacted; `vote_id` is
-unique per vote and readers keep its first row.
+A vote can appear in more than one file: a push retried after its first copy was
+compacted brings its votes back until the next compaction, and a file holding another
+row under a `vote_id` a monthly file holds (a damaged or forged copy) is left in place.
+`vote_id` is unique per vote: the arena's readers keep one row of each, the earliest by
+`ts`, while `load_dataset` keeps every row, so drop repeated `vote_id`s before counting.
 
 ## Schema (schema_version {SCHEMA_VERSION})
 

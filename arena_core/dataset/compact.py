@@ -7,8 +7,10 @@ files that are old enough to be finished, writes their votes as
 what it wrote back, and deletes a source only once every one of its votes is
 accounted for. It never loses a vote and never writes one twice:
 
-* files younger than ``min_age``, and shards a running VoteLog holds, are
-  left alone (a live process may still write or re-push them);
+* files younger than ``min_age``, and files a running process holds (a VoteLog's
+  shard, the local copy of the votes an uploader adopted until their push lands, see
+  :mod:`~arena_core.votes.hold`), are left alone (a live process may still write or
+  re-push them);
 * a file with any unreadable row is left in place, whole, and reported;
 * duplicates of a ``vote_id`` are written once (readers keep the first row anyway);
 * a vote an existing monthly file already holds with the same row is not written again,
@@ -36,7 +38,10 @@ card points to :func:`~arena_core.dataset.verdict.replay_verdict` for the verdic
 any later revision.
 
 Existing ``compacted/`` parts are never rewritten, so running it twice, or
-while the Space pushes, is safe.
+while the Space pushes, is safe. Two runs at once on one folder are not: each would read
+the sources before the other wrote, and write the same votes into a part of its own. So a
+run holds an exclusive ``flock`` on the folder itself (no file is made) and a second one
+is refused (:class:`CompactionBusyError`), nothing done.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ import pyarrow.compute as pc
 
 from arena_core.dataset.verdict import with_verdict
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.hold import shard_in_use
+from arena_core.votes.hold import hold_file, shard_in_use
 from arena_core.votes.parquet import parquet_bytes, write_atomically
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE
@@ -73,6 +78,10 @@ VERDICT = ("counted", "count_reason")
 
 class CompactionError(RuntimeError):
     """What was written does not match what was read; nothing was deleted."""
+
+
+class CompactionBusyError(CompactionError):
+    """Another compaction of the same folder is running; this one did nothing."""
 
 
 def check_min_age(minutes: float) -> float:
@@ -114,6 +123,21 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
     """
     folder = Path(folder)
     check_min_age(min_age_minutes)
+    try:
+        held = hold_file(folder)  # one run per folder: see the module docstring
+    except BlockingIOError:
+        raise CompactionBusyError(
+            f"another compaction of {folder} is running; nothing done"
+        ) from None
+    try:
+        return _compact(folder, min_age_minutes, ages, delete)
+    finally:
+        os.close(held)  # lets go of the lock
+
+
+def _compact(folder: Path, min_age_minutes: float, ages: Mapping[str, float] | None,
+             delete: bool) -> CompactReport:  # fmt: skip
+    """:func:`compact`, run while holding the folder."""
     report = CompactReport()
     now = time.time()
     ids: dict[Path, set[str]] = {}  # each source's votes, read once
@@ -128,7 +152,7 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         if age < min_age_minutes * 60:
             report.kept[rel] = f"younger than {min_age_minutes:g} minutes"
             continue
-        if path.suffix == ".jsonl" and shard_in_use(path):
+        if shard_in_use(path):  # a live shard, or an uploader's adopted copy (any format)
             report.kept[rel] = "in use by a running process"
             continue
         alone = read_votes(path, columns=["vote_id"])
