@@ -63,6 +63,12 @@ UNREADABLE = """() => { const out = new Map();
   } return [...out].map(([what, ratio]) => [ratio, what]); }"""
 
 
+#: True once no colour is on its way: a button just chosen fades from one colour to the next
+#: (a CSS transition), and read half-way its text was 1.9:1 on its half-coloured ground.
+TRANSITIONS_DONE = """() => !document.getAnimations().some(
+  (a) => a instanceof CSSTransition && a.playState === "running")"""
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_every_text_on_every_tab_is_readable(running_app, browser, theme):
     """Each tab as it opens, and the Leaderboard's Model view: no text under 4.5:1. The
@@ -77,10 +83,12 @@ def test_every_text_on_every_tab_is_readable(running_app, browser, theme):
         page.get_by_role("tab", name=tab).click()
         expect(page.locator(ready).first).to_be_visible(timeout=20_000)
         page.wait_for_timeout(300)  # the tab's fade-in
+        page.wait_for_function(TRANSITIONS_DONE, timeout=10_000)
         found[tab] = page.evaluate(UNREADABLE)
     page.get_by_role("tab", name="Leaderboard").click()
     page.locator("#board-view").get_by_text("Model").click()
     expect(page.locator("#board-table .model-view")).to_be_visible(timeout=30_000)
+    page.wait_for_function(TRANSITIONS_DONE, timeout=10_000)
     found["Model view"] = page.evaluate(UNREADABLE)
     visit.shot("model")
     assert {tab: rows for tab, rows in found.items() if rows} == {}
