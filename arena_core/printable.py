@@ -85,10 +85,12 @@ def emit(text: str, out=None) -> None:
     pipe in one write; when the reader left mid-way the stream returned the part the pipe
     had taken and dropped the rest without an error (CPython's ``BufferedWriter``), so
     ``leaderboard --format table | head -1`` ended with status 0, its output cut short
-    silently. In pieces no larger than the buffer, every write that fails raises. A stream
-    without a binary buffer (``io.StringIO``) takes the text as it is.
+    silently. In pieces no larger than the buffer, a blocking stream raises on the write that
+    fails. A stream without a binary buffer (``io.StringIO``) takes the text as it is.
     """
     out = sys.stdout if out is None else out
+    if out is None:  # standard output closed (``>&-``): the text goes nowhere, as print's
+        return
     raw = getattr(out, "buffer", None)
     if raw is None:
         out.write(text)

@@ -147,6 +147,24 @@ def test_a_regular_file_is_replaced_atomically_wherever_it_lies(tmp_path):
         path.unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize(
+    "command", [["export", "--out", "OUT"], ["leaderboard", "--format", "json"]]
+)
+def test_a_closed_standard_output_is_no_error(votes, tmp_path, command):
+    """``... >&-``: standard output closed, so Python has no ``sys.stdout``. A command that
+    prints nothing (``export --out FILE``) wrote its file and ended in a traceback, exit
+    1, once the command line flushed standard output before returning; one that prints
+    has nowhere to print, as with ``print``, and succeeds too."""
+    out = tmp_path / "out.jsonl"
+    args = [str(out) if a == "OUT" else a for a in command]
+    proc = subprocess.run([sys.executable, "-m", "arena_core", *args, "--votes", str(votes),
+                           "--arena", "tts"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          cwd=ROOT, timeout=120, close_fds=True,
+                          preexec_fn=lambda: os.close(1))  # fmt: skip
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    assert "export" not in command or out.stat().st_size > 0
+
+
 @pytest.mark.parametrize("fmt", ["json", "table", "csv"])
 def test_output_piped_into_head_ends_quietly(wide_votes, fmt):
     """``leaderboard ... | head -1``: the reader goes away; no BrokenPipeError traceback,

@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with spooled(args):
             status = args.run(args)
-            sys.stdout.flush()  # a reader gone before the last bytes: 141 here, not at exit
+            if sys.stdout is not None:  # None when fd 1 is closed (``>&-``)
+                sys.stdout.flush()  # a reader gone before the last bytes: 141 here, not at exit
             return status
     except BrokenPipeError:  # e.g. `... | head -1` stopped reading: not an error of ours
         # Python would print a second BrokenPipeError flushing stdout at exit.
