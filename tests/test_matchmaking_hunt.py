@@ -151,3 +151,13 @@ def test_savings_compare_the_samplers_on_the_same_seeds(monkeypatch):
     # whatever each reached, 900 against 2000, claimed 55%).
     assert result["matchmaking"]["savings"]["votes_to_spearman_95"] == pytest.approx(0.1)
     assert result["matchmaking"]["votes_to_spearman_95_missed"] == 1
+
+
+@pytest.mark.parametrize(("votes", "join"), [(1000, 900), (1000, 950), (150, 75)])
+def test_a_newcomer_joining_near_the_end_is_checked_at_the_last_vote(monkeypatch, votes, join):
+    """Checks come every NEWCOMER_CHECK_VOTES votes from the newcomer's arrival; a newcomer
+    that joined within that many votes of the end (the command's own halfway default for
+    runs under 200 votes among them) was never checked and read "never established"."""
+    monkeypatch.setattr(SimArena, "settled", lambda self, models: True)
+    result = mm.run_newcomer(Setup(models=3, votes=votes, join=join), "uniform", 0)
+    assert result["votes_newcomer_established"] == votes - join

@@ -149,14 +149,20 @@ def run_newcomer(setup: Setup, sampler: str, seed: int) -> dict:
         if arena.t == join:
             arena.absent.clear()
         checking = arena.t >= due
-        if checking:
-            due += NEWCOMER_CHECK_VOTES * ((arena.t - due) // NEWCOMER_CHECK_VOTES + 1)
+        while due <= arena.t:
+            due += NEWCOMER_CHECK_VOTES
         if sampler == "matchmaking" or checking:
             arena.refit()
         if checking and arena.settled([newcomer]):
             settled_at = arena.t - join
         step = setup.match.refit_votes
         arena.play(min(step, setup.votes - arena.t, join - arena.t if arena.t < join else step))
+    # The run's end is a check too (as in run_arena): a newcomer that joined within the
+    # last NEWCOMER_CHECK_VOTES votes was never checked, and read "never established".
+    if settled_at is None and arena.t > join:
+        arena.refit()
+        if arena.settled([newcomer]):
+            settled_at = arena.t - join
     met = (arena.a[join : arena.t] == newcomer) | (arena.b[join : arena.t] == newcomer)
     hits = np.flatnonzero(np.cumsum(met) >= NEWCOMER_TARGET_BATTLES)
     tenth = int(hits[0]) + 1 if len(hits) else None
