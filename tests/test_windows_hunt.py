@@ -143,3 +143,52 @@ def test_a_snapshot_period_longer_than_a_day_is_kept(tmp_path):
         if daily.tick():
             written.append(now[0].day)
     assert written == [1, 8, 15]
+
+
+def _two_groups(path: Path, link_days_before: float) -> VoteTable:
+    """A-B and C-D play 12 recent votes each (a minute apart from 2025-06-01 10:00 UTC);
+    A and C split two votes ``link_days_before`` days earlier, their only link."""
+    start = datetime(2025, 6, 1, 10, tzinfo=UTC)
+    games = [(start + timedelta(minutes=k), (a, b, "ab"[k % 3 == 0]))
+             for k, (a, b) in enumerate([("A", "B")] * 12 + [("C", "D")] * 12)]  # fmt: skip
+    old = start - timedelta(days=link_days_before)
+    games += [(old, ("A", "C", "a")), (old + timedelta(minutes=1), ("A", "C", "b"))]
+    rows = [Vote(vote_id=f"v{k:03d}", ts=ts.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                 arena="tts-en", model_a=a, model_b=b, vote=v, voter=f"u{k}").to_dict()
+            for k, (ts, (a, b, v)) in enumerate(games)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return read_votes(path)
+
+
+def test_groups_linked_only_by_votes_too_light_are_refused_in_words(tmp_path):
+    """Two groups whose only link is 57 half-lives old weigh each other 1e-17 of their own
+    votes: with no prior, their offset cannot be computed in double precision, and the
+    board ended in "error: Singular matrix". Now the message says why and what to do; a
+    link 28 half-lives old is still fitted, the two tied models level (a found by review)."""
+    params = BoardParams(prior_weight=0.0, half_life_days=7.0, bootstrap_rounds=20)
+    with pytest.raises(ValueError, match=r"too light.*prior_weight > 0"):
+        board_from_votes(_two_groups(tmp_path / "far.jsonl", 400), "tts-en", params=params)
+    rows = {r.model_id: r for r in board_from_votes(_two_groups(tmp_path / "near.jsonl", 200),
+                                                    "tts-en", params=params).rows}  # fmt: skip
+    # Level to within Newton's tolerance, which a link this light loosens (0.012 points).
+    assert rows["A"].rating == pytest.approx(rows["C"].rating, abs=0.1)
+
+
+def test_a_snapshot_period_longer_than_a_day_is_kept_across_restarts(tmp_path):
+    """A run that wrote no snapshot yet wrote today's whenever it was missing, so a Space
+    restarted every day wrote its "weekly" snapshot every day (found by review). A new run
+    now counts the period from the newest snapshot file's day."""
+    (tmp_path / "registry.yaml").write_text(REGISTRY)
+    (tmp_path / "prompts.yaml").write_text(PROMPTS)
+    registry = load_registry(tmp_path / "registry.yaml")
+    log = VoteLog(tmp_path / "data" / "votes")
+    log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb", vote="a")
+    written = []
+    for day in range(1, 16):  # one new process a day, at noon
+        now = datetime(2026, 12, day, 12, tzinfo=UTC)
+        daily = DailySnapshots(registry, BoardParams(), source=local_votes([log.folder]),
+                               store=SnapshotStore(tmp_path / "data"), clock=lambda n=now: n,
+                               every_hours=168)  # fmt: skip
+        if daily.tick():
+            written.append(day)
+    assert written == [1, 8, 15]

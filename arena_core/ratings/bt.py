@@ -64,6 +64,12 @@ class ConvergenceError(RuntimeError):
     """Newton's method did not reach the tolerance within ``max_iter`` steps."""
 
 
+#: Why a plain maximum-likelihood fit stopped on a matrix singular to double precision.
+TOO_LIGHT = ("with prior_weight 0, groups of models linked only by votes too light beside "
+             "their own (under about 1e-16 of them: old votes under --half-life) cannot be "
+             "placed against each other; use prior_weight > 0 or a longer half-life")  # fmt: skip
+
+
 class NotIdentifiableError(ValueError):
     """With no prior, some ratings would be infinite (a group never beaten, or never winning).
 
@@ -318,7 +324,10 @@ def newton(pairs, win_i, win_j, theta, prior_theta, precision, params: BTParams,
         if gauge is None:
             step = np.linalg.solve(hess, grad[..., None])[..., 0]
         else:
-            step = _gauged_step(hess, grad, gauge[active])
+            try:
+                step = _gauged_step(hess, grad, gauge[active])
+            except np.linalg.LinAlgError:
+                raise ValueError(TOO_LIGHT) from None
         p_act = None if prec is None else prec[active]
         theta[active] = _halve_until_better(pairs, wi, wj, th, step, prior_theta, p_act)
         moved = np.abs(step).max(axis=1)
@@ -342,10 +351,13 @@ def _gauged_step(hess: np.ndarray, grad: np.ndarray, gauge: np.ndarray) -> np.nd
     last played a year of 7-day half-lives ago) has a row of curvatures that round away
     beside the rest of its group: Newton's matrix was singular ("Singular matrix") or its
     steps never settled (ConvergenceError, a traceback). Scaled, its row is as large as
-    any: the graph's normalised Laplacian, whose conditioning depends on how its models
-    are linked, not on how much their votes weigh. A group whose votes all decayed is the
-    same case (it was mended before by scaling the gauge to the group's mean
-    curvature). The gauge pins, per component, the free shift of its ratings: in scaled
+    any: the graph's normalised Laplacian, whose conditioning no longer depends on how much
+    a model's votes weigh, only on how strongly the two sides of the graph's weakest cut are
+    linked. A group whose votes all decayed is the same case (it was mended before by
+    scaling the gauge to the group's mean curvature). Two groups linked only by votes under
+    about 1e-16 of their own (a link 57 half-lives old) still cannot be placed against
+    each other in double precision: :data:`TOO_LIGHT` is raised, not a bare "Singular
+    matrix". The gauge pins, per component, the free shift of its ratings: in scaled
     coordinates the direction of the square roots of the curvatures.
     """
     n = hess.shape[1]

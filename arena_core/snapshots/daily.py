@@ -24,13 +24,14 @@ next check (:data:`CHECK_SECONDS`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import tempfile
 import threading
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 from arena_core.leaderboard import BoardParams, board_from_votes
@@ -129,6 +130,14 @@ class SnapshotStore:
     def has(self, path: str) -> bool:
         return (self.folder / path).is_file()
 
+    def newest_day(self) -> date | None:
+        """The latest UTC date of a snapshot file here (any arena), None without one."""
+        days = []
+        for path in (self.folder / "leaderboards").glob("*/*.json"):
+            with contextlib.suppress(ValueError):  # a file not named by a date: not ours
+                days.append(date.fromisoformat(path.stem))
+        return max(days, default=None)
+
     def write(self, files: dict[str, bytes], message: str) -> None:
         """The repo first (one commit; a failure raises and nothing is marked written), then
         the local copies, each replaced whole."""
@@ -176,12 +185,19 @@ class DailySnapshots:
         """The last snapshot this run wrote is ``every_hours`` old, or a snapshot of today is
         missing and the period is at most a day (or this run wrote none yet). A longer period
         (a week, 168) was ignored: each new UTC day's file was missing, so one was written
-        every day."""
+        every day. A run that wrote none yet counts a longer period from the newest file's
+        day (:meth:`SnapshotStore.newest_day`)."""
         day = now.astimezone(UTC).date()
         missing = any(not self.store.has(snapshot_path(a.id, day)) for a in self.registry.arenas)
-        if self.last_written is None:
+        last = self.last_written
+        if last is None and self.every > timedelta(days=1):
+            # A run restarted within the period (a Space restarts often): from the day of the
+            # newest snapshot file, so that "weekly" does not become "each day a run starts".
+            newest = self.store.newest_day()
+            last = None if newest is None else datetime.combine(newest, time(), tzinfo=UTC)
+        if last is None:
             return missing
-        fresh = now - self.last_written < self.every
+        fresh = now - last < self.every
         return not fresh or (missing and self.every <= timedelta(days=1))
 
     def tick(self) -> bool:
