@@ -67,6 +67,8 @@ from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE
 
 log = logging.getLogger(__name__)
+#: How the local copy of adopted votes is named (:func:`~arena_core.dataset.uploader.adopted_file`).
+ADOPTED = "adopted-"
 
 #: Folder (under the vote folder) that holds the monthly files.
 COMPACTED = "compacted"
@@ -129,10 +131,15 @@ def compact(folder: Path, *, min_age_minutes: float = MIN_AGE_MINUTES,
         raise CompactionBusyError(
             f"another compaction of {folder} is running; nothing done"
         ) from None
+    except OSError as exc:  # a file system without flock (ENOLCK on some network mounts)
+        log.warning("cannot lock %s (%s): nothing guards it against a second compaction "
+                    "meanwhile", folder, exc)  # fmt: skip
+        held = None
     try:
         return _compact(folder, min_age_minutes, ages, delete)
     finally:
-        os.close(held)  # lets go of the lock
+        if held is not None:
+            os.close(held)  # lets go of the lock
 
 
 def _compact(folder: Path, min_age_minutes: float, ages: Mapping[str, float] | None,
@@ -152,7 +159,9 @@ def _compact(folder: Path, min_age_minutes: float, ages: Mapping[str, float] | N
         if age < min_age_minutes * 60:
             report.kept[rel] = f"younger than {min_age_minutes:g} minutes"
             continue
-        if shard_in_use(path):  # a live shard, or an uploader's adopted copy (any format)
+        # A live shard, or an uploader's adopted copy: the only files a process holds (asked
+        # of those alone: on a file system without flock, the others compact as before).
+        if (path.suffix == ".jsonl" or path.name.startswith(ADOPTED)) and shard_in_use(path):
             report.kept[rel] = "in use by a running process"
             continue
         alone = read_votes(path, columns=["vote_id"])
