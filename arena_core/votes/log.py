@@ -335,6 +335,9 @@ class VoteLog:
             raise VoteWriteError(f"could not open the vote shard: {exc}", rolled_back=True) from exc
         size = None
         try:
+            # Held before the size is read: a refused second writer has written nothing, so
+            # it cuts nothing back (it cut the live writer's vote made since its fstat).
+            self._hold(fd)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 # Half a line: a failed write that could not be cut back, or a shard cut
@@ -342,7 +345,6 @@ class VoteLog:
                 # and counted) and this vote a whole line after it; only the first case was
                 # looked for, and a vote after the others was glued onto the half line.
                 line = b"\n" + line
-            self._hold(fd)
             view = memoryview(line)
             while view:
                 view = view[os.write(fd, view) :]
