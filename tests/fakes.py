@@ -1,5 +1,9 @@
-"""Test doubles shared by several test modules: a tiny registry, a clock, a fake model."""
+"""Test doubles shared by several test modules: a tiny registry, a clock, a fake model, and
+two probes of a vote log (a batch of two votes, the files a process holds open)."""
 
+import os
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
@@ -121,3 +125,47 @@ def full_disk(monkeypatch) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(dst))
 
     monkeypatch.setattr(cache, "os", types.SimpleNamespace(**{**vars(os), "replace": replace}))
+
+
+def batch_of_two(store, vote, fail) -> dict[str, object]:
+    """Two votes ("b" and "tie", each cast by ``vote(store, choice)``) queued behind the vote
+    log's lock, so that they are written as one batch, and ``fail()`` called once both
+    wait (it makes the write fail, e.g. by a monkeypatch); what each caller got, its vote's
+    id or the exception its request would end with."""
+    answers: dict[str, object] = {}
+
+    def cast(choice):
+        try:
+            answers[choice] = vote(store, choice)
+        except Exception as exc:  # what the visitor's request would end with
+            answers[choice] = exc
+
+    threads = [threading.Thread(target=cast, args=(choice,)) for choice in ("b", "tie")]
+    with store.lock:  # both votes queue behind it: one batch
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(store._queue) < 2:
+            assert time.monotonic() < deadline, "the two votes never queued"
+            time.sleep(0.001)
+        fail()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
+def open_files() -> list[str]:
+    """What this process's descriptors of files and folders lead to (a deleted file's name
+    ends in `` (deleted)``: its disk space is not freed while a descriptor is open). Sockets,
+    pipes and devices are left out: threads of earlier tests in the same worker (a server's
+    connection, a pool's wake-up pipe) open and close them at any time, and one once failed
+    a run (32 descriptors against 31)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile (the listing's own descriptor among them)
+            continue
+        if target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
+            found.append(target)
+    return found

@@ -456,6 +456,20 @@ def writer(data_dir, api, **kwargs):
     return sync, log
 
 
+def speech_vote(log, choice="a") -> str:
+    """One vote of REGISTRY's speech arena into ``log``; its id."""
+    return log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb",
+                      vote=choice).vote_id  # fmt: skip
+
+
+def pushing(tmp_path, **kwargs):
+    """A process's Hub stand-in, sync and log whose pushes happen only when a test asks."""
+    api = LocalHubApi(tmp_path / "hub")
+    sync, log = writer(tmp_path / "data", api, **kwargs)
+    settled(sync).uploader.stop()
+    return api, sync, log
+
+
 def settled(sync):
     """Wait for CommitScheduler's first tick (it pushes once as its thread starts), so the
     pushes a test triggers are the only ones and their numbering is known."""

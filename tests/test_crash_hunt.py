@@ -21,11 +21,10 @@ twice. Each test here failed before its fix:
 import errno
 import os
 import stat
-import threading
-import time
 from pathlib import Path
 
 import pytest
+from fakes import batch_of_two
 
 from arena_core.dataset import compact as compact_module
 from arena_core.dataset.compact import compact
@@ -116,23 +115,8 @@ def test_every_vote_of_a_batch_hears_how_an_io_error_ended(tmp_path, monkeypatch
     reached it: never a bare error, never no answer."""
     store = VoteLog(tmp_path)
     first = _vote(store)
-    answers: dict[str, object] = {}
-
-    def cast(choice):
-        try:
-            answers[choice] = _vote(store, choice)
-        except Exception as exc:  # what the visitor's request would end with
-            answers[choice] = exc
-
-    threads = [threading.Thread(target=cast, args=(choice,)) for choice in ("b", "tie")]
-    with store.lock:  # both votes queue behind it: one batch
-        for thread in threads:
-            thread.start()
-        while len(store._queue) < 2:
-            time.sleep(0.001)
-        monkeypatch.setattr(os, name, _failing_on_the_shard(name, store.path))
-    for thread in threads:
-        thread.join()
+    fail = _failing_on_the_shard(name, store.path)
+    answers = batch_of_two(store, _vote, lambda: monkeypatch.setattr(os, name, fail))
     monkeypatch.undo()
     saved = [a for a in answers.values() if isinstance(a, str)]
     refused = [a for a in answers.values() if not isinstance(a, str)]

@@ -18,12 +18,21 @@ The real Hugging Face Hub cannot be reached from the test machine: the Hub is
 
 import json
 import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from hubfake import LocalHubApi, raw_vote_ids, repo_votes, row, settled, unavailable, writer
+from fakes import batch_of_two, open_files
+from hubfake import (
+    LocalHubApi,
+    pushing,
+    raw_vote_ids,
+    repo_votes,
+    row,
+    settled,
+    speech_vote,
+    unavailable,
+    writer,
+)
 
 from arena_core.votes import log as log_module
 from arena_core.votes.hold import shard_in_use
@@ -32,19 +41,6 @@ from arena_core.votes.read import read_votes
 
 #: A line no replay reads as a vote (skipped and counted as ``invalid_json``).
 DAMAGED = b'{"not": "a vote"\n'
-
-
-def _vote(log, choice="a") -> str:
-    return log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb",
-                      vote=choice).vote_id  # fmt: skip
-
-
-def _pushing(tmp_path, **kwargs):
-    """A process's sync and log whose pushes happen only when a test asks."""
-    api = LocalHubApi(tmp_path / "hub")
-    sync, log = writer(tmp_path / "data", api, **kwargs)
-    settled(sync).uploader.stop()
-    return api, sync, log
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -59,27 +55,12 @@ def _append(sync, path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def _open_files() -> list[str]:
-    """What this process's descriptors of files and folders lead to (a deleted file's name
-    ends in `` (deleted)``: its disk space is not freed while a descriptor is open). Sockets,
-    pipes and devices are left out: other tests' threads open and close them at any time."""
-    found = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # closed meanwhile (the listing's own descriptor among them)
-            continue
-        if target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
-            found.append(target)
-    return found
-
-
 def _open_under(folder: Path) -> list[str]:
-    return [t for t in _open_files() if t.startswith(f"{folder}/")]
+    return [t for t in open_files() if t.startswith(f"{folder}/")]
 
 
 def _open_fds() -> int:
-    return len(_open_files())
+    return len(open_files())
 
 
 def test_a_shard_with_a_damaged_line_replaced_by_its_copy_before_any_push(tmp_path):
@@ -87,12 +68,12 @@ def test_a_shard_with_a_damaged_line_replaced_by_its_copy_before_any_push(tmp_pa
     tops in one push. Votes the first part held were pushed again from the second (mutant:
     the ids of a part not added to those left out of later parts), and its damaged line
     went twice (mutant: a push's own damaged lines not left out of its later parts)."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log)]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log)]
     _append(sync, log.path, DAMAGED)
-    acked.append(_vote(log, "b"))
+    acked.append(speech_vote(log, "b"))
     _replace(log.path, log.path.read_bytes())
-    acked.append(_vote(log, "tie"))
+    acked.append(speech_vote(log, "tie"))
     sync.uploader.push_to_hub()
     assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
     assert dict(read_votes(sync.votes_dir).skipped) == {"invalid_json": 1}
@@ -104,11 +85,11 @@ def test_a_marked_line_first_in_a_later_push_is_skipped_on_the_hub_too(tmp_path)
     """A readable vote behind a byte-order mark, mid-shard, right after what was pushed: the
     Space's replay skips it (a mark is dropped only at a file's start). Mutant: the mark
     dropped at the start of every push, and the Hub counted a vote the Space never did."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log)]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log)]
     sync.uploader.push_to_hub()
     _append(sync, log.path, b"\xef\xbb\xbf" + json.dumps(row(7)).encode() + b"\n")
-    acked.append(_vote(log, "b"))
+    acked.append(speech_vote(log, "b"))
     sync.uploader.push_to_hub()
     local, hub = read_votes(sync.votes_dir), repo_votes(api)
     assert dict(local.skipped) == {"invalid_json": 1} and len(local) == 2
@@ -122,13 +103,13 @@ def test_the_same_damaged_line_twice_in_an_append_only_shard_counts_twice_on_the
     skips and counts both. Mutant (a file that was not cut short taken for one that was,
     read from its top): the second was left out as pushed before, and the Hub's replay
     counted one."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log)]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log)]
     _append(sync, log.path, DAMAGED)
-    acked.append(_vote(log, "b"))
+    acked.append(speech_vote(log, "b"))
     sync.uploader.push_to_hub()
     _append(sync, log.path, DAMAGED)
-    acked.append(_vote(log, "tie"))
+    acked.append(speech_vote(log, "tie"))
     sync.uploader.push_to_hub()
     assert dict(read_votes(sync.votes_dir).skipped) == {"invalid_json": 2}
     assert dict(repo_votes(api).skipped) == {"invalid_json": 2}
@@ -141,16 +122,16 @@ def test_the_waiting_count_after_a_shard_is_cut_short(tmp_path):
     lines than were pushed: mutant, -2 votes waiting. Once the file was pushed again from
     its top, its lines were added to those pushed before (mutant), and the next vote was
     not counted as waiting."""
-    _, sync, log = _pushing(tmp_path)
+    _, sync, log = pushing(tmp_path)
     for choice in ("a", "b", "tie"):
-        _vote(log, choice)
+        speech_vote(log, choice)
     sync.uploader.push_to_hub()
     os.truncate(log.path, log.path.read_bytes().index(b"\n") + 1)
     assert sync.status().waiting == 0
-    _vote(log, "both_bad")
+    speech_vote(log, "both_bad")
     sync.uploader.push_to_hub()
     assert sync.status().waiting == 0
-    _vote(log)
+    speech_vote(log)
     assert sync.status().waiting == 1
     sync.flush()
 
@@ -159,16 +140,16 @@ def test_the_waiting_count_after_a_restore_of_an_older_backup(tmp_path):
     """A restore of an older backup brings back only votes pushed before: the push finds
     nothing to send, and must still move past them (mutant: it did not), or the next vote
     was not counted as waiting."""
-    api, sync, log = _pushing(tmp_path)
-    _vote(log)
+    api, sync, log = pushing(tmp_path)
+    speech_vote(log)
     backup = log.path.read_bytes()
-    _vote(log, "b")
+    speech_vote(log, "b")
     sync.uploader.push_to_hub()
     _replace(log.path, backup)
     commits = len(api.commits)
     sync.uploader.push_to_hub()
     assert len(api.commits) == commits  # nothing new: no file
-    _vote(log, "tie")
+    speech_vote(log, "tie")
     assert sync.status().waiting == 1
     sync.flush()
 
@@ -176,12 +157,12 @@ def test_the_waiting_count_after_a_restore_of_an_older_backup(tmp_path):
 def test_a_deleted_shard_is_let_go_by_the_push_that_lands_its_votes(tmp_path):
     """Once a deleted file's last votes landed, nothing holds it open: its disk space is
     freed. Mutant: the push did not let it go (the next push found it empty and did)."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log)]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log)]
     sync.uploader.push_to_hub()
-    acked.append(_vote(log, "b"))
+    acked.append(speech_vote(log, "b"))
     log.path.unlink()
-    acked.append(_vote(log, "tie"))
+    acked.append(speech_vote(log, "tie"))
     sync.uploader.push_to_hub()
     assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
     assert not [t for t in _open_under(sync.votes_dir) if t.endswith(" (deleted)")]
@@ -195,10 +176,10 @@ def test_a_followed_log_whose_hub_never_answered_keeps_the_newest_files(tmp_path
     api = LocalHubApi(tmp_path / "hub")
     api.down = unavailable()
     sync, log = writer(tmp_path / "data", api, retry_seconds=3600)
-    acked = [_vote(log)]
+    acked = [speech_vote(log)]
     for _ in range(MAX_RETIRED + 2):
         log.path.unlink()
-        acked.append(_vote(log, "b"))
+        acked.append(speech_vote(log, "b"))
     api.down = None
     assert sync.connect()
     settled(sync).uploader.stop()
@@ -214,10 +195,10 @@ def test_closing_a_followed_log_closes_the_files_nobody_took(tmp_path):
     api = LocalHubApi(tmp_path / "hub")
     api.down = unavailable()
     sync, log = writer(tmp_path / "data", api, retry_seconds=3600)
-    _vote(log)
+    speech_vote(log)
     for _ in range(3):
         log.path.unlink()
-        _vote(log)
+        speech_vote(log)
     sync.flush(timeout=0.1)
     log.close()
     assert _open_under(sync.votes_dir) == []
@@ -229,11 +210,11 @@ def test_a_vote_in_a_shard_replaced_under_the_log_makes_its_entry_durable(tmp_pa
     did not (the file existed, so the log took its entry for synced), and a power cut could
     bring back the old file without the acknowledged vote."""
     store = VoteLog(tmp_path)
-    _vote(store)
+    speech_vote(store)
     _replace(store.path, store.path.read_bytes())
     synced = []
     monkeypatch.setattr(log_module, "sync_folder", synced.append)
-    _vote(store, "b")
+    speech_vote(store, "b")
     assert synced == [store.folder]
     store.close()
 
@@ -242,14 +223,14 @@ def test_a_second_writer_refused_again_and_again_leaks_no_descriptor(tmp_path):
     """A process started on a live shard's name is refused at each vote. Mutant: each
     refusal left the descriptor of the failed lock open, until no vote could be taken."""
     first = VoteLog(tmp_path, shard_name="votes-one.jsonl")
-    _vote(first)
+    speech_vote(first)
     second = VoteLog(tmp_path, shard_name="votes-one.jsonl")
     with pytest.raises(VoteWriteError):
-        _vote(second)
+        speech_vote(second)
     fds = _open_fds()
     for _ in range(20):
         with pytest.raises(VoteWriteError):
-            _vote(second)
+            speech_vote(second)
     assert _open_fds() <= fds
     first.close()
     second.close()
@@ -261,18 +242,18 @@ def test_a_second_writer_never_cuts_a_vote_the_live_writer_made(tmp_path, monkey
     acknowledged: a bug, found writing this test for a mutant (the lock tried after the
     write), fixed by taking the lock before the length is read."""
     first = VoteLog(tmp_path, shard_name="votes-one.jsonl")
-    acked = [_vote(first)]
+    acked = [speech_vote(first)]
     second = VoteLog(tmp_path, shard_name="votes-one.jsonl")
     real = log_module.hold_file
 
     def hold_file(path):
         if len(acked) == 1:  # the live process votes while the second one writes
-            acked.append(_vote(first, "b"))
+            acked.append(speech_vote(first, "b"))
         return real(path)
 
     monkeypatch.setattr(log_module, "hold_file", hold_file)
     with pytest.raises(VoteWriteError):
-        _vote(second, "tie")
+        speech_vote(second, "tie")
     assert read_votes(tmp_path).column("vote_id").to_pylist() == acked
     first.close()
     second.close()
@@ -283,29 +264,12 @@ def test_every_vote_of_a_batch_hears_of_an_unexpected_failure(tmp_path, monkeypa
     as a refused vote. Mutant (only VoteWriteError caught): the leader got the bare error
     and the other caller no answer at all."""
     store = VoteLog(tmp_path)
-    _vote(store)
-    answers: dict[str, object] = {}
-
-    def cast(choice):
-        try:
-            answers[choice] = _vote(store, choice)
-        except Exception as exc:  # what the visitor's request would end with
-            answers[choice] = exc
+    speech_vote(store)
 
     def fsync(fd):
         raise RuntimeError("not an OSError")
 
-    threads = [threading.Thread(target=cast, args=(choice,)) for choice in ("b", "tie")]
-    with store.lock:  # both votes queue behind it: one batch
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 30
-        while len(store._queue) < 2:
-            assert time.monotonic() < deadline, "the two votes never queued"
-            time.sleep(0.001)
-        monkeypatch.setattr(os, "fsync", fsync)
-    for thread in threads:
-        thread.join()
+    answers = batch_of_two(store, speech_vote, lambda: monkeypatch.setattr(os, "fsync", fsync))
     monkeypatch.undo()
     assert len(answers) == 2
     assert all(isinstance(a, VoteWriteError) for a in answers.values()), answers
@@ -324,9 +288,9 @@ def test_an_adoption_queued_during_a_push_is_pushed_and_its_file_let_go(tmp_path
     connects while the first push may run). Mutants: the push that landed dropped the
     adoption queued meanwhile (its votes never pushed), or its file's lock (the file stayed
     in use, and no other process ever adopted it), or its count in the commit's record."""
-    api, sync, log = _pushing(tmp_path)
+    api, sync, log = pushing(tmp_path)
     old = _earlier_file(tmp_path)
-    acked = [_vote(log)]
+    acked = [speech_vote(log)]
     real = api.create_commit
 
     def create_commit(*args, **kwargs):
@@ -348,7 +312,7 @@ def test_an_adoption_queued_during_a_push_is_pushed_and_its_file_let_go(tmp_path
 def test_stopping_lets_go_of_the_files_of_adoptions_not_pushed(tmp_path):
     """A process that stops with adopted votes not pushed lets go of their files, so the
     next process adopts them (mutant: they stayed locked)."""
-    _, sync, _ = _pushing(tmp_path)
+    _, sync, _ = pushing(tmp_path)
     old = _earlier_file(tmp_path)
     sync.uploader.adopt(read_votes([old]), set(), hold=[old])
     assert shard_in_use(old)

@@ -22,25 +22,19 @@ The real Hugging Face Hub cannot be reached from the test machine: the Hub is
 ``LocalHubApi`` (tests/hubfake.py), injected as ``hf_api``; pushes are driven by hand.
 """
 
-import os
-
 import pytest
-from hubfake import LocalHubApi, raw_vote_ids, settled, unavailable, writer
+from fakes import open_files
+from hubfake import (
+    LocalHubApi,
+    pushing,
+    raw_vote_ids,
+    settled,
+    speech_vote,
+    unavailable,
+    writer,
+)
 
 from arena_core.votes.log import MAX_RETIRED, VoteLog
-
-
-def _vote(log, choice="a") -> str:
-    return log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb",
-                      vote=choice).vote_id  # fmt: skip
-
-
-def _pushing(tmp_path, **kwargs):
-    """A process's sync and log whose pushes happen only when a test asks."""
-    api = LocalHubApi(tmp_path / "hub")
-    sync, log = writer(tmp_path / "data", api, **kwargs)
-    settled(sync).uploader.stop()
-    return api, sync, log
 
 
 def _published_once(api, acked) -> None:
@@ -48,26 +42,16 @@ def _published_once(api, acked) -> None:
 
 
 def _open_fds() -> int:
-    """Descriptors of files and folders this process holds. Sockets, pipes and the like are
-    left out: threads of earlier tests in the same worker (a server's connection, a pool's
-    wake-up pipe) open and close them at any time, and one once failed a run (32 <= 31)."""
-    held = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # closed meanwhile (the listing's own descriptor among them)
-            continue
-        held += target.startswith("/") and not target.startswith(("/dev/", "/proc/"))
-    return held
+    return len(open_files())
 
 
 def test_votes_of_a_shard_deleted_before_its_first_push_are_pushed(tmp_path):
     """The uploader never had the first file open: the log hands it over when it makes the
     next one, and its votes are pushed from it."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log), _vote(log, "b")]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log), speech_vote(log, "b")]
     log.path.unlink()
-    acked.append(_vote(log, "tie"))
+    acked.append(speech_vote(log, "tie"))
     sync.uploader.push_to_hub()
     _published_once(api, acked)
     sync.flush()
@@ -75,16 +59,16 @@ def test_votes_of_a_shard_deleted_before_its_first_push_are_pushed(tmp_path):
 
 def test_a_shard_deleted_again_after_a_failed_push_loses_nothing(tmp_path):
     """The file a failed push read is kept until its votes land, deleted or not."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log)]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log)]
     sync.uploader.push_to_hub()
     log.path.unlink()
-    acked.append(_vote(log, "b"))
+    acked.append(speech_vote(log, "b"))
     api.fail_next = 1
     with pytest.raises(Exception, match="503"):
         sync.uploader.push_to_hub()
     log.path.unlink()
-    acked.append(_vote(log, "tie"))
+    acked.append(speech_vote(log, "tie"))
     sync.uploader.push_to_hub()
     _published_once(api, acked)
     sync.flush()
@@ -94,14 +78,14 @@ def test_a_shard_deleted_again_after_a_failed_push_loses_nothing(tmp_path):
 def test_a_shard_deleted_while_the_hub_is_down_for_several_pushes(tmp_path, deleted):
     """Hours of a Hub outage, the shard deleted between votes: every vote is pushed once
     the Hub answers, none twice, and the files are let go once their votes landed."""
-    api, sync, log = _pushing(tmp_path)
-    acked = [_vote(log)]
+    api, sync, log = pushing(tmp_path)
+    acked = [speech_vote(log)]
     sync.uploader.push_to_hub()
     fds = _open_fds()
     for choice in ("a", "b", "tie", "both_bad", "a"):
         if deleted == "before each vote":
             log.path.unlink()
-        acked.append(_vote(log, choice))
+        acked.append(speech_vote(log, choice))
         if deleted == "after each vote":
             log.path.unlink()
         api.fail_next = 1
@@ -124,9 +108,9 @@ def test_a_shard_deleted_before_the_hub_first_answered_is_pushed_whole(tmp_path)
     api.down = unavailable()
     sync, log = writer(tmp_path / "data", api, retry_seconds=3600)
     assert sync.uploader is None
-    acked = [_vote(log), _vote(log, "b")]
+    acked = [speech_vote(log), speech_vote(log, "b")]
     log.path.unlink()
-    acked.append(_vote(log, "tie"))
+    acked.append(speech_vote(log, "tie"))
     api.down = None
     assert sync.connect()
     settled(sync).uploader.stop()
@@ -139,11 +123,11 @@ def test_a_log_nobody_follows_keeps_no_descriptor_of_its_deleted_files(tmp_path)
     """With no Hub configured nobody takes the files the log stops writing: it closes them,
     so a shard deleted again and again costs no descriptor."""
     log = VoteLog(tmp_path / "votes")
-    _vote(log)
+    speech_vote(log)
     fds = _open_fds()
     for _ in range(30):
         log.path.unlink()
-        _vote(log)
+        speech_vote(log)
     assert _open_fds() <= fds
     log.close()
 
@@ -155,11 +139,11 @@ def test_a_followed_log_whose_hub_never_answers_keeps_few_descriptors(tmp_path):
     api = LocalHubApi(tmp_path / "hub")
     api.down = unavailable()
     sync, log = writer(tmp_path / "data", api, retry_seconds=3600)
-    _vote(log)
+    speech_vote(log)
     fds = _open_fds()
     for _ in range(MAX_RETIRED + 20):
         log.path.unlink()
-        _vote(log)
+        speech_vote(log)
     assert _open_fds() <= fds + MAX_RETIRED
     sync.flush(timeout=0.1)
     log.close()
@@ -172,8 +156,8 @@ class _Stop(BaseException):
 @pytest.mark.parametrize("failure", ["files", "commit", "commit BaseException"])
 def test_failing_pushes_leak_no_descriptor(tmp_path, monkeypatch, failure):
     """A push that fails at any step, again and again: the descriptors open stay as many."""
-    api, sync, log = _pushing(tmp_path)
-    _vote(log)
+    api, sync, log = pushing(tmp_path)
+    speech_vote(log)
     uploader = sync.uploader
 
     def fail(*args, **kwargs):
