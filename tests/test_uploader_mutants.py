@@ -18,6 +18,7 @@ The real Hugging Face Hub cannot be reached from the test machine: the Hub is
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from hubfake import (
     writer,
 )
 
+from arena_core.dataset.compact import compact
 from arena_core.votes import log as log_module
 from arena_core.votes.hold import shard_in_use
 from arena_core.votes.log import MAX_RETIRED, VoteLog, VoteWriteError
@@ -318,3 +320,35 @@ def test_stopping_lets_go_of_the_files_of_adoptions_not_pushed(tmp_path):
     assert shard_in_use(old)
     sync.uploader.stop()
     assert not shard_in_use(old)
+
+
+def test_a_shard_renamed_in_its_folder_stays_held_until_its_votes_landed(tmp_path):
+    """The shard renamed while the Hub is down (``mv`` by hand, a tool's rotation): the log
+    writes a new shard and hands the old file to the uploader. It was unlocked on the way,
+    so under its new name it looked like any earlier file: a compaction rolled it up (and a
+    neighbour's start-up could adopt it) while this process still pushed its votes, and
+    those votes were in the dataset twice. It stays held until its votes landed, then is
+    let go like any other file (found by the mutation spot-check, H4/L8). Once let go, this
+    process adopted it as a neighbour's file and pushed its votes a second time (the old
+    code too): it now counts its own pushes as published."""
+    api = LocalHubApi(tmp_path / "hub")
+    api.down = unavailable()
+    sync, log = writer(tmp_path / "data", api, retry_seconds=3600)
+    acked = [speech_vote(log), speech_vote(log, "b")]
+    renamed = log.path.with_name("votes-renamed.jsonl")
+    os.rename(log.path, renamed)
+    acked.append(speech_vote(log, "tie"))  # a new shard: the renamed file is handed over
+    assert shard_in_use(renamed)
+    os.utime(renamed, (time.time() - 7200,) * 2)
+    assert compact(sync.votes_dir, min_age_minutes=60).kept.get(renamed.name) == (
+        "in use by a running process"
+    )
+    api.down = None
+    assert sync.connect()
+    settled(sync).uploader.stop()
+    sync.uploader.push_to_hub()
+    assert not shard_in_use(renamed)  # its votes landed: let go
+    sync.uploader.push_to_hub()  # adopts the file let go: nothing of it is pushed again
+    assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
+    sync.flush()
+    log.close()

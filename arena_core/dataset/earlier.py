@@ -195,7 +195,9 @@ class EarlierFiles:
         if not released:
             return False
         remaining = [p for p in held if p not in released]
-        fetch([p.stem for p in released])
+        # This process's own pushes too: a file it held itself was its shard, renamed in the
+        # folder, whose votes it pushed under its own shard's name (counted twice before).
+        fetch([p.stem for p in released] + [Path(self.shard).stem])
         published, held_votes = self._tally(remaining)
         files, votes = read_listed(lambda: [p for p in released if p.exists()])
         queued, aside = self._adopt(uploader, files, votes, published)

@@ -23,7 +23,6 @@ vote is durable, and a failed batch is cut back whole, so no caller is told
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from arena_core.votes.clean import FUTURE_SLACK_US
-from arena_core.votes.hold import hold_file, names, same_file, unhold
+from arena_core.votes.hold import hold_file, names, same_file
 from arena_core.votes.parquet import sync_folder
 from arena_core.votes.schema import Vote, VoteError, format_ts, new_vote_id
 
@@ -377,15 +376,18 @@ class VoteLog:
         self._held = hold_file(self.path)
 
     def _retire(self) -> None:
-        """Hand the file held over to the follower (unlocked: it is no longer the shard), or
-        close it when nobody follows the shard."""
+        """Hand the file held over to the follower, still locked, or close it when nobody
+        follows the shard.
+
+        Locked until the follower lets it go (its votes landed): a shard renamed in its
+        folder, unlocked, was an earlier file like any other, and a compaction rolled it
+        up (or a neighbour's start-up adopted it) while this process still pushed its
+        votes, which were then in the dataset twice."""
         retired, self._held = self._held, None
         self._entry_durable = False  # the next vote writes another file: its entry is unsynced
         if not self._followed:
             os.close(retired)
             return
-        with contextlib.suppress(OSError):  # still locked: harmless, its name is gone
-            unhold(retired)
         self._retired.append(retired)
         if len(self._retired) > MAX_RETIRED:
             log.error("%d files of the deleted vote shard wait for the Hub: closing the oldest, "
