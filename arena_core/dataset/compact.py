@@ -61,14 +61,12 @@ import pyarrow.compute as pc
 
 from arena_core.dataset.verdict import with_verdict
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.hold import hold_file, shard_in_use
+from arena_core.votes.hold import ADOPTED_PREFIX, hold_file, shard_in_use
 from arena_core.votes.parquet import parquet_bytes, write_atomically
 from arena_core.votes.read import read_votes, vote_files
 from arena_core.votes.reasons import DUPLICATE
 
 log = logging.getLogger(__name__)
-#: How the local copy of adopted votes is named (:func:`~arena_core.dataset.uploader.adopted_file`).
-ADOPTED = "adopted-"
 
 #: Folder (under the vote folder) that holds the monthly files.
 COMPACTED = "compacted"
@@ -161,7 +159,7 @@ def _compact(folder: Path, min_age_minutes: float, ages: Mapping[str, float] | N
             continue
         # A live shard, or an uploader's adopted copy: the only files a process holds (asked
         # of those alone: on a file system without flock, the others compact as before).
-        if (path.suffix == ".jsonl" or path.name.startswith(ADOPTED)) and shard_in_use(path):
+        if (path.suffix == ".jsonl" or path.name.startswith(ADOPTED_PREFIX)) and shard_in_use(path):
             report.kept[rel] = "in use by a running process"
             continue
         alone = read_votes(path, columns=["vote_id"])

@@ -48,6 +48,7 @@ from arena_core.dataset.uploader import (
     utc_now,
 )
 from arena_core.registry import Registry
+from arena_core.votes.hold import ADOPTED_PREFIX
 from arena_core.votes.log import VoteLog
 
 __all__ = ["DATA_DIR", "HubSync", "SyncStatus", "VoteUploader"]
@@ -337,7 +338,7 @@ class HubSync:
         :func:`~arena_core.dataset.uploader.adopted_file`), at the current commit:
         :attr:`commit`."""
         sha = self.api.repo_info(self.repo_id, repo_type="dataset").sha
-        patterns = [f"{DATA_DIR}/{stem}-*" for stem in stems] + [f"{DATA_DIR}/adopted-*"]
+        patterns = [f"{DATA_DIR}/{stem}-*" for stem in stems] + [f"{DATA_DIR}/{ADOPTED_PREFIX}*"]
         self.api.snapshot_download(repo_id=self.repo_id, repo_type="dataset", revision=sha,
                                    local_dir=self.mirror, allow_patterns=patterns)  # fmt: skip
         self.commit = sha

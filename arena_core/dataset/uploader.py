@@ -31,7 +31,7 @@ from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
 
 from arena_core.dataset.cursor import Rows, ShardCursor, Unpushed
 from arena_core.votes.clean import VoteTable
-from arena_core.votes.hold import hold_file
+from arena_core.votes.hold import ADOPTED_PREFIX, hold_file
 from arena_core.votes.parquet import contract_table, parquet_bytes
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def adopted_file(table: pa.Table) -> tuple[str, bytes]:
     copy under the same name)."""
     ids = "\n".join(table.column("vote_id").to_pylist())
     digest = hashlib.sha256(ids.encode()).hexdigest()[:16]
-    return f"adopted-{digest}.parquet", parquet_bytes(table)
+    return f"{ADOPTED_PREFIX}{digest}.parquet", parquet_bytes(table)
 
 
 def _lock(path: Path) -> int | None:

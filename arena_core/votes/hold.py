@@ -12,6 +12,11 @@ import fcntl
 import os
 from pathlib import Path
 
+#: How an uploader's local copy of adopted votes is named (``adopted-<digest>.parquet``, see
+#: :func:`~arena_core.dataset.uploader.adopted_file`): besides a live shard, the one kind of
+#: vote file a process holds.
+ADOPTED_PREFIX = "adopted-"
+
 
 def shard_in_use(path: Path) -> bool:
     """Whether a live VoteLog holds this shard (it keeps an exclusive ``flock`` on it), or a
@@ -39,11 +44,6 @@ def hold_file(path: Path) -> int:
         os.close(held)
         raise
     return held
-
-
-def unhold(fd: int) -> None:
-    """Let go of the lock :func:`hold_file` took, keeping the descriptor open (to read)."""
-    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def same_file(a: os.stat_result, b: os.stat_result) -> bool:
