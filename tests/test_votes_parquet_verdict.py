@@ -130,3 +130,69 @@ def test_every_reader_refuses_the_same_hostile_files(tmp_path, columns):
     for path in sorted(folder.iterdir()):
         verdict = odd_columns(str(path), READ_COLUMNS, Counter())
         assert (verdict is None) == (path.stem in REFUSED), path.name
+
+
+def _two_bad_columns(folder: Path) -> Path:
+    """A file whose ``prompt`` (never asked by the board) and ``vote_id`` (asked) both hold
+    bytes that are not UTF-8, so the check and the read of the asked columns both fail."""
+    table = _base().drop_columns(["vote_id"])
+    table = table.append_column("vote_id", _text(b"\xff")).append_column("prompt", _text(b"\xfe"))
+    path = folder / "x.parquet"
+    pq.write_table(table, path, use_dictionary=False)
+    return path
+
+
+def test_the_check_beside_the_read_fails_as_the_check_before_it(tmp_path):
+    """Given the path, ``read_checked`` checks the columns not asked for in a thread while it
+    reads the asked ones. It must fail as the check-first order did: the check's error when
+    both fail, never the asked columns handed back from a file the check refuses."""
+    from arena_core.votes import parquet_verdict as pv
+
+    path = _two_bad_columns(tmp_path)
+    parquet, schema = pv.open_checked(path)
+    errors = []
+    for beside in (None, path):  # check first, then check beside the read
+        with pytest.raises(pa.ArrowInvalid) as caught:
+            pv.read_checked(parquet, schema, ["vote_id", "arena"], path=beside)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    # The prompt alone is bad: the asked columns read, yet the file is refused.
+    table = _base().append_column("prompt", _text(b"\xfe"))
+    pq.write_table(table, path, use_dictionary=False)
+    parquet, schema = pv.open_checked(path)
+    with pytest.raises(pa.ArrowInvalid):
+        pv.read_checked(parquet, schema, ["vote_id", "arena"], path=path)
+    assert read_votes(tmp_path, columns=BOARD_COLUMNS, now_us=NOW_US).skipped == {
+        reasons.UNREADABLE: 1
+    }
+
+
+def test_beside_hands_back_the_read_only_once_the_check_passed():
+    """``_beside``'s three outcomes, with the check made slow so the read finishes first."""
+    import threading
+
+    from arena_core.votes.parquet_verdict import _beside
+
+    done = threading.Event()
+
+    def slow_check(fail: bool):
+        def check():
+            done.wait(0.2)
+            if fail:
+                raise ValueError("check")
+
+        return check
+
+    def read():
+        return "table"
+
+    def failing_read():
+        raise ValueError("read")
+
+    assert _beside(slow_check(False), read) == "table"
+    for read_fn in (read, failing_read):
+        with pytest.raises(ValueError, match="check"):
+            _beside(slow_check(True), read_fn)
+    with pytest.raises(ValueError, match="read"):
+        _beside(slow_check(False), failing_read)
+    assert not any(t.name == "parquet-check" for t in threading.enumerate())

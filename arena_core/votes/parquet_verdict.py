@@ -26,6 +26,7 @@ plain (long distinct values, such as ids), is not seen here, and DuckDB stops on
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterable
 
@@ -85,23 +86,69 @@ def read_modes(meta: pq.FileMetaData, schema: pa.Schema) -> list[str]:
 
 
 def read_checked(
-    parquet: pq.ParquetFile, schema: pa.Schema, columns: Iterable[str] = ()
+    parquet: pq.ParquetFile, schema: pa.Schema, columns: Iterable[str] = (), *, path=None
 ) -> pa.Table:
     """The file's ``columns`` (those it holds), read once every value of its contract
     columns, asked for or not, is known to read as the contract's type; ValueError (Arrow's
     errors are ValueErrors) otherwise. Columns whose type settles it are not read for the
-    check. The others not asked for are read first, :data:`CHECK_ROWS` rows at a time, and let
-    go before the asked ones are read: the same little memory serves every batch, so the
-    check adds little to the peak or to a fresh process's page faults (read with the asked
-    columns, it added ~70 MB at 1M votes; a row group at a time, ~30 MB)."""
+    check. The others not asked for are read :data:`CHECK_ROWS` rows at a time, so the same
+    little memory serves every batch and the check adds little to the peak or to a fresh
+    process's page faults (read with the asked columns, it added ~70 MB at 1M votes; a row
+    group at a time, ~30 MB).
+
+    Given the file's ``path``, that check runs on a second handle of the file in a thread
+    while the asked columns are read: both spend most of their time in Arrow's C++ code,
+    which lets go of the interpreter, so on two cores the two take about the time of the
+    longer one: for 1M votes here, 0.16 s instead of 0.26 s in a warm process, and 0.18 s
+    instead of 0.20-0.23 s in a fresh one, where touching new memory costs as much as the
+    decoding. Without it, the check comes first. Either way the asked columns are returned only if the check passed, and when
+    both fail the check's error is the one raised, as when it ran first."""
     columns = [c for c in columns if c in schema.names]
     extra = [n for n in _present(schema)
              if n not in columns and needs_values(schema.field(n).type, _FIELD_TYPES[n])]  # fmt: skip
-    if extra:
-        for batch in parquet.iter_batches(CHECK_ROWS, columns=extra):
+
+    def check(handle: pq.ParquetFile) -> None:
+        for batch in handle.iter_batches(CHECK_ROWS, columns=extra):
             check_values(batch)
-    table = parquet.read(columns=columns)
-    check_values(table)
+
+    def read() -> pa.Table:
+        table = parquet.read(columns=columns)
+        check_values(table)
+        return table
+
+    if not extra:
+        return read()
+    if path is None or not columns:
+        check(parquet)
+        return read()
+    meta = parquet.metadata
+    twin = pq.ParquetFile(path, metadata=meta, read_dictionary=read_modes(meta, schema))
+    return _beside(lambda: check(twin), read)
+
+
+def _beside(check, read):
+    """``read()``'s result once ``check()``, run in a thread meanwhile, has passed; the
+    check's error first when both fail."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            check()
+        except BaseException as exc:  # handed to the caller's thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="parquet-check", daemon=True)
+    thread.start()
+    try:
+        table = read()
+    except BaseException:
+        thread.join()
+        if failed:
+            raise failed[0] from None
+        raise
+    thread.join()
+    if failed:
+        raise failed[0]
     return table
 
 

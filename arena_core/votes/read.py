@@ -300,7 +300,7 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     """The ``wanted`` columns of one Parquet file; ValueError when the file is refused, a
     verdict reached from all its contract columns (:mod:`~arena_core.votes.parquet_verdict`)."""
     parquet, schema = open_checked(path)
-    table = read_checked(parquet, schema, wanted)
+    table = read_checked(parquet, schema, wanted, path=path)
     schema = _categorical_schema(wanted)
     columns = []
     for field in schema:
