@@ -154,3 +154,100 @@ def test_compacted_files_carry_the_boards_own_verdict(tmp_path):
     counted, reason = replay_verdict(votes)
     assert counted.to_pylist() == read_votes(tmp_path / "votes").column("counted").to_pylist()
     assert reason.to_pylist() == votes.column("count_reason").to_pylist()
+
+
+def _edited_run(tmp_path):
+    """Six votes, then the registry's prompt ``p0`` edited under the same id (the Space
+    restarted on the same vote folder and cache), then six more: both texts in the votes."""
+    import copy
+
+    import test_space_style
+    from test_pacing import REGISTRY as TONES
+
+    edited = copy.deepcopy(TONES)
+    for arena in edited["arenas"]:
+        arena["prompts"] = [{"id": "p0", "text": "Hello again, edited."}]
+    service, _, _ = speech_votes(tmp_path)
+    real = test_space_style.REGISTRY
+    test_space_style.REGISTRY = edited
+    try:
+        service, pool = build(tmp_path)
+    finally:
+        test_space_style.REGISTRY = real
+    for _ in range(6):
+        view = service.new_battle("tts")
+        service.vote(view.handle, "a", voter="w")
+    service.close()
+    votes = read_votes(tmp_path / "votes", columns=COLUMNS)
+    texts = {r["prompt"] for r in votes.table.to_pylist() if r["prompt_id"] == "p0"}
+    assert len(texts) == 2, texts  # the edit is in the log
+    return service, pool, votes
+
+
+def _joined(api, votes):
+    """Each vote side's join key (the card's), and the audio rows it joins to."""
+    rows = pq.read_table(api.repo_dir(REPO) / AUDIO_DIR).to_pylist()
+    key = ("arena", "model", "model_version", "prompt_id", "prompt", "category")
+    index = {}
+    for row in rows:
+        index.setdefault(tuple(row[k] for k in key), []).append(row)
+    for vote in votes.table.to_pylist():
+        for side in "ab":
+            want = (vote["arena"], vote[f"model_{side}"], vote[f"model_{side}_version"],
+                    vote["prompt_id"], vote["prompt"], vote["category"])  # fmt: skip
+            yield want, index.get(want, [])
+
+
+def test_a_prompt_edited_under_its_id_publishes_the_new_texts_audio(tmp_path):
+    """An edited prompt's outputs are new outputs: each vote joins to the audio of the text
+    it was cast on. Before, a file was named by the prompt's id alone, so the new text's
+    audio was never published and its votes joined to the old text's audio."""
+    service, pool, votes = _edited_run(tmp_path)
+    api = LocalHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset")
+    lookup = cache_lookup(service.pools, pool._cache)
+    assert publish_audio(api, REPO, votes, lookup, tmp_path / "work") == len(battle_outputs(votes))
+    for want, found in _joined(api, votes):
+        assert len(found) == 1, want
+        output = lookup(want[0], want[1], want[4], want[5], want[2])
+        samples, _ = soundfile.read(io.BytesIO(found[0]["audio"]["bytes"]), dtype="int16")
+        assert np.array_equal(samples, output.samples), want  # the text the vote heard
+    assert publish_audio(api, REPO, votes, lookup, tmp_path / "work2") == 0
+
+
+def test_files_named_before_the_text_counted_are_not_published_twice(tmp_path):
+    """A repo published by the code before (files named by the prompt's id alone): an
+    output whose prompt kept its text is not added again under the new name; one whose
+    prompt was edited is added for each text (the old file holds one of them)."""
+    import shutil
+
+    service, pool, votes = speech_votes(tmp_path)
+    api = LocalHubApi(tmp_path / "hub")
+    api.create_repo(REPO, repo_type="dataset")
+    lookup = cache_lookup(service.pools, pool._cache)
+    publish_audio(api, REPO, votes, lookup, tmp_path / "work")
+    audio = api.repo_dir(REPO) / AUDIO_DIR
+    for key in battle_outputs(votes):  # rename each file as the code before named it
+        old = api.repo_dir(REPO) / key.legacy_path()
+        shutil.move(api.repo_dir(REPO) / key.path(), old)
+    before = sorted(p.relative_to(audio) for p in audio.rglob("*.parquet"))
+    assert publish_audio(api, REPO, votes, lookup, tmp_path / "work2") == 0
+    assert sorted(p.relative_to(audio) for p in audio.rglob("*.parquet")) == before
+    # The same with a prompt edited under its id: the code before kept one file per id.
+    service, pool, edited = _edited_run(tmp_path / "second")
+    api = LocalHubApi(tmp_path / "hub2")
+    api.create_repo(REPO, repo_type="dataset")
+    lookup = cache_lookup(service.pools, pool._cache)
+    keys = battle_outputs(edited)
+    publish_audio(api, REPO, edited, lookup, tmp_path / "work3")
+    for key in keys:
+        shutil.move(api.repo_dir(REPO) / key.path(), api.repo_dir(REPO) / key.legacy_path())
+    shared = [k for k in keys if sum(o.legacy_path() == k.legacy_path() for o in keys) > 1]
+    assert shared and all(k.prompt_id == "p0" for k in shared)
+    assert publish_audio(api, REPO, edited, lookup, tmp_path / "work4") == len(shared)
+    for want, found in _joined(api, edited):
+        output = lookup(want[0], want[1], want[4], want[5], want[2])
+        assert found, want
+        for row in found:  # the old file, where it joins, holds its own text's audio
+            samples, _ = soundfile.read(io.BytesIO(row["audio"]["bytes"]), dtype="int16")
+            assert np.array_equal(samples, output.samples), want

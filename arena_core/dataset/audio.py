@@ -6,7 +6,7 @@ the Space's output cache still holds it: one Parquet file per output,
 ``audio/<arena>/<model>/<hash>.parquet`` (:meth:`OutputKey.path`), with the columns of
 :data:`AUDIO_SCHEMA` and the ``datasets`` Audio feature declared in the file's
 metadata (``audio`` is ``{bytes, path}``: a WAV file, 16-bit PCM at the engine's
-own rate). A file's name is a hash of its key (arena, model, version, prompt id),
+own rate). A file's name is a hash of its key (arena, model, version, prompt id, text, category),
 so it is written once and never rewritten: publishing again only adds the outputs
 the repo lacks.
 
@@ -31,6 +31,7 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,10 +93,19 @@ class OutputKey:
     category: str | None
 
     def path(self) -> str:
-        """Its file in the repo: readable folders, a hash of the key as the name."""
-        digest = hashlib.sha256(
-            json.dumps([self.arena, self.model, self.model_version, self.prompt_id]).encode()
-        ).hexdigest()[:20]
+        """Its file in the repo: readable folders, a hash of the whole key as the name. The
+        text and category are in it: a prompt edited under its id is a new output, and a
+        name of the id alone gave the new text's votes the old text's audio."""
+        return self._named([self.arena, self.model, self.model_version, self.prompt_id,
+                            self.prompt, self.category])  # fmt: skip
+
+    def legacy_path(self) -> str:
+        """The name the code before gave it (no text, no category): such files stay in a
+        repo, and :func:`write_audio` does not add their outputs again."""
+        return self._named([self.arena, self.model, self.model_version, self.prompt_id])
+
+    def _named(self, parts: list) -> str:
+        digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
         return f"{AUDIO_DIR}/{_slug(self.arena)}/{_slug(self.model)}/{digest}.parquet"
 
 
@@ -137,11 +147,19 @@ def audio_table(items: Iterable[tuple[OutputKey, Output]]) -> pa.Table:
 def write_audio(folder: Path, keys: Iterable[OutputKey], lookup: Lookup, *,
                 present: frozenset[str] = frozenset()) -> dict[str, Path]:  # fmt: skip
     """Write the file of each output the cache holds and ``present`` (repo paths) lacks;
-    returns repo path -> local file. Outputs the cache no longer holds are skipped."""
+    returns repo path -> local file. Outputs the cache no longer holds are skipped.
+
+    ``keys`` are every output of the log (:func:`battle_outputs`). A file under an output's
+    :meth:`~OutputKey.legacy_path` holds it when no other output of the log shares that
+    name (the prompt kept its text): it is not added again. When several do, the old file
+    holds one of their texts, unknown which, so each is added under its own name."""
+    keys = list(keys)
+    sharing = Counter(key.legacy_path() for key in keys)
     written = {}
     for key in keys:
         rel = key.path()
-        if rel in present:
+        legacy = key.legacy_path()
+        if rel in present or (legacy in present and sharing[legacy] == 1):
             continue
         output = lookup(key.arena, key.model, key.prompt, key.category, key.model_version)
         if output is None or output.modality != "audio":
