@@ -198,6 +198,10 @@ class Board:
     warnings: tuple[str, ...] = ()
     fit: FitSummary | None = None
     window: Window = field(default_factory=Window)
+    #: The pair counts the board was computed from (not in its JSON): the Space's charts
+    #: draw these, so a vote counted between the table and the charts cannot make the
+    #: charts show one battle more than the table.
+    pair_counts: PairCounts | None = field(default=None, compare=False, repr=False)
 
     @property
     def components(self) -> int:
@@ -349,11 +353,13 @@ def _order(row: LeaderboardRow, side: int) -> tuple:
 
 def make_board(arena: str, category: str | None, params: BoardParams, result: Standings, *,
                votes_used: int, skipped: Mapping[str, int], last_ts_us: int | None,
-               window: Window) -> Board:  # fmt: skip
-    """The board of one replay or live state: one constructor, so both print the same JSON."""
+               window: Window, counts: PairCounts | None = None) -> Board:  # fmt: skip
+    """The board of one replay or live state: one constructor, so both print the same JSON.
+    ``counts``: the whole votes' pair counts it was computed from (``Board.pair_counts``)."""
     return Board(arena=arena, category=category, method=params.method, rows=result.rows,
                  votes_used=votes_used, skipped=dict(skipped), last_vote=format_us(last_ts_us),
-                 warnings=result.warnings, fit=result.fit, window=window)  # fmt: skip
+                 warnings=result.warnings, fit=result.fit, window=window,
+                 pair_counts=counts)  # fmt: skip
 
 
 def board_from_votes(votes: VoteTable, arena: str, *, category: str | None = None,
@@ -368,4 +374,4 @@ def board_from_votes(votes: VoteTable, arena: str, *, category: str | None = Non
                        available=available)  # fmt: skip
     return make_board(arena, category, params, result, votes_used=len(sel.a),
                       skipped=Counter(votes.skipped) + sel.skipped, last_ts_us=sel.last_ts_us,
-                      window=window)  # fmt: skip
+                      window=window, counts=counts)  # fmt: skip

@@ -448,3 +448,31 @@ def test_the_board_says_how_many_votes_it_counts_beside_the_logs_total():
     assert "counts 1 vote " in table.counted_html(1, 1_200) and "1,200" in table.counted_html(
         1, 1_200
     )
+
+
+def test_a_boards_charts_count_the_votes_its_table_counts():
+    """The board tab draws the table and the charts of one board: the charts' pair counts
+    are those the board was computed from. Read again after the board, a vote counted in
+    between gave the charts a battle the table did not have (two locks, two reads)."""
+    from arena_core.window import Window
+
+    registry = load_registry(ROOT / "registry.yaml")
+    arena = registry.arena("tts-en")
+    live = LiveArena(arena)
+    a, b = (m.id for m in arena.models[:2])
+
+    def vote(k: int) -> Vote:
+        return Vote(vote_id=f"v{k}", ts=f"2026-01-01T00:00:{k:02d}.000Z", arena="tts-en",
+                    model_a=a, model_b=b, vote="a")  # fmt: skip
+
+    for k in range(3):
+        live.apply(vote(k))
+    window = Window(since_us=0)
+    boards = [live.board(), live.board(window=window)]
+    live.apply(vote(3))  # counted after the boards were drawn
+    for board, w in zip(boards, (None, window), strict=True):
+        assert board.votes_used == 3
+        assert board.pair_counts.battles().sum() == 2 * board.votes_used  # both sides
+        again = live.pair_counts(window=w) if w else live.pair_counts()
+        assert again.battles().sum() == 2 * 4
+    assert "pair_counts" not in boards[0].to_json()

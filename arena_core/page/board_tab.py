@@ -111,7 +111,9 @@ def board_tab(service, demo, tab, arena_in, offer, *, poll: float, tabs=None,
                     *[gr.update(visible=False)] * 3, *_hidden(heard))  # fmt: skip
         board, revision = boards.board(arena_id, cat, window)
         live, models = service.live[arena_id], {m.id: m for m in service.arena(arena_id).models}
-        counts, ids = live.pair_counts(cat, window), [e.id for e in live.entrants]
+        # The counts the board was computed from, not read again: a vote counted meanwhile
+        # would give the charts a battle the table does not have.
+        counts, ids = board.pair_counts, [e.id for e in live.entrants]
         sync = service.sync.status() if service.sync else None
         rows = table.shown_rows(board, show_provisional=show_provisional,
                                 weights=weights_value or "all", models=models)  # fmt: skip

@@ -214,7 +214,7 @@ class LiveArena:
                            available=available)  # fmt: skip
         board = make_board(self.arena.id, category, self.params, result, votes_used=used,
                            skipped=Counter(skipped or {}) + dropped, last_ts_us=last,
-                           window=window)  # fmt: skip
+                           window=window, counts=counts)  # fmt: skip
         with self._lock:
             if self._tracks.get(category) is track and track.version == version:
                 track.cached = {k: v for k, v in track.cached.items() if k[0] == version}
