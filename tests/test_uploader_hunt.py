@@ -27,6 +27,9 @@ import os
 import pytest
 from hubfake import Landed, LocalHubApi, raw_vote_ids, repo_votes, settled, timed_out, writer
 
+from arena_core.votes.hold import shard_in_use
+from arena_core.votes.read import read_votes
+
 
 def _vote(log, choice="a") -> str:
     return log.append(arena="speech", model_a="espeak/en-us", model_b="espeak/en-gb",
@@ -172,4 +175,24 @@ def test_a_damaged_line_of_a_shard_replaced_by_its_copy_is_pushed_once(tmp_path)
     sync.uploader.push_to_hub()
     assert raw_vote_ids(api) == dict.fromkeys(acked, 1)
     assert dict(repo_votes(api).skipped) == {"invalid_json": 1}
+    sync.flush()
+
+
+def test_the_vote_folder_deleted_under_the_live_log_takes_votes_again(tmp_path):
+    """The whole vote folder deleted while the Space runs (a clean-up of the data folder):
+    every later vote was refused ("could not open the vote shard") until a restart. The
+    next vote now makes the folder again, with a log line saying so; the deleted shard's
+    last votes, acknowledged but not pushed, are still pushed, and none twice."""
+    import shutil
+
+    api, sync, log = _pushing(tmp_path)
+    acked = [_vote(log)]
+    sync.uploader.push_to_hub()
+    acked.append(_vote(log, "b"))  # acknowledged, not pushed yet
+    shutil.rmtree(log.folder)
+    acked += [_vote(log, "tie"), _vote(log, "a")]
+    assert log.path.exists() and shard_in_use(log.path)
+    assert read_votes(log.folder).column("vote_id").to_pylist() == acked[2:]
+    sync.uploader.push_to_hub()
+    _published_once(api, acked)
     sync.flush()

@@ -329,7 +329,7 @@ class VoteLog:
         if not os.path.exists(self.path):  # created now (or again, if something removed it)
             self._entry_durable = False
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = self._open_shard()
         except OSError as exc:
             raise VoteWriteError(f"could not open the vote shard: {exc}", rolled_back=True) from exc
         size = None
@@ -359,6 +359,22 @@ class VoteLog:
             self._entry_durable = True
         finally:
             os.close(fd)
+
+    def _open_shard(self) -> int:
+        """The shard's descriptor, for appending; the folder made again (and its entry synced)
+        if a clean-up deleted it: every later vote was refused until a restart. The deleted
+        shard's votes still reach the Hub through the descriptors kept on it (:meth:`_hold`)."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+        try:
+            return os.open(self.path, flags, 0o644)
+        except FileNotFoundError:
+            if self.folder.exists():
+                raise
+        log.error("the vote folder %s was deleted while the log ran: making it again",
+                  self.folder)  # fmt: skip
+        self.folder.mkdir(parents=True, exist_ok=True)
+        sync_folder(self.folder.parent)
+        return os.open(self.path, flags, 0o644)
 
     def _hold(self, fd: int) -> None:
         """Hold the file ``fd`` is open on, the shard, by its ``flock``
