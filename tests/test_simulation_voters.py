@@ -5,6 +5,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 
 from arena_core.cli import main
 from arena_core.integrity.anomaly import ANOMALOUS_FLAG, AnomalyParams
@@ -30,13 +31,29 @@ def test_a_small_campaign_for_the_weakest_model_is_caught_and_honest_voters_are_
     runs = [run_once(DEFAULT, 0, seed, AnomalyParams()) for seed in range(3)]
     caught = sum(r["true_positives"] for r in runs)
     false = sum(r["false_positives"] for r in runs)
-    assert caught >= 10  # of 15 campaigners (the full scenario measures 0.72 on 20 seeds)
+    assert caught >= 10  # of 15 campaigners (the full scenario: 0.72 on 20 seeds, 0.602 on 100)
     assert false <= 0.01 * 3 * DEFAULT.honest  # alpha bounds the share of honest voters flagged
     # The campaign lifts its model; leaving the flagged voters out takes most of that back
     # (on average: in a seed where 1 of 5 campaigners is caught, not most).
     assert all(r["counted"] - r["honest_only"] > 40 for r in runs)
     counted = np.mean([r["counted"] - r["honest_only"] for r in runs])
     assert np.mean([r["detected"] - r["honest_only"] for r in runs]) < 0.6 * counted
+
+
+@pytest.mark.parametrize("taste", [0.0, 100.0])
+def test_honest_voters_are_flagged_at_the_rate_the_readme_measures_not_at_alpha(taste):
+    """The README: honest voters flagged at 0.0015-0.0019 (at most 0.0021 in every setting),
+    the weakest model's campaign caught at 0.602 (0.492 with tastes of 100 points). The test
+    above allows 0.01 of 900 honest voters, which the test run without its split of alpha over
+    the checkpoints passes (9 of 900). 20 seeds, 6,000 honest voters: measured 6 and 7
+    flagged (0.0010, 0.0012), TPR 0.72 and 0.56; at alpha 0.1 (or no split), 71 flagged.
+    (At alpha 0.03, 15-16 flagged: that, test_analysis_hunt's null catches.)"""
+    pop = replace(DEFAULT, taste=taste)
+    runs = [run_once(pop, 0, seed, AnomalyParams()) for seed in range(20)]
+    honest = sum(r["false_positives"] for r in runs) / (20 * pop.honest)
+    caught = sum(r["true_positives"] for r in runs) / (20 * pop.campaigners)
+    assert honest <= 0.0025, honest
+    assert caught >= 0.45, caught
 
 
 def test_a_flood_of_identities_under_the_first_checkpoint_gets_no_honest_voter_flagged():
