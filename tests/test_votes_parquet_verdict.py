@@ -196,3 +196,40 @@ def test_beside_hands_back_the_read_only_once_the_check_passed():
     with pytest.raises(ValueError, match="read"):
         _beside(slow_check(False), failing_read)
     assert not any(t.name == "parquet-check" for t in threading.enumerate())
+
+
+def test_the_check_beside_the_read_judges_the_file_that_was_read(tmp_path):
+    """The check beside the read must read the file the asked columns come from. Opening the
+    path a second time judged whatever the path named by then: a file replaced meanwhile had
+    its bad ``prompt`` passed on the replacement's, and one deleted after it was opened was
+    refused (before the thread, the open file was read whole)."""
+    path = tmp_path / "x.parquet"
+    clean = tmp_path / "clean.parquet"
+    pq.write_table(_base().append_column("prompt", _text(b"\xfe")), path, use_dictionary=False)
+    pq.write_table(_base().append_column("prompt", _text(b"x")), clean, use_dictionary=False)
+    opened = []
+    from arena_core.votes import parquet_verdict as pv
+    from arena_core.votes import read as read_module
+
+    real = pv.read_checked
+
+    def swap_then_read(parquet, schema, columns=(), *, path=None):
+        opened.append(path)
+        clean.replace(tmp_path / "x.parquet")  # the bad file replaced once it is open
+        return real(parquet, schema, columns, path=path)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(read_module, "read_checked", swap_then_read):
+        votes = read_votes(tmp_path / "x.parquet", columns=BOARD_COLUMNS, now_us=NOW_US)
+    assert opened and votes.skipped == {reasons.UNREADABLE: 1}  # the open file's verdict
+
+    pq.write_table(_base(), path)
+
+    def delete_then_read(parquet, schema, columns=(), *, path=None):
+        (tmp_path / "x.parquet").unlink()  # a compaction deletes it once it is open
+        return real(parquet, schema, columns, path=path)
+
+    with unittest.mock.patch.object(read_module, "read_checked", delete_then_read):
+        votes = read_votes(tmp_path / "x.parquet", columns=BOARD_COLUMNS, now_us=NOW_US)
+    assert not votes.skipped and len(votes) == 4

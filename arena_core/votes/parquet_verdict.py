@@ -96,7 +96,8 @@ def read_checked(
     process's page faults (read with the asked columns, it added ~70 MB at 1M votes; a row
     group at a time, ~30 MB).
 
-    Given the file's ``path``, that check runs on a second handle of the file in a thread
+    Given the file's ``path`` (best an open :class:`pyarrow.NativeFile`, the one ``parquet``
+    reads, so the check cannot judge a file that replaced it), that check runs on a second handle of the file in a thread
     while the asked columns are read: both spend most of their time in Arrow's C++ code,
     which lets go of the interpreter, so on two cores the two take about the time of the
     longer one: for 1M votes here, 0.16 s instead of 0.26 s in a warm process, and 0.18 s

@@ -299,8 +299,11 @@ def _wanted_columns(columns) -> list[str]:
 def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     """The ``wanted`` columns of one Parquet file; ValueError when the file is refused, a
     verdict reached from all its contract columns (:mod:`~arena_core.votes.parquet_verdict`)."""
-    parquet, schema = open_checked(path)
-    table = read_checked(parquet, schema, wanted, path=path)
+    # One open file for the metadata, the read and the check beside it: opening the path
+    # again judged whatever it named by then (a file replaced meanwhile, or none).
+    with pa.OSFile(str(path)) as source:
+        parquet, schema = open_checked(source)
+        table = read_checked(parquet, schema, wanted, path=source)
     schema = _categorical_schema(wanted)
     columns = []
     for field in schema:
