@@ -6,6 +6,7 @@ import stat
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -525,3 +526,33 @@ def test_votes_are_refused_while_the_clock_is_far_behind_the_last_one(tmp_path):
     acked.append(store.append(arena="x", model_a="a", model_b="b", vote="tie").vote_id)
     reader_now = int(now[0].timestamp() * 1_000_000)
     assert read_votes([tmp_path], now_us=reader_now).column("vote_id").to_pylist() == acked
+
+
+def test_a_vote_folder_made_again_is_durable_before_the_vote_is_acknowledged(tmp_path,
+                                                                               monkeypatch):  # fmt: skip
+    """The vote folder (here with its parent, a clean-up of the data folder) deleted under
+    the live log is made again by the next vote: every folder made is in its parent only
+    once that parent is synced, and the vote is acknowledged only then. Before, only the
+    vote folder's parent was synced (the data folder's own entry never was), and when that
+    sync failed the vote was refused but the next one, finding the folder, was acknowledged
+    without it: a power cut could take the folder and the acknowledged votes with it."""
+    import shutil
+
+    store = VoteLog(tmp_path / "data" / "votes")
+    store.append(arena="tts-en", model_a="a", model_b="b", vote="a")
+    shutil.rmtree(tmp_path / "data")
+    synced, failing = [], [tmp_path / "data"]
+
+    def sync(folder):
+        if Path(folder) in failing:
+            failing.remove(Path(folder))
+            raise OSError("an I/O error at fsync")
+        synced.append(Path(folder))
+
+    monkeypatch.setattr(vote_log, "sync_folder", sync)
+    with pytest.raises(VoteWriteError) as refused:
+        store.append(arena="tts-en", model_a="a", model_b="b", vote="b")
+    assert refused.value.rolled_back and read_votes(store.folder).table.num_rows == 0
+    store.append(arena="tts-en", model_a="a", model_b="b", vote="tie")
+    assert {tmp_path, tmp_path / "data", store.folder} <= set(synced)
+    store.close()

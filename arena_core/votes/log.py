@@ -35,7 +35,7 @@ from typing import TypeVar
 
 from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.hold import hold_file, names, same_file
-from arena_core.votes.parquet import sync_folder
+from arena_core.votes.parquet import _missing_folders, sync_folder
 from arena_core.votes.schema import Vote, VoteError, format_ts, new_vote_id
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,9 @@ class VoteLog:
         #: fsync failing) leaves the file behind, empty, and the next vote, finding it, was
         #: acknowledged with the entry never synced (a power cut could take the shard).
         self._entry_durable = False
+        #: Folders whose entries for the folders made again (:meth:`_open_shard`) are not
+        #: synced yet: synced before the next vote is acknowledged, kept until they are.
+        self._unsynced: dict[Path, None] = {}
         self._queue: list[_Request] = []  # votes waiting for the next batch
         self._queue_lock = threading.Lock()
         self.written = 0
@@ -350,6 +353,9 @@ class VoteLog:
             os.fsync(fd)
             if not self._entry_durable:  # make the shard's directory entry durable too
                 sync_folder(self.folder)
+            for folder in list(self._unsynced):  # and those of the folders made again
+                sync_folder(folder)
+                del self._unsynced[folder]
         except OSError as exc:
             rolled_back = size is None or _cut(fd, size)  # no size: nothing was written
             raise VoteWriteError(
@@ -372,8 +378,11 @@ class VoteLog:
                 raise
         log.error("the vote folder %s was deleted while the log ran: making it again",
                   self.folder)  # fmt: skip
+        made = _missing_folders(self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        sync_folder(self.folder.parent)
+        # Each folder made is in its parent only once that is synced: after the write, with
+        # the shard's entry, and again at each vote until it succeeds (:meth:`_write`).
+        self._unsynced.update(dict.fromkeys(folder.parent for folder in made))
         return os.open(self.path, flags, 0o644)
 
     def _hold(self, fd: int) -> None:
