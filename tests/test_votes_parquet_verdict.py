@@ -233,3 +233,26 @@ def test_the_check_beside_the_read_judges_the_file_that_was_read(tmp_path):
     with unittest.mock.patch.object(read_module, "read_checked", delete_then_read):
         votes = read_votes(tmp_path / "x.parquet", columns=BOARD_COLUMNS, now_us=NOW_US)
     assert not votes.skipped and len(votes) == 4
+
+
+def test_an_interrupt_during_the_read_is_not_turned_into_the_checks_refusal():
+    """Ctrl-C (or SystemExit) while the asked columns are read must stop the reader, even
+    when the check beside it has refused the file: raised as the check's ValueError, it
+    was caught as an unreadable file and the run went on (the check first never did this:
+    the read began only once the check had passed)."""
+    import threading
+
+    from arena_core.votes.parquet_verdict import _beside
+
+    checked = threading.Event()
+
+    def check():
+        checked.set()
+        raise ValueError("check")
+
+    def interrupted_read():
+        checked.wait(5)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _beside(check, interrupted_read)

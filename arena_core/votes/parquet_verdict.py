@@ -142,7 +142,8 @@ def _beside(check, read):
     thread.start()
     try:
         table = read()
-    except BaseException:
+    except Exception:  # an interrupt (Ctrl-C, SystemExit) is raised as is, at once: made the
+        # check's refusal, it was caught as an unreadable file and the run went on
         thread.join()
         if failed:
             raise failed[0] from None
