@@ -57,3 +57,28 @@ def test_the_card_says_a_pushed_file_can_be_replaced_by_a_retry_with_more_rows(t
     pushes = files.split("- `data/votes-<process>-<n>.parquet`:")[1].split("- `data/compacted")[0]
     assert "never rewritten" not in pushes
     assert "same name" in pushes and "more rows" in pushes
+
+
+def test_the_cards_audio_join_says_null_matches_null():
+    """The card joins the audio to the votes on six columns, ``category`` among them: null
+    for every vote of an arena whose prompts have no category (optional in the registry),
+    and the versions null when unknown. Joined with SQL's ``=``, as the card read, such votes
+    found no audio at all: the card says null matches null, and the join it names does."""
+    import duckdb
+    import pyarrow as pa
+
+    assert "IS NOT DISTINCT FROM" in CARD
+    votes = pa.table({"arena": ["a"], "model_a": ["m"], "model_a_version": pa.array([None], pa.string()),
+                      "prompt_id": ["p1"], "prompt": ["Hi."], "category": pa.array([None], pa.string())})  # fmt: skip
+    audio = votes.rename_columns(["arena", "model", "model_version", "prompt_id", "prompt",
+                                  "category"])  # fmt: skip
+    pairs = [("arena", "arena"), ("model_a", "model"), ("model_a_version", "model_version"),
+             ("prompt_id", "prompt_id"), ("prompt", "prompt"), ("category", "category")]  # fmt: skip
+    con = duckdb.connect()
+    con.register("votes", votes)
+    con.register("audio", audio)
+    for op, found in (("=", 0), ("IS NOT DISTINCT FROM", 1)):
+        on = " AND ".join(f"v.{v} {op} a.{a}" for v, a in pairs)
+        assert (
+            con.execute(f"SELECT count(*) FROM votes v JOIN audio a ON {on}").fetchone()[0] == found
+        )
