@@ -153,7 +153,7 @@ def test_the_check_beside_the_read_fails_as_the_check_before_it(tmp_path):
     errors = []
     for beside in (None, path):  # check first, then check beside the read
         with pytest.raises(pa.ArrowInvalid) as caught:
-            pv.read_checked(parquet, schema, ["vote_id", "arena"], path=beside)
+            pv.read_checked(parquet, schema, ["vote_id", "arena"], source=beside)
         errors.append(str(caught.value))
     assert errors[0] == errors[1]
     # The prompt alone is bad: the asked columns read, yet the file is refused.
@@ -161,7 +161,7 @@ def test_the_check_beside_the_read_fails_as_the_check_before_it(tmp_path):
     pq.write_table(table, path, use_dictionary=False)
     parquet, schema = pv.open_checked(path)
     with pytest.raises(pa.ArrowInvalid):
-        pv.read_checked(parquet, schema, ["vote_id", "arena"], path=path)
+        pv.read_checked(parquet, schema, ["vote_id", "arena"], source=path)
     assert read_votes(tmp_path, columns=BOARD_COLUMNS, now_us=NOW_US).skipped == {
         reasons.UNREADABLE: 1
     }
@@ -213,10 +213,10 @@ def test_the_check_beside_the_read_judges_the_file_that_was_read(tmp_path):
 
     real = pv.read_checked
 
-    def swap_then_read(parquet, schema, columns=(), *, path=None):
+    def swap_then_read(parquet, schema, columns=(), *, source=None):
         opened.append(path)
         clean.replace(tmp_path / "x.parquet")  # the bad file replaced once it is open
-        return real(parquet, schema, columns, path=path)
+        return real(parquet, schema, columns, source=source)
 
     import unittest.mock
 
@@ -226,9 +226,9 @@ def test_the_check_beside_the_read_judges_the_file_that_was_read(tmp_path):
 
     pq.write_table(_base(), path)
 
-    def delete_then_read(parquet, schema, columns=(), *, path=None):
+    def delete_then_read(parquet, schema, columns=(), *, source=None):
         (tmp_path / "x.parquet").unlink()  # a compaction deletes it once it is open
-        return real(parquet, schema, columns, path=path)
+        return real(parquet, schema, columns, source=source)
 
     with unittest.mock.patch.object(read_module, "read_checked", delete_then_read):
         votes = read_votes(tmp_path / "x.parquet", columns=BOARD_COLUMNS, now_us=NOW_US)

@@ -160,9 +160,10 @@ the arena's own prompts, where the Space's output cache still held it when publi
 Join it to the votes on (`arena`, `model_a` or `model_b`, `model_a_version` or
 `model_b_version`, `prompt_id`, `prompt`, `category`), null matching null: `category`
 is null for prompts without one and the versions when unknown (in SQL,
-`IS NOT DISTINCT FROM`, not `=`). A prompt whose text was edited under the same id has one file per text. Files published before that rule are named by
-the id alone and may repeat a row of a newer file (same output, same audio); drop
-repeated rows of these six columns before counting outputs. The audio is the engine's own output; voters heard it
+`IS NOT DISTINCT FROM`, not `=`). A prompt whose text was edited under the same id has
+one file per text. Files published before that rule are named by the id alone and may
+repeat a row of a newer file (same output, same audio); drop repeated rows of these six
+columns before counting outputs. The audio is the engine's own output; voters heard it
 blinded: resampled to one rate, trimmed, set to one loudness and padded (the votes'
 style and `clip_*` fields describe what they heard). Outputs of typed prompts are not
 published (a visitor's text is not spread further as speech); nor are outputs of an

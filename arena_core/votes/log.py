@@ -35,7 +35,7 @@ from typing import TypeVar
 
 from arena_core.votes.clean import FUTURE_SLACK_US
 from arena_core.votes.hold import hold_file, names, same_file
-from arena_core.votes.parquet import _missing_folders, sync_folder
+from arena_core.votes.parquet import missing_folders, sync_folder
 from arena_core.votes.schema import Vote, VoteError, format_ts, new_vote_id
 
 log = logging.getLogger(__name__)
@@ -378,7 +378,7 @@ class VoteLog:
                 raise
         log.error("the vote folder %s was deleted while the log ran: making it again",
                   self.folder)  # fmt: skip
-        made = _missing_folders(self.folder)
+        made = missing_folders(self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         # Each folder made is in its parent only once that is synced: after the write, with
         # the shard's entry, and again at each vote until it succeeds (:meth:`_write`).

@@ -78,7 +78,7 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
         with path.open("wb") as f:
             write(f)
         return path
-    made = _missing_folders(path.parent)
+    made = missing_folders(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -107,7 +107,7 @@ def sync_folder(folder: str | Path) -> None:
         os.close(fd)
 
 
-def _missing_folders(folder: Path) -> list[Path]:
+def missing_folders(folder: Path) -> list[Path]:
     """``folder`` and its ancestors that do not exist yet, deepest first."""
     missing = []
     while not folder.exists() and folder.parent != folder:

@@ -86,7 +86,7 @@ def read_modes(meta: pq.FileMetaData, schema: pa.Schema) -> list[str]:
 
 
 def read_checked(
-    parquet: pq.ParquetFile, schema: pa.Schema, columns: Iterable[str] = (), *, path=None
+    parquet: pq.ParquetFile, schema: pa.Schema, columns: Iterable[str] = (), *, source=None
 ) -> pa.Table:
     """The file's ``columns`` (those it holds), read once every value of its contract
     columns, asked for or not, is known to read as the contract's type; ValueError (Arrow's
@@ -96,14 +96,15 @@ def read_checked(
     process's page faults (read with the asked columns, it added ~70 MB at 1M votes; a row
     group at a time, ~30 MB).
 
-    Given the file's ``path`` (best an open :class:`pyarrow.NativeFile`, the one ``parquet``
-    reads, so the check cannot judge a file that replaced it), that check runs on a second handle of the file in a thread
-    while the asked columns are read: both spend most of their time in Arrow's C++ code,
-    which lets go of the interpreter, so on two cores the two take about the time of the
-    longer one: for 1M votes here, 0.16 s instead of 0.26 s in a warm process, and 0.18 s
-    instead of 0.20-0.23 s in a fresh one, where touching new memory costs as much as the
-    decoding. Without it, the check comes first. Either way the asked columns are returned only if the check passed, and when
-    both fail the check's error is the one raised, as when it ran first."""
+    Given ``source``, the open file ``parquet`` reads (a :class:`pyarrow.NativeFile`: a path
+    opened again could name a file that replaced it by then), that check runs on a second
+    handle of it in a thread while the asked columns are read: both spend most of their
+    time in Arrow's C++ code, which lets go of the interpreter, so on two cores the two take
+    about the time of the longer one: for 1M votes here, 0.16 s instead of 0.26 s in a warm
+    process, and 0.18 s instead of 0.20-0.23 s in a fresh one, where touching new memory
+    costs as much as the decoding. Without it, the check comes first. Either way the asked
+    columns are returned only if the check passed, and when both fail the check's error is
+    the one raised, as when it ran first."""
     columns = [c for c in columns if c in schema.names]
     extra = [n for n in _present(schema)
              if n not in columns and needs_values(schema.field(n).type, _FIELD_TYPES[n])]  # fmt: skip
@@ -119,11 +120,11 @@ def read_checked(
 
     if not extra:
         return read()
-    if path is None or not columns:
+    if source is None or not columns:
         check(parquet)
         return read()
     meta = parquet.metadata
-    twin = pq.ParquetFile(path, metadata=meta, read_dictionary=read_modes(meta, schema))
+    twin = pq.ParquetFile(source, metadata=meta, read_dictionary=read_modes(meta, schema))
     return _beside(lambda: check(twin), read)
 
 

@@ -303,7 +303,7 @@ def _read_parquet(path: Path, wanted: list[str]) -> pa.Table:
     # again judged whatever it named by then (a file replaced meanwhile, or none).
     with pa.OSFile(str(path)) as source:
         parquet, schema = open_checked(source)
-        table = read_checked(parquet, schema, wanted, path=source)
+        table = read_checked(parquet, schema, wanted, source=source)
     schema = _categorical_schema(wanted)
     columns = []
     for field in schema:
