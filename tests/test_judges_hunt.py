@@ -24,7 +24,7 @@ from types import MappingProxyType, SimpleNamespace
 
 import pytest
 from hosted_server import allow_loopback
-from test_judges_service import TOKEN, PrefersFirst, make_service, rows, spec
+from test_judges_service import TOKEN, PrefersFirst, make_service, registry, rows, spec
 
 from arena_core.backends import Output
 from arena_core.judges.base import Case, Judge, JudgeError, JudgeSpec
@@ -90,6 +90,7 @@ def test_an_llm_judge_call_ends_at_its_timeout_when_the_reply_trickles(monkeypat
 def test_the_judge_command_with_a_blank_token_votes_with_a_token_of_its_own(tmp_path, monkeypatch,
                                                                              capsys):  # fmt: skip
     import arena_core.judges.factory as factory
+    import arena_core.registry as registry_module
     import arena_core.space.startup as startup
     from arena_core.cli import main
 
@@ -100,6 +101,8 @@ def test_the_judge_command_with_a_blank_token_votes_with_a_token_of_its_own(tmp_
         return make_service(tmp_path, judge_token=settings.judge_token or None)
 
     monkeypatch.setattr(startup, "build_service", build_service)
+    # The command checks the judge and its arena in the registry before the service is built.
+    monkeypatch.setattr(registry_module, "load_registry", lambda path: registry())
     monkeypatch.setattr(factory, "make_judge", lambda judge_spec, env: PrefersFirst(judge_spec))
     monkeypatch.setenv("ARENA_JUDGE_TOKEN", "   ")
     status = main(["judge", "--arena", "speech", "--judge", "judge/first", "--battles", "2",

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from arena_core.cli.board import add_command as add_board_command
 from arena_core.cli.files import add_commands as add_file_commands
-from arena_core.cli.streams import spooled
+from arena_core.cli.streams import STDIN, spooled
 from arena_core.printable import LineFormatter, controls_escaped, emit
 from arena_core.ratings.bt import NotIdentifiableError
 from arena_core.scale.cli_options import add_counts_command
@@ -51,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.run is not _simulate:  # only a scenario takes options of its own
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
+    if getattr(args, "out", None) == STDIN:  # export, counts: standard output, as --votes -
+        # reads standard input (a file named "-" was made in the current folder)
+        args.out = "/dev/stdout"  # written through the stream itself (write_atomically)
     # One record per line, whatever the logged values hold (a board's warnings name the
     # votes' ids, any string: a newline in one forged a record, an escape recoloured).
     handler = logging.StreamHandler(sys.stderr)

@@ -99,7 +99,7 @@ def add_command(sub) -> None:
     board.add_argument(
         "--voter-kind",
         choices=("human", "judge", "all"),
-        default="human",
+        default=None,  # human; None tells an explicit one apart, to refuse it beside --judge
         help="whose votes: human (default: judges' votes never enter this board), judge, or all",
     )
     board.add_argument(
@@ -123,6 +123,10 @@ def add_command(sub) -> None:
 
 
 def run(args) -> int:
+    if args.judge and args.voter_kind == "human":  # was dropped silently: the judge's board
+        raise ValueError(f"--judge {args.judge} is a judge's board; it cannot be read with "
+                         f"--voter-kind human (leave --voter-kind out)")  # fmt: skip
+    args.voter_kind = args.voter_kind or "human"
     params = BoardParams(
         method=args.method,
         prior_weight=args.prior_weight,

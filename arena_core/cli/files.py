@@ -58,6 +58,9 @@ def run_compact(args) -> int:
 
     # Checked before anything is read: with --repo, before the download.
     args.min_age = MIN_AGE_MINUTES if args.min_age is None else check_min_age(args.min_age)
+    if args.repo is not None and not args.repo.strip():  # read as no repo: Path(None) was opened
+        raise ValueError("compact --repo takes a Hub dataset repo id (owner/name); an empty one "
+                         "names none")  # fmt: skip
     if args.votes == "":  # Path("") is the current folder: its shards would be compacted
         raise ValueError("compact --votes takes a vote folder; an empty path names none")
     if args.votes and not Path(args.votes).is_dir():

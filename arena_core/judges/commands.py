@@ -65,8 +65,10 @@ def _judge(args) -> int:
 
     from arena_core.judges.factory import make_judge
     from arena_core.judges.runner import judge_battles
+    from arena_core.registry import load_registry
     from arena_core.space.config import Settings
     from arena_core.space.startup import build_service
+    from arena_core.space.views import ArenaError
 
     env = dict(os.environ, ARENA_DATA_DIR=str(args.data), ARENA_REGISTRY=str(args.registry),
                ARENA_WARMUP="0", ARENA_JUDGES="")  # fmt: skip
@@ -77,10 +79,14 @@ def _judge(args) -> int:
         env["ARENA_JUDGE_TOKEN"] = secrets.token_hex(16)
     settings = Settings.from_env(env)
     token = settings.judge_token
+    # The judge and its arena are checked before the service is built: that makes --data's
+    # folders (votes, cache, shaped audio, their secrets), left behind by a refused typo.
+    spec = load_registry(settings.registry).judge(args.judge)
+    judge = make_judge(spec, env)
+    if args.arena not in spec.arenas:
+        raise ArenaError(f"Judge {spec.id!r} does not judge arena {args.arena!r}.")
     service = build_service(settings, env)
     try:
-        spec = service.registry.judge(args.judge)
-        judge = make_judge(spec, env)
         service.load()
         with tqdm(total=args.battles, unit="battle", disable=args.quiet, file=sys.stderr) as bar:
             run = judge_battles(service, judge, args.arena, args.battles, token,
