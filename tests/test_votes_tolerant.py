@@ -169,17 +169,13 @@ def test_only_lines_arrow_alone_can_refuse_restart_the_stream(monkeypatch):
     # stream more, from the block that held it.
     kinds = [DAMAGED[0], DAMAGED[2], b'{"vote": 5}', line(3).replace(b"Hello", b"\xffHello")]
     lines = [kinds[k // 50 % 4] if k % 50 == 17 else line(k) for k in range(2000)]
-    opened = []
-    open_json = tolerant.pj.open_json
-    monkeypatch.setattr(
-        tolerant.pj, "open_json", lambda *a, **k: opened.append(1) or open_json(*a, **k)
-    )
+    opened = _count_streams(monkeypatch)
     monkeypatch.setattr(tolerant, "_read_in_pieces", lambda *a: pytest.fail("fell back"))
     monkeypatch.setattr(tolerant, "STREAM_BLOCK", 16 << 10)
     data = b"\n".join(lines) + b"\n"
     skipped = Counter()
     table = read_damaged(data, skipped, ALL)
-    streams = len(opened)  # the reference reader asks Arrow about a line by read_json
+    streams = len(opened)
     monkeypatch.undo()
     _, ref = both(data)
     assert (repr(table.to_pylist()), skipped) == ref and sum(skipped.values()) == 40
@@ -192,15 +188,18 @@ def test_a_line_arrow_refuses_by_naming_the_next_row_costs_one_restart(monkeypat
     # each, until the stream ran out.
     lines = [line(k) for k in range(30)]
     lines[7] = line(7) + b" 5}"
-    opened = []
-    open_json = tolerant.pj.open_json
-    monkeypatch.setattr(
-        tolerant.pj, "open_json", lambda *a, **k: opened.append(1) or open_json(*a, **k)
-    )
+    opened = _count_streams(monkeypatch)
     skipped = Counter()
     table = read_damaged(b"\n".join(lines) + b"\n", skipped, ALL)
     assert table.num_rows == 29 and skipped == {"invalid_json": 1}
-    assert len(opened) == 2  # two streams (the reference reader asks Arrow by read_json)
+    assert len(opened) == 2  # two streams: the first, and one restart
+
+
+def _count_streams(monkeypatch) -> list:
+    """A list that grows by one at each stream (a start, or a restart after a bad line)."""
+    opened, blocks = [], tolerant._blocks
+    monkeypatch.setattr(tolerant, "_blocks", lambda *a: opened.append(1) or blocks(*a))
+    return opened
 
 
 def test_a_line_of_two_objects_is_judged_apart_and_the_stream_keeps_its_count(monkeypatch):
@@ -416,3 +415,18 @@ def test_after_two_damaged_windows_the_rest_of_the_file_goes_down_the_damaged_pa
     assert len(sent[0]) <= 4 * jsonl._SCAN_WINDOW + len(line(0))
     assert table.column("vote_id").to_pylist() == read_lines(
         path.read_bytes(), Counter()).column("vote_id").to_pylist()  # fmt: skip
+
+
+def test_the_damaged_path_leaves_no_arrow_reader_running(monkeypatch):
+    """Arrow's streaming JSON reader reads ahead on a thread of its own, which could still
+    run when the interpreter ended: the process aborted after its output ("terminate called
+    without an active exception", status 134), in 5 of 200 runs of a one-damaged-line read
+    at load 6 (and 1 in 1,000 of a bare ``open_json``; CI failed once on it). The damaged
+    path parses block by block with ``read_json`` on its own thread instead: 0 in 1,000.
+    A stress run is too slow for the suite, so the reader's absence is what is pinned."""
+    monkeypatch.setattr(tolerant.pj, "open_json", lambda *a, **k: pytest.fail("streamed"))
+    lines = [line(k) for k in range(40)]
+    lines[5], lines[30] = b'{"vote": 5}', b"null"
+    skipped = Counter()
+    table = read_damaged(b"\n".join(lines) + b"\n", skipped, ALL)
+    assert table.num_rows == 38 and sum(skipped.values()) == 2
